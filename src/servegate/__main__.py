@@ -1,0 +1,5 @@
+"""``python -m servegate``."""
+
+from servegate.cli import main
+
+main()

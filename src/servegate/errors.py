@@ -1,0 +1,116 @@
+"""The exception tree of servegate.
+
+Every error the library raises is a ``ServegateError``; ``str(exc)`` is one sentence
+that names what to fix, and ``exc.exit_code`` is the code the command line exits with.
+Only ``servegate.cli`` catches them.
+
+    ServegateError                 exit 3: an internal error
+    ├── UsageError                 exit 2: bad flags, bad config, bad input
+    │   ├── ConfigError            a campaign or profile file is invalid (names file, key)
+    │   ├── PortInUseError         the port a server should take is already taken
+    │   └── StoreVersionError      the database was written by a newer servegate
+    ├── GateError                  a server did not become ready (carries the verdict)
+    │   ├── ServerCrashed          exit 1: CRASH
+    │   └── ServerTimeout          exit 124: TIMEOUT
+    ├── ServerNotFound             exit 2: no tracked server by that name or PID
+    └── BenchError                 exit 1: the load generator could not measure
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from servegate.gate.verdict import Verdict
+
+__all__ = [
+    "BenchError",
+    "ConfigError",
+    "GateError",
+    "PortInUseError",
+    "ServegateError",
+    "ServerCrashed",
+    "ServerNotFound",
+    "ServerTimeout",
+    "StoreVersionError",
+    "UsageError",
+]
+
+
+class ServegateError(Exception):
+    """Base of every servegate error; ``exit_code`` is what the CLI exits with."""
+
+    exit_code: int = 3
+
+
+class UsageError(ServegateError):
+    """Bad flags, configuration or input: the message names the fix."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A campaign or profile file is invalid; the message names the file and key."""
+
+    def __init__(self, message: str, *, path: str | None = None, key: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.key = key
+
+
+class PortInUseError(UsageError):
+    """The port a server is meant to take is already in use."""
+
+    def __init__(self, message: str, *, port: int) -> None:
+        super().__init__(message)
+        self.port = port
+
+
+class StoreVersionError(UsageError):
+    """The database comes from a newer servegate and is left untouched."""
+
+
+class ServerNotFound(ServegateError):
+    """No tracked server has that name or PID."""
+
+    exit_code = 2
+
+
+class GateError(ServegateError):
+    """The server did not become ready; ``verdict`` says why and how."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.line())
+        self.verdict = verdict
+
+    @property
+    def log_tail(self) -> tuple[str, ...]:
+        """The last lines of the server's log."""
+        return self.verdict.tail
+
+    @property
+    def server_exit_code(self) -> int | None:
+        """The server's own exit code when it exited, else None."""
+        return self.verdict.exit_code
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict as the ``servegate.verdict/1`` JSON object."""
+        return self.verdict.to_json()
+
+
+class ServerCrashed(GateError):
+    """CRASH: the server exited, lost an essential child, or printed a fatal line."""
+
+    exit_code = 1
+
+
+class ServerTimeout(GateError):
+    """TIMEOUT: the deadline passed or the server made no progress for too long."""
+
+    exit_code = 124
+
+
+class BenchError(ServegateError):
+    """The load generator could not measure (unreachable server, not OpenAI-compatible)."""
+
+    exit_code = 1
