@@ -1,0 +1,91 @@
+"""Fixtures shared by the whole suite.
+
+Every test runs with its own state folder (tracked servers) and is checked, after it
+ends, for processes it left behind: descendants of the test process, and any process
+anywhere that carries this session's marker in its environment (which catches servers
+that called setsid() and left our process group and our tree).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+MARKER_VAR = "SERVEGATE_TEST_MARKER"
+MARKER = uuid.uuid4().hex
+os.environ[MARKER_VAR] = MARKER
+
+
+def free_port() -> int:
+    """An ephemeral TCP port that was free a moment ago on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def marked_processes() -> list[psutil.Process]:
+    """Processes other than this one whose environment carries this session's marker."""
+    me = os.getpid()
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == me:
+            continue
+        try:
+            if proc.environ().get(MARKER_VAR) == MARKER:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def leftovers(grace_s: float = 3.0) -> list[str]:
+    """Descriptions of processes this session left alive, after a short grace period."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        procs = {p.pid: p for p in psutil.Process().children(recursive=True)}
+        procs.update({p.pid: p for p in marked_processes()})
+        alive = []
+        for proc in procs.values():
+            try:
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+            except psutil.Error:
+                continue
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
+
+
+@pytest.fixture(autouse=True)
+def _state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test tracks its servers in a folder of its own."""
+    path = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("SERVEGATE_STATE_DIR", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_processes() -> Iterator[None]:
+    """Fail a test that leaves any process of its tree alive, then clean up after it."""
+    yield
+    alive = leftovers()
+    if alive:
+        for line in alive:
+            try:
+                os.kill(int(line.split()[0]), 9)
+            except OSError:
+                pass
+        pytest.fail("processes left running by this test:\n" + "\n".join(alive))
+
+
+@pytest.fixture
+def port() -> int:
+    """A free ephemeral port."""
+    return free_port()
