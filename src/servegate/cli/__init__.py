@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ps": ("servegate.cli.gate:ps", "List the servers servegate launched and still tracks."),
     "bench": ("servegate.cli.bench:bench", "Benchmark an OpenAI-compatible server."),
     "run": ("servegate.cli.campaign:run", "Run a campaign: launch, gate, bench each variant."),
-    "report": ("servegate.cli.campaign:report", "Render a stored campaign as a report."),
+    "report": ("servegate.cli.campaign_report:report", "Render a stored campaign as a report."),
     "demo": ("servegate.cli.campaign:demo", "Run a whole campaign on the simulated engine."),
     "sim": ("servegate.cli.sim:sim", "Serve a simulated inference engine."),
 }

@@ -1,1 +1,57 @@
-"""servegate.report."""
+"""Reports of stored campaigns: comparison statistics and renderers.
+
+    from servegate.report import build_report, render_console
+    with Store.open("servegate.db") as store:
+        report = build_report(store, "allreduce-fusion")   # None: the newest campaign
+    render_console(report)                                  # the table + closing lines
+
+Renderers: ``render_console`` (rich, stdout), ``render_markdown``, ``render_json``,
+``render_csv`` and ``render_html`` (needs the ``html`` extra: plotly) return or print the
+same report. Importing this package does not import plotly.
+"""
+
+from __future__ import annotations
+
+from servegate.report.compare import METRICS, Report, compare
+from servegate.report.console import console_text, render_console
+from servegate.report.data import CampaignData, load_campaign, resolve_campaign
+from servegate.report.export import render_csv, render_json, report_json
+from servegate.report.markdown import render_markdown
+from servegate.store import Store
+
+__all__ = [
+    "METRICS",
+    "CampaignData",
+    "Report",
+    "build_report",
+    "compare",
+    "console_text",
+    "load_campaign",
+    "render_console",
+    "render_csv",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "report_json",
+    "resolve_campaign",
+]
+
+
+def build_report(
+    store: Store,
+    campaign: str | int | None = None,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Report:
+    """Read a campaign (by name, id, or the newest when None) and compare its variants."""
+    cid = campaign if isinstance(campaign, int) else resolve_campaign(store, campaign).id
+    return compare(load_campaign(store, cid), confidence=confidence, resamples=resamples, seed=seed)
+
+
+def render_html(report: Report) -> str:
+    """The self-contained HTML report (imports plotly; UsageError naming the extra if absent)."""
+    from servegate.report.html import render_html as render  # noqa: PLC0415 (plotly is optional)
+
+    return render(report)

@@ -1,0 +1,461 @@
+"""Prompts for a load point, built before the run and encoded as request bodies.
+
+No tokenizer runs anywhere on the send path. The random dataset draws words from a fixed
+vocabulary of short, common English words that the usual BPE tokenizers (Llama, Qwen,
+GPT) encode as one token each when preceded by a space, so a prompt of N words is about
+N tokens; the server's ``usage.prompt_tokens`` gives the exact count afterwards. Each
+prompt starts with its own random words, so no two prompts share a cacheable prefix.
+Request bodies are serialised once, here, so the send loop only writes bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from servegate.errors import UsageError
+
+# Common words that are single tokens (with their leading space) in Llama-2/3, Qwen2 and
+# GPT-4 tokenizers.
+VOCABULARY = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "his",
+    "her",
+    "they",
+    "this",
+    "be",
+    "are",
+    "have",
+    "had",
+    "not",
+    "but",
+    "what",
+    "all",
+    "were",
+    "when",
+    "we",
+    "there",
+    "can",
+    "an",
+    "your",
+    "which",
+    "their",
+    "said",
+    "if",
+    "do",
+    "will",
+    "each",
+    "about",
+    "how",
+    "up",
+    "out",
+    "them",
+    "then",
+    "she",
+    "many",
+    "some",
+    "so",
+    "these",
+    "would",
+    "other",
+    "into",
+    "has",
+    "more",
+    "two",
+    "like",
+    "him",
+    "see",
+    "time",
+    "could",
+    "no",
+    "make",
+    "than",
+    "first",
+    "been",
+    "its",
+    "who",
+    "now",
+    "people",
+    "my",
+    "made",
+    "over",
+    "did",
+    "down",
+    "only",
+    "way",
+    "find",
+    "use",
+    "may",
+    "water",
+    "long",
+    "little",
+    "very",
+    "after",
+    "words",
+    "called",
+    "just",
+    "where",
+    "most",
+    "know",
+    "get",
+    "through",
+    "back",
+    "much",
+    "before",
+    "go",
+    "good",
+    "new",
+    "write",
+    "our",
+    "used",
+    "me",
+    "man",
+    "too",
+    "any",
+    "day",
+    "same",
+    "right",
+    "look",
+    "think",
+    "also",
+    "around",
+    "another",
+    "came",
+    "come",
+    "work",
+    "three",
+    "word",
+    "must",
+    "because",
+    "does",
+    "part",
+    "even",
+    "place",
+    "well",
+    "such",
+    "here",
+    "take",
+    "why",
+    "things",
+    "help",
+    "put",
+    "years",
+    "different",
+    "away",
+    "again",
+    "off",
+    "went",
+    "old",
+    "number",
+    "great",
+    "tell",
+    "men",
+    "say",
+    "small",
+    "every",
+    "found",
+    "still",
+    "between",
+    "name",
+    "should",
+    "home",
+    "big",
+    "give",
+    "air",
+    "line",
+    "set",
+    "own",
+    "under",
+    "read",
+    "last",
+    "never",
+    "us",
+    "left",
+    "end",
+    "along",
+    "while",
+    "might",
+    "next",
+    "sound",
+    "below",
+    "saw",
+    "something",
+    "thought",
+    "both",
+    "few",
+    "those",
+    "always",
+    "looked",
+    "show",
+    "large",
+    "often",
+    "together",
+    "asked",
+    "house",
+    "world",
+    "going",
+    "want",
+    "school",
+    "important",
+    "until",
+    "form",
+    "food",
+    "keep",
+    "children",
+    "feet",
+    "land",
+    "side",
+    "without",
+    "boy",
+    "once",
+    "animals",
+    "life",
+    "enough",
+    "took",
+    "sometimes",
+    "four",
+    "head",
+    "above",
+    "kind",
+    "began",
+    "almost",
+    "live",
+    "page",
+    "got",
+    "earth",
+    "need",
+    "far",
+    "hand",
+    "high",
+    "year",
+    "mother",
+    "light",
+    "parts",
+    "country",
+    "father",
+    "let",
+    "night",
+    "following",
+    "picture",
+    "being",
+    "study",
+    "second",
+    "eyes",
+    "soon",
+    "times",
+    "story",
+    "boys",
+    "since",
+    "white",
+    "days",
+    "ever",
+    "paper",
+    "hard",
+    "near",
+    "sentence",
+    "better",
+    "best",
+    "across",
+    "during",
+    "today",
+    "others",
+    "however",
+    "sure",
+    "means",
+    "knew",
+    "its",
+    "try",
+    "told",
+    "young",
+    "miles",
+    "sun",
+    "ways",
+    "thing",
+    "whole",
+    "hear",
+    "example",
+    "heard",
+    "several",
+    "change",
+    "answer",
+    "room",
+    "sea",
+    "against",
+    "top",
+    "turned",
+    "learn",
+    "point",
+    "city",
+    "play",
+    "toward",
+    "five",
+    "using",
+    "himself",
+    "usually",
+    "money",
+    "seen",
+    "car",
+    "morning",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prompt:
+    """One request to send: the encoded body and the lengths it asks for."""
+
+    body: bytes
+    input_len: int  # approximate prompt tokens (words for random, 4 chars/token otherwise)
+    output_len: int | None  # max_tokens sent, or None when the server decides
+
+
+def build_prompts(
+    *,
+    dataset: str,
+    count: int,
+    input_len: int,
+    output_len: int | None,
+    api: str,
+    model: str,
+    seed: int,
+    ignore_eos: bool,
+) -> list[Prompt]:
+    """`count` prompts from `dataset`, cycled when the dataset is shorter."""
+    if dataset == "random":
+        texts = _random_texts(count, input_len, seed)
+        items = [(text, input_len, output_len) for text in texts]
+    else:
+        if dataset.startswith("sharegpt:"):
+            rows = _sharegpt(Path(dataset.removeprefix("sharegpt:")))
+        else:
+            rows = _jsonl(Path(dataset))
+        rng = random.Random(seed)
+        rng.shuffle(rows)
+        items = []
+        for i in range(count):
+            text, wanted = rows[i % len(rows)]
+            items.append((text, max(1, len(text) // 4), output_len or wanted))
+    return [
+        Prompt(
+            body=encode_body(
+                api=api, model=model, text=text, max_tokens=out, ignore_eos=ignore_eos
+            ),
+            input_len=n_in,
+            output_len=out,
+        )
+        for text, n_in, out in items
+    ]
+
+
+def encode_body(
+    *, api: str, model: str, text: str, max_tokens: int | None, ignore_eos: bool
+) -> bytes:
+    """The JSON body of one streaming request, with usage asked for in the last chunk."""
+    body: dict[str, Any] = {
+        "model": model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if api == "chat":
+        body["messages"] = [{"role": "user", "content": text}]
+    else:
+        body["prompt"] = text
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+        if api == "chat":
+            body["max_completion_tokens"] = max_tokens
+        if ignore_eos:
+            body["ignore_eos"] = True
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _random_texts(count: int, input_len: int, seed: int) -> list[str]:
+    """`count` texts of `input_len` vocabulary words each, reproducible from `seed`."""
+    rng = random.Random(seed)
+    words = VOCABULARY
+    return [" ".join(rng.choices(words, k=input_len)) for _ in range(count)]
+
+
+def _jsonl(path: Path) -> list[tuple[str, int | None]]:
+    """Rows of a JSONL file: ``prompt`` (text) and an optional ``output_len``/``max_tokens``."""
+    lines = _read(path, "--dataset").splitlines()
+    rows: list[tuple[str, int | None]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(
+                f"--dataset {path}: line {number} is not JSON ({exc.msg}); "
+                'write one object per line like {"prompt": "...", "output_len": 128}.'
+            ) from None
+        prompt = row.get("prompt") if isinstance(row, dict) else None
+        if not isinstance(prompt, str) or not prompt:
+            raise UsageError(
+                f'--dataset {path}: line {number} has no "prompt" string; '
+                'write one object per line like {"prompt": "...", "output_len": 128}.'
+            )
+        wanted = row.get("output_len", row.get("max_tokens"))
+        if wanted is not None and (not isinstance(wanted, int) or wanted < 1):
+            raise UsageError(
+                f'--dataset {path}: line {number} has an "output_len" that is not a '
+                "positive integer; fix or remove it."
+            )
+        rows.append((prompt, wanted))
+    if not rows:
+        raise UsageError(f"--dataset {path} holds no prompts; give a file with at least one.")
+    return rows
+
+
+def _sharegpt(path: Path) -> list[tuple[str, int | None]]:
+    """First human turn of each ShareGPT conversation, and its answer's length / 4 as tokens."""
+    try:
+        data = json.loads(_read(path, "--dataset sharegpt:"))
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"--dataset sharegpt:{path} is not a JSON file ({exc.msg}); give a ShareGPT JSON list."
+        ) from None
+    rows: list[tuple[str, int | None]] = []
+    for entry in data if isinstance(data, list) else []:
+        turns = entry.get("conversations") if isinstance(entry, dict) else None
+        if not isinstance(turns, list) or len(turns) < 2:
+            continue
+        first, answer = turns[0], turns[1]
+        if not (isinstance(first, dict) and isinstance(answer, dict)):
+            continue
+        question, reply = first.get("value"), answer.get("value")
+        if isinstance(question, str) and question and isinstance(reply, str):
+            rows.append((question, max(1, len(reply) // 4)))
+    if not rows:
+        raise UsageError(
+            f"--dataset sharegpt:{path} has no conversation with two turns; "
+            'give a JSON list of {"conversations": [{"from": "human", "value": ...}, ...]}.'
+        )
+    return rows
+
+
+def _read(path: Path, flag: str) -> str:
+    """The text of a dataset file, or a UsageError naming the flag."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{flag} file {path} does not exist; check the path.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{flag} file {path} cannot be read ({exc}); check the path.") from None

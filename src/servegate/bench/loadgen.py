@@ -1,0 +1,199 @@
+"""The load itself: one asyncio loop per worker process, closed-loop or on a schedule.
+
+A worker gets a `WorkerPlan` (its share of the concurrency and of the prompts, or its
+share of the arrival schedule), runs its warmup, waits for the common start time, then
+sends. Closed loop: ``concurrency`` coroutines each send their next request as soon as
+the previous one ends. Open loop: a dispatcher sends each request at its planned time
+(optionally capped by a semaphore), and the lag between plan and send is recorded. All
+workers read the same monotonic clock, so their samples merge into exact metrics.
+While measuring, a 10 ms timer records how late the event loop runs, and the process's
+CPU time is read at the start and end: the client's own headroom.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import time
+from collections.abc import Callable, Iterator, MutableSequence
+from dataclasses import dataclass
+from time import perf_counter
+
+import aiohttp
+
+from servegate.bench.dataset import Prompt
+from servegate.bench.sample import RequestSample
+from servegate.bench.stream import send_request
+
+LAG_INTERVAL_S = 0.01
+READ_BUFSIZE = 1 << 20  # socket reads of up to 1 MiB: a whole burst of events per read
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerPlan:
+    """What one worker sends: its prompts (closed loop) or its arrivals (open loop)."""
+
+    slot: int
+    endpoint: str
+    headers: dict[str, str]
+    timeout_s: float
+    keys: tuple[bytes, ...]
+    concurrency: int | None  # closed-loop users, or the cap under a schedule
+    prompts: list[tuple[int, Prompt]]  # (index, prompt), closed loop
+    schedule: list[tuple[int, float, Prompt]] | None  # (index, offset_s, prompt), open loop
+    warmup: list[Prompt]
+    duration_s: float | None  # closed loop: stop sending after this long, cycling prompts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerResult:
+    """A worker's samples and its own load: CPU seconds, wall seconds, loop lags."""
+
+    samples: list[RequestSample]
+    cpu_s: float
+    wall_s: float
+    lags_ms: list[float]
+    send_lags_ms: list[float]
+
+
+async def run_worker(
+    plan: WorkerPlan,
+    counters: MutableSequence[int],
+    start: Callable[[], float],
+) -> WorkerResult:
+    """Warm up, call ``start()`` for the common start time, measure, and return the samples.
+
+    ``counters[3*slot : 3*slot+3]`` are kept at (done, failed, content chunks) for live
+    progress in another process or thread.
+    """
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=60)
+    timeout = aiohttp.ClientTimeout(total=plan.timeout_s)
+    async with aiohttp.ClientSession(
+        connector=connector, read_bufsize=READ_BUFSIZE, auto_decompress=False
+    ) as session:
+        base = plan.slot * 3
+
+        async def one(index: int, prompt: Prompt, t0: float, sched: float | None) -> RequestSample:
+            sample = await send_request(
+                session,
+                endpoint=plan.endpoint,
+                prompt=prompt,
+                index=index,
+                headers=plan.headers,
+                timeout=timeout,
+                keys=plan.keys,
+                t0=t0,
+                scheduled_s=sched,
+            )
+            if sample.error is None:
+                counters[base] += 1
+            else:
+                counters[base + 1] += 1
+            counters[base + 2] += len(sample.chunks_s)
+            return sample
+
+        if plan.warmup:
+            await _closed_loop(
+                iter(enumerate(plan.warmup)), plan.concurrency or len(plan.warmup), None, one, 0.0
+            )
+            for i in range(3):
+                counters[base + i] = 0
+        t0 = start()
+        delay = t0 - perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+        lags: list[float] = []
+        monitor = asyncio.create_task(_lag_monitor(lags))
+        gc.collect()
+        gc.freeze()
+        threshold = gc.get_threshold()
+        gc.set_threshold(100_000, 50, 100)
+        cpu0, wall0 = time.process_time(), perf_counter()
+        send_lags: list[float] = []
+        try:
+            if plan.schedule is not None:
+                samples = await _open_loop(plan.schedule, plan.concurrency, one, t0, send_lags)
+            else:
+                deadline = t0 + plan.duration_s if plan.duration_s is not None else None
+                source: Iterator[tuple[int, Prompt]]
+                if deadline is not None:
+                    source = itertools.cycle(plan.prompts)
+                else:
+                    source = iter(plan.prompts)
+                samples = await _closed_loop(source, plan.concurrency or 1, deadline, one, t0)
+        finally:
+            cpu1, wall1 = time.process_time(), perf_counter()
+            gc.set_threshold(*threshold)
+            gc.unfreeze()
+            monitor.cancel()
+    return WorkerResult(
+        samples=samples,
+        cpu_s=cpu1 - cpu0,
+        wall_s=wall1 - wall0,
+        lags_ms=lags,
+        send_lags_ms=send_lags,
+    )
+
+
+async def _closed_loop(
+    source: Iterator[tuple[int, Prompt]],
+    users: int,
+    deadline: float | None,
+    one: Callable[..., object],
+    t0: float,
+) -> list[RequestSample]:
+    """``users`` coroutines, each sending the next prompt when its last request ends."""
+    samples: list[RequestSample] = []
+
+    async def user() -> None:
+        for index, prompt in source:
+            if deadline is not None and perf_counter() >= deadline:
+                return
+            samples.append(await one(index, prompt, t0, None))  # type: ignore[misc]
+
+    await asyncio.gather(*(user() for _ in range(users)))
+    return samples
+
+
+async def _open_loop(
+    schedule: list[tuple[int, float, Prompt]],
+    cap: int | None,
+    one: Callable[..., object],
+    t0: float,
+    send_lags: list[float],
+) -> list[RequestSample]:
+    """Send each request at its planned offset from ``t0``, at most ``cap`` in flight."""
+    samples: list[RequestSample] = []
+    sem = asyncio.Semaphore(cap) if cap else None
+
+    async def fire(index: int, offset: float, prompt: Prompt) -> None:
+        try:
+            samples.append(await one(index, prompt, t0, offset))  # type: ignore[misc]
+        finally:
+            if sem is not None:
+                sem.release()
+
+    tasks: set[asyncio.Task[None]] = set()
+    for index, offset, prompt in schedule:
+        delay = t0 + offset - perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if sem is not None:
+            await sem.acquire()
+        send_lags.append((perf_counter() - t0 - offset) * 1000.0)
+        task = asyncio.create_task(fire(index, offset, prompt))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    while tasks:
+        await asyncio.gather(*tasks)
+    return samples
+
+
+async def _lag_monitor(lags: list[float]) -> None:
+    """Record how late a short timer fires: the event loop's scheduling delay, in ms."""
+    while True:
+        before = perf_counter()
+        await asyncio.sleep(LAG_INTERVAL_S)
+        lags.append((perf_counter() - before - LAG_INTERVAL_S) * 1000.0)

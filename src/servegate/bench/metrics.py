@@ -1,0 +1,121 @@
+"""Summary metrics of a load point, computed from its samples with vLLM's definitions.
+
+- TTFT: send -> first chunk with generated content.
+- E2EL: send -> last content chunk (the usage-only chunk does not move it).
+- TPOT: per request, (E2EL - TTFT) / (output_tokens - 1), for requests of 2+ tokens.
+- ITL: every gap between consecutive content chunks, pooled over all requests.
+- Throughputs: totals of completed requests / (last completion - first send).
+
+Only completed requests enter latencies and throughputs; failures are counted by kind.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from servegate.bench.sample import RequestSample
+
+PERCENTILES = (50, 90, 99)
+LATENCIES = ("ttft", "tpot", "itl", "e2el")
+
+
+def summarize(samples: Sequence[RequestSample]) -> dict[str, float]:
+    """The summary dict of `PointResult` (throughputs, and latency stats in ms)."""
+    done = [s for s in samples if s.ok]
+    out: dict[str, float] = {}
+    if done:
+        first_send = min(s.send_s for s in samples)
+        last_end = max(s.send_s + s.end_s for s in done)
+        duration = max(last_end - first_send, 1e-9)
+        out_tokens = sum(s.output_tokens for s in done)
+        in_tokens = sum(
+            s.usage_input_tokens if s.usage_input_tokens is not None else s.input_len for s in done
+        )
+        out["duration_s"] = duration
+        out["request_throughput"] = len(done) / duration
+        out["output_throughput"] = out_tokens / duration
+        out["total_token_throughput"] = (in_tokens + out_tokens) / duration
+        out["total_input_tokens"] = float(in_tokens)
+        out["total_output_tokens"] = float(out_tokens)
+    else:
+        for key in ("duration_s", "request_throughput", "output_throughput"):
+            out[key] = 0.0
+        out["total_token_throughput"] = 0.0
+        out["total_input_tokens"] = out["total_output_tokens"] = 0.0
+    ttft = np.array([s.chunks_s[0] for s in done], dtype=np.float64)
+    e2el = np.array([s.chunks_s[-1] for s in done], dtype=np.float64)
+    tpot = np.array(
+        [
+            (s.chunks_s[-1] - s.chunks_s[0]) / (s.output_tokens - 1)
+            for s in done
+            if s.output_tokens > 1
+        ],
+        dtype=np.float64,
+    )
+    gaps = [np.diff(np.asarray(s.chunks_s)) for s in done if len(s.chunks_s) > 1]
+    itl = np.concatenate(gaps) if gaps else np.empty(0)
+    for name, values in (("ttft", ttft), ("tpot", tpot), ("itl", itl), ("e2el", e2el)):
+        out.update(_stats(name, values * 1000.0))
+    return out
+
+
+def _stats(name: str, values_ms: np.ndarray) -> dict[str, float]:
+    """mean, p50, p90, p99 of one latency in ms (NaN when there is no value)."""
+    if values_ms.size == 0:
+        nan = float("nan")
+        return {f"{name}_ms_mean": nan} | {f"{name}_ms_p{p}": nan for p in PERCENTILES}
+    pcts = np.percentile(values_ms, PERCENTILES)
+    return {f"{name}_ms_mean": float(values_ms.mean())} | {
+        f"{name}_ms_p{p}": float(v) for p, v in zip(PERCENTILES, pcts, strict=True)
+    }
+
+
+def failures_by_kind(samples: Sequence[RequestSample]) -> dict[str, int]:
+    """Failed requests counted by kind, most frequent first."""
+    return dict(Counter(s.error for s in samples if s.error is not None).most_common())
+
+
+def token_warnings(samples: Sequence[RequestSample]) -> list[str]:
+    """Warnings about output lengths: usage missing or disagreeing, or not what was asked."""
+    done = [s for s in samples if s.ok]
+    if not done:
+        return []
+    warnings: list[str] = []
+    no_usage = sum(1 for s in done if s.usage_output_tokens is None)
+    if no_usage:
+        warnings.append(
+            f"{no_usage} of {len(done)} completed requests came without usage; their output "
+            "tokens are counted as content chunks, which undercounts when a chunk holds "
+            "several tokens."
+        )
+    with_usage = [s for s in done if s.usage_output_tokens is not None]
+    more = [s for s in with_usage if len(s.chunks_s) > (s.usage_output_tokens or 0)]
+    fewer = [s for s in with_usage if len(s.chunks_s) < (s.usage_output_tokens or 0)]
+    if more:
+        warnings.append(
+            f"{len(more)} of {len(with_usage)} requests streamed more content chunks than "
+            "their usage.completion_tokens; the server's usage count looks wrong."
+        )
+    if fewer:
+        ratio = sum(s.usage_output_tokens or 0 for s in fewer) / max(
+            1, sum(len(s.chunks_s) for s in fewer)
+        )
+        warnings.append(
+            f"{len(fewer)} of {len(with_usage)} requests had fewer content chunks than usage "
+            f"tokens ({ratio:.2f} tokens per chunk): the server sends several tokens per chunk "
+            "(speculative decoding or stream batching), so ITL is a gap between chunks, "
+            "not between tokens."
+        )
+    asked = [s for s in done if s.output_len is not None]
+    off = [s for s in asked if s.output_tokens != s.output_len]
+    if off:
+        got = [s.output_tokens for s in off]
+        warnings.append(
+            f"{len(off)} of {len(asked)} requests returned an output length other than "
+            f"requested ({min(got)}-{max(got)} tokens instead of "
+            f"{off[0].output_len}); the server may ignore ignore_eos or max_tokens."
+        )
+    return warnings

@@ -1,0 +1,480 @@
+"""`run_point`: one load point from settings to a `PointResult`.
+
+Before the run: ask ``/v1/models`` for the model, send one short probe request (which
+turns an unreachable or non-OpenAI server into one clear sentence instead of a run of
+failures), build every prompt, and plan the arrivals. Then the workers warm up, the
+engine's counters are read, the workers start together, and the counters are read again
+at the end. Metrics are computed from the merged raw samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import multiprocessing as mp
+import queue
+import urllib.error
+import urllib.request
+from collections.abc import Callable, MutableSequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+
+from servegate.bench import metrics
+from servegate.bench.dataset import Prompt, build_prompts, encode_body
+from servegate.bench.loadgen import WorkerPlan, WorkerResult, run_worker
+from servegate.bench.result import ClientStats, PointResult
+from servegate.bench.server_metrics import metric_names, scrape, server_deltas
+from servegate.bench.settings import BenchSettings
+from servegate.bench.stream import CHAT_KEYS, COMPLETION_KEYS
+from servegate.errors import BenchError
+
+DURATION_POOL = 2048  # prompts built for a duration-bounded run (cycled beyond that)
+CPU_WARN = 0.9
+LAG_WARN_MS = 10.0
+PREFLIGHT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Progress:
+    """Live counts during a point, for a progress line."""
+
+    done: int
+    failed: int
+    chunks: int
+    elapsed_s: float
+    total: int | None
+
+
+def run_point(
+    settings: BenchSettings, *, progress: Callable[[Progress], None] | None = None
+) -> PointResult:
+    """Run one load point and return everything it measured.
+
+    Raises BenchError when the server cannot be reached or does not speak the OpenAI
+    API; failures during the run are counted by kind, never raised.
+    """
+    started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    headers = {"Content-Type": "application/json"}
+    if settings.api_key:
+        headers["Authorization"] = f"Bearer {settings.api_key}"
+    model = settings.model or discover_model(settings.base_url, headers)
+    warnings: list[str] = []
+    ignore_eos = _probe(settings, model, headers, warnings)
+
+    count = settings.requests if settings.requests is not None else DURATION_POOL
+    prompts = build_prompts(
+        dataset=settings.dataset,
+        count=settings.warmup + count,
+        input_len=settings.input_len,
+        output_len=settings.output_len,
+        api=settings.api,
+        model=model,
+        seed=settings.seed,
+        ignore_eos=ignore_eos,
+    )
+    warmup, measured = prompts[: settings.warmup], prompts[settings.warmup :]
+    plans = _plans(settings, headers, warmup, measured)
+
+    metrics_url = (
+        settings.metrics_url if settings.metrics_url is not None else settings.base_url + "/metrics"
+    )
+    scrapes: dict[str, Any] = {}
+
+    def before_measure() -> None:
+        scrapes["before"] = scrape(metrics_url) if metrics_url else None
+
+    total = settings.requests
+    results = _execute(plans, before_measure, progress, total)
+    after = scrape(metrics_url) if metrics_url else None
+
+    samples = sorted((s for r in results for s in r.samples), key=lambda s: s.send_s)
+    if settings.duration_s is not None and settings.requests is None and not settings.open_loop:
+        used = len(samples)
+        if used > len(measured) and settings.dataset == "random":
+            warnings.append(
+                f"the run sent {used} requests from a pool of {len(measured)} prompts; "
+                "repeated prompts may hit the server's prefix cache."
+            )
+    before = scrapes.get("before")
+    names = metric_names(settings.engine, after)
+    server = server_deltas(before, after, names, metrics_url or None)
+    client = _client_stats(results)
+    failures = metrics.failures_by_kind(samples)
+    details: dict[str, str] = {}
+    for s in samples:
+        if s.error is not None and s.error not in details:
+            details[s.error] = s.detail or ""
+    warnings += metrics.token_warnings(samples)
+    warnings += _headroom_warnings(client)
+    completed = sum(1 for s in samples if s.ok)
+    if not completed:
+        warnings.append("no request completed; every metric of this point is empty.")
+    return PointResult(
+        settings=settings,
+        model=model,
+        summary=metrics.summarize(samples),
+        completed=completed,
+        failed=len(samples) - completed,
+        failures=failures,
+        failure_details=details,
+        samples=samples,
+        server_metrics=server,
+        warnings=warnings,
+        client=client,
+        started_at=started_at,
+    )
+
+
+def discover_model(base_url: str, headers: dict[str, str]) -> str:
+    """The first model id from ``GET /v1/models``; BenchError when the server has none."""
+    url = base_url + "/v1/models"
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 (http(s) checked)
+    try:
+        with urllib.request.urlopen(request, timeout=PREFLIGHT_TIMEOUT_S) as resp:  # noqa: S310
+            body = resp.read()
+    except urllib.error.HTTPError as exc:
+        raise BenchError(
+            f"GET {url} returned HTTP {exc.code}; the server does not look OpenAI-compatible "
+            "at this URL: check --url or give --model."
+        ) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise BenchError(
+            f"cannot reach {base_url} ({reason}); check --url and that the server is running."
+        ) from None
+    try:
+        data = json.loads(body)
+        return str(data["data"][0]["id"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise BenchError(
+            f"GET {url} did not return an OpenAI model list; check --url or give --model."
+        ) from None
+
+
+def _probe(
+    settings: BenchSettings, model: str, headers: dict[str, str], warnings: list[str]
+) -> bool:
+    """Send one 2-token streaming request; return whether ``ignore_eos`` is accepted."""
+    ignore_eos = settings.ignore_eos and settings.output_len is not None
+    for attempt in (ignore_eos, False) if ignore_eos else (False,):
+        body = encode_body(
+            api=settings.api, model=model, text="Hello", max_tokens=2, ignore_eos=attempt
+        )
+        request = urllib.request.Request(  # noqa: S310 (http(s) checked)
+            settings.endpoint, data=body, headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=settings.timeout_s) as resp:  # noqa: S310
+                first = resp.read(65536)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 400 and attempt:
+                continue  # retry without ignore_eos
+            raise BenchError(
+                f"POST {settings.endpoint} returned HTTP {exc.code}; the server does not serve "
+                f"the OpenAI {settings.api} API there: check --url and --api."
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise BenchError(
+                f"cannot reach {settings.endpoint} ({reason}); check --url and that the "
+                "server is running."
+            ) from None
+        if b"data:" not in first:
+            raise BenchError(
+                f"POST {settings.endpoint} did not answer with a server-sent event stream; "
+                "the server is not OpenAI-compatible: check --url and --api."
+            )
+        if ignore_eos and not attempt:
+            warnings.append(
+                "the server rejected ignore_eos; requests are sent without it, so outputs "
+                "may be shorter than --output-len."
+            )
+        return attempt
+    return False
+
+
+def _plans(
+    s: BenchSettings, headers: dict[str, str], warmup: list[Prompt], measured: list[Prompt]
+) -> list[WorkerPlan]:
+    """Split the point over its worker processes: concurrency, prompts or arrivals."""
+    n = s.resolved_workers()
+    keys = CHAT_KEYS if s.api == "chat" else COMPLETION_KEYS
+    common: dict[str, Any] = {
+        "endpoint": s.endpoint,
+        "headers": headers,
+        "timeout_s": s.timeout_s,
+        "keys": keys,
+        "duration_s": s.duration_s,
+    }
+    plans: list[WorkerPlan] = []
+    if s.open_loop:
+        assert s.rate is not None
+        offsets = arrival_offsets(s.rate, s.requests, s.duration_s, s.seed)
+        arrivals = [(i, off, measured[i % len(measured)]) for i, off in enumerate(offsets)]
+        for w in range(n):
+            cap = _share(s.concurrency, n, w) if s.concurrency is not None else None
+            plans.append(
+                WorkerPlan(
+                    slot=w,
+                    concurrency=cap,
+                    prompts=[],
+                    schedule=arrivals[w::n],
+                    warmup=warmup[w::n],
+                    **common,
+                )
+            )
+        return plans
+    users = s.concurrency if s.concurrency is not None else len(measured)
+    indexed = list(enumerate(measured))
+    start = 0
+    for w in range(n):
+        mine = _share(users, n, w)
+        if s.requests is not None:
+            take = round(len(indexed) * (start + mine) / users) - round(
+                len(indexed) * start / users
+            )
+            first = round(len(indexed) * start / users)
+            share = indexed[first : first + take]
+        else:
+            share = indexed[w::n]
+        start += mine
+        plans.append(
+            WorkerPlan(
+                slot=w,
+                concurrency=mine,
+                prompts=share,
+                schedule=None,
+                warmup=warmup[w::n],
+                **common,
+            )
+        )
+    return plans
+
+
+def _share(total: int, parts: int, i: int) -> int:
+    """Part ``i`` of ``total`` split as evenly as possible into ``parts``."""
+    return total // parts + (1 if i < total % parts else 0)
+
+
+def arrival_offsets(
+    rate: float, requests: int | None, duration_s: float | None, seed: int
+) -> list[float]:
+    """Poisson arrival times (seconds from the start): exponential gaps of mean 1/rate."""
+    rng = np.random.default_rng(seed)
+    if requests is not None:
+        return [float(x) for x in np.cumsum(rng.exponential(1.0 / rate, requests))]
+    assert duration_s is not None
+    out: list[float] = []
+    t = 0.0
+    while True:
+        t += float(rng.exponential(1.0 / rate))
+        if t > duration_s:
+            return out
+        out.append(t)
+
+
+def _execute(
+    plans: list[WorkerPlan],
+    before_measure: Callable[[], None],
+    progress: Callable[[Progress], None] | None,
+    total: int | None,
+) -> list[WorkerResult]:
+    """Run the plans: in this process for one worker, else in spawned processes."""
+    if len(plans) == 1:
+        return [_in_process(plans[0], before_measure, progress, total)]
+    return _in_processes(plans, before_measure, progress, total)
+
+
+def _in_process(
+    plan: WorkerPlan,
+    before_measure: Callable[[], None],
+    progress: Callable[[Progress], None] | None,
+    total: int | None,
+) -> WorkerResult:
+    """One worker on an event loop of this thread, with progress from inside the loop."""
+    counters = [0, 0, 0]
+    begun: list[float] = []
+
+    def start() -> float:
+        before_measure()
+        begun.append(perf_counter())
+        return begun[0]
+
+    async def main() -> WorkerResult:
+        ticker = None
+        if progress is not None:
+            ticker = asyncio.create_task(_tick(counters, begun, progress, total))
+        try:
+            return await run_worker(plan, counters, start)
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+
+    return asyncio.run(main())
+
+
+async def _tick(
+    counters: MutableSequence[int],
+    begun: list[float],
+    progress: Callable[[Progress], None],
+    total: int | None,
+) -> None:
+    """Report progress twice a second once the measurement has begun."""
+    while True:
+        await asyncio.sleep(0.5)
+        if begun:
+            progress(_progress(counters, begun[0], total))
+
+
+def _progress(counters: MutableSequence[int], t0: float, total: int | None) -> Progress:
+    """Sum the per-worker counters."""
+    return Progress(
+        done=sum(counters[0::3]),
+        failed=sum(counters[1::3]),
+        chunks=sum(counters[2::3]),
+        elapsed_s=perf_counter() - t0,
+        total=total,
+    )
+
+
+def _worker_entry(  # noqa: PLR0917 (a process target)
+    plan: WorkerPlan, counters: Any, ready: Any, go: Any, start_at: Any, results: Any
+) -> None:
+    """A worker process: warm up, say ready, wait for the common start, send the result."""
+
+    def start() -> float:
+        ready.put(plan.slot)
+        go.wait()
+        return float(start_at.value)
+
+    try:
+        result = asyncio.run(run_worker(plan, counters, start))
+        results.put((plan.slot, result, None))
+    except Exception as exc:  # reported by the parent as a lost worker
+        results.put((plan.slot, None, f"{type(exc).__name__}: {exc}"))
+
+
+def _in_processes(
+    plans: list[WorkerPlan],
+    before_measure: Callable[[], None],
+    progress: Callable[[Progress], None] | None,
+    total: int | None,
+) -> list[WorkerResult]:
+    """Spawn a process per plan, start them together, and collect their results."""
+    ctx = mp.get_context("spawn")
+    counters = ctx.RawArray("q", 3 * len(plans))
+    ready, results = ctx.Queue(), ctx.Queue()
+    go = ctx.Event()
+    start_at = ctx.RawValue("d", 0.0)
+    procs = [
+        ctx.Process(
+            target=_worker_entry,
+            args=(plan, counters, ready, go, start_at, results),
+            daemon=True,
+        )
+        for plan in plans
+    ]
+    for proc in procs:
+        proc.start()
+    out: dict[int, WorkerResult] = {}
+    errors: list[str] = []
+    try:
+        waiting = len(plans)
+        while waiting:
+            try:
+                ready.get(timeout=0.5)
+                waiting -= 1
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs):
+                    break
+                _drain(results, out, errors)
+                if len(out) + len(errors) == len(plans):
+                    break
+        before_measure()
+        start_at.value = perf_counter() + 0.02
+        t0 = start_at.value
+        go.set()
+        while len(out) + len(errors) < len(plans):
+            try:
+                slot, result, error = results.get(timeout=0.5)
+            except queue.Empty:
+                if progress is not None:
+                    progress(_progress(counters, t0, total))
+                if not any(p.is_alive() for p in procs) and results.empty():
+                    errors.append("a worker process exited without a result")
+                    break
+                continue
+            if result is not None:
+                out[slot] = result
+            else:
+                errors.append(str(error))
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+    if errors:
+        raise BenchError(f"a load-generator worker failed ({errors[0]}); retry with --workers 1.")
+    return [out[k] for k in sorted(out)]
+
+
+def _drain(results: Any, out: dict[int, WorkerResult], errors: list[str]) -> None:
+    """Collect results that arrived early (a worker that failed during warmup)."""
+    while True:
+        try:
+            slot, result, error = results.get_nowait()
+        except queue.Empty:
+            return
+        if result is not None:
+            out[slot] = result
+        else:
+            errors.append(str(error))
+
+
+def _client_stats(results: list[WorkerResult]) -> ClientStats:
+    """The client's headroom: busiest worker's CPU share, loop lag and send lag."""
+    fractions = [r.cpu_s / r.wall_s for r in results if r.wall_s > 0] or [0.0]
+    lags = np.array([x for r in results for x in r.lags_ms] or [0.0])
+    send = [x for r in results for x in r.send_lags_ms]
+    send_arr = np.array(send) if send else None
+    return ClientStats(
+        workers=len(results),
+        cpu_fraction=float(max(fractions)),
+        cpu_fraction_mean=float(sum(fractions) / len(fractions)),
+        loop_lag_ms_p50=float(np.percentile(lags, 50)),
+        loop_lag_ms_p99=float(np.percentile(lags, 99)),
+        loop_lag_ms_max=float(lags.max()),
+        send_lag_ms_p50=None if send_arr is None else float(np.percentile(send_arr, 50)),
+        send_lag_ms_p99=None if send_arr is None else float(np.percentile(send_arr, 99)),
+        send_lag_ms_max=None if send_arr is None else float(send_arr.max()),
+    )
+
+
+def _headroom_warnings(client: ClientStats) -> list[str]:
+    """Warn when the client, not the server, may have set the pace."""
+    out: list[str] = []
+    if client.cpu_fraction >= CPU_WARN:
+        out.append(
+            f"the client used {client.cpu_fraction:.0%} of a CPU core in its busiest worker; "
+            "it may be the bottleneck: raise --workers or give the client a free core."
+        )
+    if client.loop_lag_ms_p99 >= LAG_WARN_MS:
+        out.append(
+            f"the client's event loop ran up to {client.loop_lag_ms_p99:.1f} ms late (p99); "
+            "timestamps may be late by as much: raise --workers or lower the load."
+        )
+    if client.send_lag_ms_p99 is not None and client.send_lag_ms_p99 >= LAG_WARN_MS:
+        out.append(
+            f"requests left up to {client.send_lag_ms_p99:.1f} ms after their planned time "
+            "(p99); the rate schedule was not kept: lower --rate, raise the concurrency cap "
+            "or --workers."
+        )
+    return out
+
+
+__all__ = ["Progress", "arrival_offsets", "discover_model", "run_point"]

@@ -1,0 +1,148 @@
+"""The settings of one load point, validated once at the boundary.
+
+`BenchSettings` is what `run_point` takes: one concurrency or one rate, a request count
+or a duration, the prompt source and the request shape. Validation raises `UsageError`
+with a sentence that names the flag to fix, so the command line and campaign files give
+the same messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from servegate.errors import UsageError
+
+API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+
+
+def default_workers(concurrency: int | None, rate: float | None) -> int:
+    """Worker processes for a load point: one per 192 streams, at most one per usable core.
+
+    One asyncio process keeps up with a few hundred streams on a modern core; more
+    processes only help when there are cores to run them on, and on a machine shared with
+    the server they would take the server's CPU, so the count stays at 1 below 192 streams.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    streams = concurrency if concurrency is not None else 0
+    if streams == 0 and rate is not None and math.isfinite(rate):
+        streams = int(rate)  # a rough proxy: a stream per request per second
+    return max(1, min(cores or 1, -(-streams // 192)))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchSettings:
+    """One load point against one OpenAI-compatible server.
+
+    Args:
+        url: the server's base URL, e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1`` is fine).
+        api: ``completions`` or ``chat``.
+        model: the model name to send; None asks ``/v1/models`` for the first one.
+        concurrency: requests in flight at once (closed loop), or the cap under a rate.
+        rate: requests per second on a Poisson schedule computed before the run; None or
+            ``inf`` sends as fast as the concurrency allows.
+        requests: measured requests; mutually exclusive with ``duration_s``.
+        duration_s: measure for this long instead of a fixed count.
+        warmup: requests sent before the measurement and not counted.
+        input_len: approximate prompt length in tokens for the random dataset.
+        output_len: ``max_tokens`` of every request (with ``ignore_eos``); None lets the
+            dataset decide.
+        dataset: ``random``, a ``.jsonl`` path, or ``sharegpt:PATH``.
+        seed: seeds prompts and the arrival schedule.
+        timeout_s: per-request limit, from send to the end of the stream.
+        api_key: sent as a bearer token; never printed or stored.
+        metrics_url: the Prometheus endpoint to diff; None tries ``URL/metrics``; "" disables.
+        engine: engine profile name for the metric names; None detects by prefix.
+        ignore_eos: send ``ignore_eos: true`` so the server generates ``output_len`` tokens.
+        workers: client processes; None picks `default_workers`.
+    """
+
+    url: str
+    api: Literal["completions", "chat"] = "completions"
+    model: str | None = None
+    concurrency: int | None = 1
+    rate: float | None = None
+    requests: int | None = 200
+    duration_s: float | None = None
+    warmup: int = 0
+    input_len: int = 1024
+    output_len: int | None = 256
+    dataset: str = "random"
+    seed: int = 0
+    timeout_s: float = 600.0
+    api_key: str | None = dataclasses.field(default=None, repr=False)
+    metrics_url: str | None = None
+    engine: str | None = None
+    ignore_eos: bool = True
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    @property
+    def base_url(self) -> str:
+        """The URL without a trailing slash or ``/v1``."""
+        url = self.url.rstrip("/")
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+    @property
+    def endpoint(self) -> str:
+        """The full URL requests are posted to."""
+        return self.base_url + API_PATHS[self.api]
+
+    @property
+    def open_loop(self) -> bool:
+        """True when arrivals follow a finite-rate schedule."""
+        return self.rate is not None and math.isfinite(self.rate)
+
+    def resolved_workers(self) -> int:
+        """The number of client processes this point runs with."""
+        if self.workers is not None:
+            return self.workers
+        return default_workers(self.concurrency, self.rate)
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as JSON, without the API key (only whether one was given)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out.pop("api_key")
+        out["api_key_set"] = self.api_key is not None
+        if self.rate is not None and not math.isfinite(self.rate):
+            out["rate"] = "inf"
+        return out
+
+
+def _check(s: BenchSettings) -> None:
+    """Raise UsageError naming the flag when a setting cannot work."""
+    if not s.url.startswith(("http://", "https://")):
+        raise UsageError(f"--url {s.url!r} must start with http:// or https://.")
+    if s.api not in API_PATHS:
+        raise UsageError(f"--api {s.api!r} is not one of: completions, chat.")
+    if s.concurrency is not None and s.concurrency < 1:
+        raise UsageError("--concurrency must be a positive integer.")
+    if s.rate is not None and (math.isnan(s.rate) or s.rate <= 0):
+        raise UsageError("--rate must be a positive number of requests per second, or inf.")
+    if s.concurrency is None and not s.open_loop and s.requests is None:
+        raise UsageError("give --concurrency or a finite --rate (or both).")
+    if (s.requests is None) == (s.duration_s is None):
+        raise UsageError("give exactly one of --requests and --duration.")
+    if s.requests is not None and s.requests < 1:
+        raise UsageError("--requests must be a positive integer.")
+    if s.duration_s is not None and not s.duration_s > 0:
+        raise UsageError("--duration must be a positive number of seconds.")
+    if s.warmup < 0:
+        raise UsageError("--warmup must be zero or a positive integer.")
+    if s.input_len < 1:
+        raise UsageError("--input-len must be a positive integer.")
+    if s.output_len is not None and s.output_len < 1:
+        raise UsageError("--output-len must be a positive integer.")
+    if not s.timeout_s > 0:
+        raise UsageError("--timeout must be a positive number of seconds.")
+    if s.workers is not None and s.workers < 1:
+        raise UsageError("--workers must be a positive integer.")
+    if s.workers is not None and s.concurrency is not None and s.workers > s.concurrency:
+        raise UsageError(
+            f"--workers {s.workers} exceeds --concurrency {s.concurrency}; use at most that many."
+        )

@@ -1,0 +1,734 @@
+"""The campaign file: TOML validated once at the boundary, then resolved into a plan.
+
+A campaign file names a server command template, a benchmark, and the variants to
+compare with the baseline. Every mistake in it is found before anything is launched and
+reported as one ``ConfigError`` sentence that names the file, the line or key, and the
+fix; after ``load_campaign`` returns, the runner works only with plain frozen values.
+
+    campaign = load_campaign(Path("fusion.toml"))
+    for group in campaign.groups:          # variants that share one server start
+        argv, env = group.render(port=30000)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import itertools
+import json
+import re
+import shlex
+import string
+import sys
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from servegate.engines import ENGINE_NAMES, get_profile
+from servegate.errors import ConfigError, UsageError
+
+__all__ = [
+    "BUILTIN_PLACEHOLDERS",
+    "BenchPlan",
+    "Campaign",
+    "LoadPoint",
+    "ServerGroup",
+    "Variant",
+    "load_campaign",
+    "parse_campaign",
+]
+
+BUILTIN_PLACEHOLDERS = ("host", "model", "port", "python")
+
+Scalar = str | int | float | bool
+
+
+# --- the file, as pydantic models (extra keys forbidden) ---------------------------------
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class CampaignTable(_Table):
+    """``[campaign]``: the name results are stored under, and the reference variant."""
+
+    name: str = Field(min_length=1, max_length=200)
+    baseline: str = Field(min_length=1)
+    description: str = ""
+
+
+class ServerTable(_Table):
+    """``[server]``: how to start the server; variants change args, env or command."""
+
+    engine: str = "generic"
+    host: str = "local"
+    command: str = Field(min_length=1)
+    port: int | Literal["auto"] | None = None
+    model: str | None = None
+    env: dict[str, Scalar] = Field(default_factory=dict)
+    cwd: str | None = None
+    timeout_s: float = Field(default=900.0, gt=0)
+    stall_s: float | None = Field(default=None, gt=0)
+    stop_grace_s: float = Field(default=10.0, ge=0)
+    release_timeout_s: float = Field(default=60.0, ge=0)
+
+
+class BenchTable(_Table):
+    """``[bench]``: the load points and how often each is measured."""
+
+    api: Literal["completions", "chat"] = "completions"
+    concurrency: list[int] | int = Field(default_factory=lambda: [1])
+    rate: list[float] | float | None = None
+    requests: int = Field(default=200, ge=1)
+    duration_s: float | None = Field(default=None, gt=0)
+    warmup: int = Field(default=8, ge=0)
+    input_len: int = Field(default=1024, ge=1)
+    output_len: int = Field(default=256, ge=1)
+    repeats: int = Field(default=3, ge=1)
+    seed: int = 0
+
+
+class BenchOverride(_Table):
+    """A variant's ``bench`` sub-table: only the settings it changes."""
+
+    api: Literal["completions", "chat"] | None = None
+    concurrency: list[int] | int | None = None
+    rate: list[float] | float | None = None
+    requests: int | None = Field(default=None, ge=1)
+    duration_s: float | None = Field(default=None, gt=0)
+    warmup: int | None = Field(default=None, ge=0)
+    input_len: int | None = Field(default=None, ge=1)
+    output_len: int | None = Field(default=None, ge=1)
+    repeats: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+
+
+class VariantTable(_Table):
+    """``[[variant]]``: one change against the template (args, env, command or bench)."""
+
+    name: str = Field(min_length=1, max_length=100)
+    description: str = ""
+    args: str | list[str] = ""
+    env: dict[str, Scalar] = Field(default_factory=dict)
+    command: str | None = None
+    vars: dict[str, Scalar] = Field(default_factory=dict)
+    bench: BenchOverride | None = None
+
+
+class MatrixTable(_Table):
+    """``[matrix]``: every combination of the axes' values becomes one variant."""
+
+    axes: dict[str, list[Scalar]]
+    name: str | None = None
+    args: str | list[str] = ""
+    env: dict[str, Scalar] = Field(default_factory=dict)
+    command: str | None = None
+
+
+class CampaignFile(_Table):
+    """The whole file."""
+
+    campaign: CampaignTable
+    server: ServerTable
+    bench: BenchTable = Field(default_factory=BenchTable)
+    vars: dict[str, Scalar] = Field(default_factory=dict)
+    variant: list[VariantTable] = Field(default_factory=list)
+    matrix: MatrixTable | None = None
+
+
+# --- the resolved plan, as frozen values -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadPoint:
+    """One load level: at most ``concurrency`` requests in flight, sent at ``rate``/s."""
+
+    concurrency: int
+    rate: float | None
+    label: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchPlan:
+    """The benchmark settings of one variant, with its load points in order."""
+
+    api: str
+    points: tuple[LoadPoint, ...]
+    requests: int
+    duration_s: float | None
+    warmup: int
+    input_len: int
+    output_len: int
+    repeats: int
+    seed: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Variant:
+    """One variant: the command and environment templates, and its benchmark."""
+
+    name: str
+    description: str
+    command: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    values: tuple[tuple[str, str], ...]
+    bench: BenchPlan
+
+    def render(self, *, port: int) -> tuple[list[str], dict[str, str]]:
+        """The argument list and environment with every placeholder filled in."""
+        values = dict(self.values, port=str(port))
+        argv = [_fill(token, values) for token in self.command]
+        env = {key: _fill(value, values) for key, value in self.env}
+        return argv, env
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerGroup:
+    """Variants whose final command and environment are identical: one server start."""
+
+    key: str
+    variants: tuple[Variant, ...]
+
+    def render(self, *, port: int) -> tuple[list[str], dict[str, str]]:
+        """The command and environment of the group's server on ``port``."""
+        return self.variants[0].render(port=port)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Campaign:
+    """A validated campaign: what the runner executes."""
+
+    name: str
+    baseline: str
+    description: str
+    path: Path | None
+    text: str
+    engine: str
+    host: str
+    port: int | None  # None: a free port is picked for each start
+    model: str | None
+    cwd: str | None
+    timeout_s: float
+    stall_s: float | None
+    stop_grace_s: float
+    release_timeout_s: float
+    variants: tuple[Variant, ...]
+    groups: tuple[ServerGroup, ...]
+
+    def variant(self, name: str) -> Variant:
+        """The variant called ``name``."""
+        for variant in self.variants:
+            if variant.name == name:
+                return variant
+        raise KeyError(name)
+
+    def only(self, names: Sequence[str]) -> Campaign:
+        """This campaign restricted to the variants ``names`` (``--only``)."""
+        known = [variant.name for variant in self.variants]
+        for name in names:
+            if name not in known:
+                raise UsageError(
+                    f"--only {name}: no such variant in campaign {self.name!r}; "
+                    f"choose from {', '.join(known)}."
+                )
+        wanted = set(names)
+        groups = []
+        for group in self.groups:
+            kept = tuple(v for v in group.variants if v.name in wanted)
+            if kept:
+                groups.append(ServerGroup(key=group.key, variants=kept))
+        return dataclasses.replace(
+            self,
+            variants=tuple(v for v in self.variants if v.name in wanted),
+            groups=tuple(groups),
+        )
+
+
+# --- loading -----------------------------------------------------------------------------
+
+
+def load_campaign(path: Path) -> Campaign:
+    """Read and validate the campaign file at ``path``.
+
+    Raises:
+        ConfigError: one sentence naming the file, the line or key, and the fix.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: no such campaign file; check the path (servegate demo writes an example).",
+            path=str(path),
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"{path}: cannot read the campaign file ({exc}).", path=str(path)
+        ) from exc
+    return parse_campaign(text, path=path)
+
+
+def parse_campaign(text: str, *, path: Path | None = None) -> Campaign:
+    """Validate campaign ``text`` (read from ``path``, which error messages name)."""
+    where = str(path) if path is not None else "<campaign>"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{where}: TOML syntax error: {exc}; fix that line (https://toml.io has the syntax).",
+            path=where,
+        ) from None
+    try:
+        model = CampaignFile.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, data, text, where) from None
+    return _resolve(model, text=text, path=path, where=where)
+
+
+def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -> Campaign:
+    server = model.server
+    engine = _check_engine(server.engine, where, text)
+    tables = list(model.variant) + _expand_matrix(model.matrix, where)
+    if not tables:
+        raise ConfigError(
+            f"{where}: the campaign has no variants; add a [[variant]] table "
+            f"(name = {model.campaign.baseline!r}) or a [matrix].",
+            path=where,
+            key="variant",
+        )
+    seen: dict[str, int] = {}
+    for index, table in enumerate(tables):
+        if table.name in seen:
+            line = _variant_line(text, table.name, nth=2)
+            raise ConfigError(
+                f"{where}{line}: two variants are named {table.name!r}; "
+                "give each variant a unique name.",
+                path=where,
+                key=f"variant.{table.name}",
+            )
+        seen[table.name] = index
+    if model.campaign.baseline not in seen:
+        raise ConfigError(
+            f"{where}{_key_line(text, 'campaign', 'baseline')}: baseline = "
+            f"{model.campaign.baseline!r} names no variant; set [campaign] baseline to one of "
+            f"{', '.join(repr(name) for name in seen)}.",
+            path=where,
+            key="campaign.baseline",
+        )
+
+    builtins = {"python": sys.executable, "host": _host_address(server.host)}
+    if server.model is not None:
+        builtins["model"] = server.model
+    campaign_vars = {key: _scalar(value) for key, value in model.vars.items()}
+    for key in campaign_vars:
+        if key in BUILTIN_PLACEHOLDERS:
+            raise ConfigError(
+                f"{where}: [vars] {key} would hide the built-in placeholder {{{key}}}; rename it.",
+                path=where,
+                key=f"vars.{key}",
+            )
+    template = _split(server.command, where, "server.command")
+    variants = []
+    for table in tables:
+        values = {**builtins, **campaign_vars, **{k: _scalar(v) for k, v in table.vars.items()}}
+        label = f"variant {table.name!r}"
+        command = (
+            _split(table.command, where, f"{label} command")
+            if table.command is not None
+            else list(template)
+        )
+        args = table.args if isinstance(table.args, list) else _split(table.args, where, label)
+        command += args
+        env = {k: _scalar(v) for k, v in server.env.items()}
+        env.update({k: _scalar(v) for k, v in table.env.items()})
+        for token in command:
+            _check_placeholders(token, values, where, f"{label} command/args")
+        for key, value in env.items():
+            _check_placeholders(value, values, where, f"{label} env {key}")
+        variants.append(
+            Variant(
+                name=table.name,
+                description=table.description,
+                command=tuple(command),
+                env=tuple(sorted(env.items())),
+                values=tuple(sorted(values.items())),
+                bench=_bench_plan(model.bench, table.bench, where, table.name),
+            )
+        )
+    variants.sort(key=lambda v: v.name != model.campaign.baseline)  # baseline first, stable
+    port = server.port if isinstance(server.port, int) else None
+    if server.port is None:
+        port = _default_port(engine)
+    groups: dict[str, list[Variant]] = {}
+    for variant in variants:
+        argv, env = variant.render(port=port if port is not None else 0)
+        groups.setdefault(_group_key(argv, env), []).append(variant)
+    return Campaign(
+        name=model.campaign.name,
+        baseline=model.campaign.baseline,
+        description=model.campaign.description,
+        path=path,
+        text=text,
+        engine=engine,
+        host=server.host,
+        port=port,
+        model=server.model,
+        cwd=server.cwd,
+        timeout_s=server.timeout_s,
+        stall_s=server.stall_s,
+        stop_grace_s=server.stop_grace_s,
+        release_timeout_s=server.release_timeout_s,
+        variants=tuple(variants),
+        groups=tuple(ServerGroup(key=key, variants=tuple(vs)) for key, vs in groups.items()),
+    )
+
+
+def _expand_matrix(matrix: MatrixTable | None, where: str) -> list[VariantTable]:
+    """One variant per combination of the axes' values, named from the ``name`` template."""
+    if matrix is None:
+        return []
+    if not matrix.axes or any(not values for values in matrix.axes.values()):
+        raise ConfigError(
+            f"{where}: [matrix.axes] needs at least one axis with at least one value, "
+            'e.g. backend = ["flashinfer", "triton"].',
+            path=where,
+            key="matrix.axes",
+        )
+    names = list(matrix.axes)
+    for name in names:
+        if name in BUILTIN_PLACEHOLDERS:
+            raise ConfigError(
+                f"{where}: [matrix.axes] {name} would hide the built-in placeholder "
+                f"{{{name}}}; rename the axis.",
+                path=where,
+                key=f"matrix.axes.{name}",
+            )
+    tables = []
+    for combo in itertools.product(*(matrix.axes[name] for name in names)):
+        values: dict[str, Scalar] = {
+            name: _scalar(value) for name, value in zip(names, combo, strict=True)
+        }
+        if matrix.name is not None:
+            for field in _fields(matrix.name, where, "matrix.name"):
+                if field not in values:
+                    raise ConfigError(
+                        f"{where}: [matrix] name uses {{{field}}}, which is not an axis; "
+                        f"use one of {', '.join('{' + n + '}' for n in names)}.",
+                        path=where,
+                        key="matrix.name",
+                    )
+            name = _fill(matrix.name, {k: str(v) for k, v in values.items()})
+        else:
+            name = ",".join(f"{axis}={value or 'none'}" for axis, value in values.items())
+        tables.append(
+            VariantTable(
+                name=name,
+                args=matrix.args,
+                env=matrix.env,
+                command=matrix.command,
+                vars=dict(values),
+            )
+        )
+    return tables
+
+
+def _bench_plan(
+    base: BenchTable, override: BenchOverride | None, where: str, variant: str
+) -> BenchPlan:
+    merged = base.model_dump()
+    if override is not None:
+        merged.update(override.model_dump(exclude_none=True))
+    concurrency = merged["concurrency"]
+    concurrencies = [concurrency] if isinstance(concurrency, int) else list(concurrency)
+    rate = merged["rate"]
+    rates: list[float | None] = (
+        [None] if rate is None else [float(rate)] if isinstance(rate, int | float) else list(rate)
+    )
+    if not concurrencies or any(c < 1 for c in concurrencies):
+        raise ConfigError(
+            f"{where}: variant {variant!r}: bench concurrency must be a list of integers >= 1, "
+            "e.g. concurrency = [1, 16, 64].",
+            path=where,
+            key="bench.concurrency",
+        )
+    if not rates or any(r is not None and r <= 0 for r in rates):
+        raise ConfigError(
+            f"{where}: variant {variant!r}: bench rate must be a list of requests per second "
+            "> 0, e.g. rate = [2.0, 8.0].",
+            path=where,
+            key="bench.rate",
+        )
+    points = tuple(
+        LoadPoint(concurrency=c, rate=r, label=_load_label(c, r, capped=len(concurrencies) > 1))
+        for r in rates
+        for c in concurrencies
+    )
+    if len({p.label for p in points}) != len(points):
+        raise ConfigError(
+            f"{where}: variant {variant!r}: bench concurrency or rate lists a value twice; "
+            "list each load level once.",
+            path=where,
+            key="bench.concurrency",
+        )
+    return BenchPlan(
+        api=merged["api"],
+        points=points,
+        requests=merged["requests"],
+        duration_s=merged["duration_s"],
+        warmup=merged["warmup"],
+        input_len=merged["input_len"],
+        output_len=merged["output_len"],
+        repeats=merged["repeats"],
+        seed=merged["seed"],
+    )
+
+
+def _load_label(concurrency: int, rate: float | None, *, capped: bool) -> str:
+    """The name of a load point in the store and reports: ``c=16``, ``rate=8`` or
+    ``rate=8,c=64`` (when several concurrency caps are combined with each rate)."""
+    if rate is None:
+        return f"c={concurrency}"
+    return f"rate={rate:g},c={concurrency}" if capped else f"rate={rate:g}"
+
+
+# --- placeholders and splitting ----------------------------------------------------------
+
+
+def _fields(template: str, where: str, label: str) -> list[str]:
+    """The placeholder names in ``template``; ``{{`` and ``}}`` are literal braces."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ConfigError(
+            f"{where}: {label}: {exc} in {template!r}; write a literal brace as {{{{ or }}}}.",
+            path=where,
+            key=label,
+        ) from None
+    return [field for _, field, _, _ in parsed if field is not None]
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    """``template`` with each ``{name}`` replaced by ``values[name]`` (no format specs)."""
+    out = []
+    for literal, field, _, _ in string.Formatter().parse(template):
+        out.append(literal)
+        if field is not None:
+            out.append(values[field])
+    return "".join(out)
+
+
+def _check_placeholders(template: str, values: Mapping[str, str], where: str, label: str) -> None:
+    for field in _fields(template, where, label):
+        if field == "port" or field in values:
+            continue
+        if field == "model":
+            fix = 'set [server] model = "/path/to/model"'
+        else:
+            fix = f"define it under [vars] ({field} = ...)"
+        defined = sorted({*values, "port"})
+        raise ConfigError(
+            f"{where}: {label} uses {{{field}}}, which is not defined; {fix}, "
+            f"or use one of {', '.join('{' + d + '}' for d in defined)}.",
+            path=where,
+            key=label,
+        )
+
+
+def _split(value: str, where: str, label: str) -> list[str]:
+    """Split like a shell would, without ever running one."""
+    try:
+        return shlex.split(value)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{where}: {label}: cannot split {value!r} into arguments ({exc}); close the quote.",
+            path=where,
+            key=label,
+        ) from None
+
+
+def _scalar(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _host_address(host: str) -> str:
+    """The address a server on ``host`` is reached at: 127.0.0.1 for ``local``."""
+    if host == "local":
+        return "127.0.0.1"
+    match = re.match(r"^ssh://(?:[^@/]+@)?(\[[^\]]+\]|[^:/]+)", host)
+    return match.group(1).strip("[]") if match else host
+
+
+def _group_key(argv: Sequence[str], env: Mapping[str, str]) -> str:
+    """A short stable key for a command and environment: variants with it share a server."""
+    blob = json.dumps({"argv": list(argv), "env": dict(sorted(env.items()))})
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _check_engine(engine: str, where: str, text: str) -> str:
+    if engine not in ENGINE_NAMES:
+        raise ConfigError(
+            f"{where}{_key_line(text, 'server', 'engine')}: [server] engine = {engine!r} has no "
+            f"profile; use one of {', '.join(ENGINE_NAMES)} (generic for any other server).",
+            path=where,
+            key="server.engine",
+        )
+    return engine
+
+
+def _default_port(engine: str) -> int | None:
+    """The engine's usual port; None (pick a free one per start) when it has none."""
+    port = get_profile(engine).default_port
+    return None if port is None else int(port)
+
+
+# --- error messages ----------------------------------------------------------------------
+
+
+def _config_error(exc: ValidationError, data: dict[str, Any], text: str, where: str) -> ConfigError:
+    """The first pydantic error as one sentence naming the key, its line and the fix."""
+    error = exc.errors()[0]
+    loc = tuple(error["loc"])
+    key = _key_name(loc, data)
+    line = _loc_line(text, loc, data)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"did you mean {guess[0]!r}? " if guess else ""
+        message = (
+            f"unknown key {key}; {hint}the keys allowed there are {', '.join(allowed)}"
+            if allowed
+            else f"unknown key {key}; remove it"
+        )
+    elif kind == "missing":
+        message = f"missing key {key}; add it"
+    else:
+        message = f"{key}: {error['msg']} (got {error.get('input')!r}); fix the value"
+    return ConfigError(f"{where}{line}: {message}.", path=where, key=key)
+
+
+def _key_name(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
+    """A dotted key, with list items named by their variant name when there is one."""
+    parts: list[str] = []
+    node: Any = data
+    for part in loc:
+        if isinstance(part, int):
+            name = node[part].get("name") if isinstance(node, list) and part < len(node) else None
+            parts[-1] += f"[{name!r}]" if isinstance(name, str) else f"[{part + 1}]"
+        else:
+            parts.append(str(part))
+        node = node[part] if isinstance(node, dict | list) and _has(node, part) else None
+    return ".".join(parts)
+
+
+def _has(node: dict[str, Any] | list[Any], part: Any) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(part, int) and part < len(node)
+
+
+_MODELS: dict[str, type[BaseModel]] = {
+    "": CampaignFile,
+    "campaign": CampaignTable,
+    "server": ServerTable,
+    "bench": BenchTable,
+    "variant": VariantTable,
+    "variant.bench": BenchOverride,
+    "matrix": MatrixTable,
+}
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    path = ".".join(str(part) for part in loc if not isinstance(part, int))
+    model = _MODELS.get(path)
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _loc_line(text: str, loc: tuple[Any, ...], data: dict[str, Any]) -> str:
+    """``:N`` for the line where the key at ``loc`` is written, or "" when unsure."""
+    if not loc:
+        return ""
+    if loc[0] == "variant" and len(loc) >= 3 and isinstance(loc[1], int):
+        return _nth_header_key_line(text, "variant", loc[1], str(loc[2]))
+    if len(loc) == 2 and isinstance(loc[0], str):
+        return _key_line(text, loc[0], str(loc[1]))
+    if len(loc) == 1:
+        return _header_line(text, str(loc[0]))
+    return ""
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def _headers(text: str) -> list[tuple[int, bool, str]]:
+    """(line number, is an array of tables, name) for each TOML table header."""
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _HEADER.match(line)
+        if match:
+            found.append((number, match.group(1) == "[[", match.group(2)))
+    return found
+
+
+def _key_in_section(text: str, start: int, key: str) -> int | None:
+    """The line of ``key = ...`` in the table whose header is on line ``start``."""
+    lines = text.splitlines()
+    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    for number in range(start + 1, len(lines) + 1):
+        line = lines[number - 1]
+        if _HEADER.match(line):
+            return None
+        if pattern.match(line):
+            return number
+    return None
+
+
+def _key_line(text: str, table: str, key: str) -> str:
+    for number, is_array, name in _headers(text):
+        if name == table and not is_array:
+            found = _key_in_section(text, number, key)
+            return f":{found or number}"
+    return ""
+
+
+def _header_line(text: str, table: str) -> str:
+    for number, _, name in _headers(text):
+        if name == table:
+            return f":{number}"
+    return ""
+
+
+def _nth_header_key_line(text: str, table: str, index: int, key: str) -> str:
+    numbers = [number for number, is_array, name in _headers(text) if is_array and name == table]
+    if index >= len(numbers):
+        return ""
+    found = _key_in_section(text, numbers[index], key)
+    return f":{found or numbers[index]}"
+
+
+def _variant_line(text: str, name: str, *, nth: int) -> str:
+    """The line of the ``nth`` ``name = "..."`` inside a [[variant]] table."""
+    count = 0
+    lines = text.splitlines()
+    for number, is_array, table in _headers(text):
+        if not (is_array and table == "variant"):
+            continue
+        found = _key_in_section(text, number, "name")
+        if found is None:
+            continue
+        try:
+            value = tomllib.loads(lines[found - 1].strip()).get("name")
+        except tomllib.TOMLDecodeError:
+            continue
+        if value == name:
+            count += 1
+            if count == nth:
+                return f":{found}"
+    return ""

@@ -1,0 +1,97 @@
+"""Ctrl-C and SIGTERM during a campaign: the first stops cleanly, the second stops now.
+
+A campaign runs for hours; stopping it must never lose what was measured nor leave a
+server holding the GPU. The first signal raises ``Interrupted`` in the runner (deferred
+until a database write in progress has committed), which stops the server, marks the
+attempt and the campaign interrupted and prints the results so far. A second signal
+exits at once: the launch layer's keeper kills the server when this process dies, and
+SQLite's journal keeps every committed result.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+__all__ = ["Interrupted", "Interrupts"]
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The user asked the campaign to stop (Ctrl-C or SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports a process ended by it."""
+        return 128 + self.signum
+
+
+class Interrupts:
+    """Signal handlers for one campaign run; a context manager that restores the old ones."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._shield = 0
+        self._pending = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            for sig in _SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    @property
+    def requested(self) -> bool:
+        """True once a stop was asked for."""
+        return self.signum is not None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None:
+            sys.stderr.write("\nError: interrupted again; stopping now.\n")
+            sys.stderr.flush()
+            os._exit(128 + signum)
+        self.signum = signum
+        sys.stderr.write(
+            "\nStopping: the server is stopped and the results so far are kept "
+            "(press Ctrl-C again to stop now).\n"
+        )
+        sys.stderr.flush()
+        if self._shield:
+            self._pending = True
+            return
+        raise Interrupted(signum)
+
+    @contextmanager
+    def shielded(self) -> Iterator[None]:
+        """Defer a first signal until the block (a database write) has finished."""
+        self._shield += 1
+        try:
+            yield
+        finally:
+            self._shield -= 1
+        if not self._shield and self._pending and self.signum is not None:
+            self._pending = False
+            raise Interrupted(self.signum)
+
+    def check(self) -> None:
+        """Raise ``Interrupted`` if a stop was asked for and not yet raised."""
+        if self._pending and self.signum is not None:
+            self._pending = False
+            raise Interrupted(self.signum)

@@ -1,0 +1,44 @@
+"""The end of a run: the comparison table on stdout, and the HTML report for the demo.
+
+The statistics and the renderers belong to ``servegate.report``; this module only reads
+the stored campaign back and hands it to them, so that the table printed at the end of
+a run is exactly what ``servegate report`` prints later.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from rich.console import Console
+
+from servegate.report.compare import Report, compare
+from servegate.report.console import render_console
+from servegate.report.data import load_campaign as load_stored
+from servegate.report.html import render_html
+from servegate.store import Store
+
+__all__ = ["build_report", "html_available", "print_results", "write_html"]
+
+
+def build_report(store: Store, campaign_id: int) -> Report:
+    """The comparison of every variant with the baseline, from the store."""
+    return compare(load_stored(store, campaign_id))
+
+
+def print_results(store: Store, campaign_id: int, console: Console | None = None) -> Report:
+    """Print the results table and the closing comparison lines on stdout."""
+    report = build_report(store, campaign_id)
+    render_console(report, console)
+    return report
+
+
+def html_available() -> bool:
+    """Whether plotly (the ``html`` extra) is installed."""
+    return importlib.util.find_spec("plotly") is not None
+
+
+def write_html(report: Report, path: Path) -> Path:
+    """Write the self-contained HTML report to ``path``; return it."""
+    path.write_text(render_html(report), encoding="utf-8")
+    return path

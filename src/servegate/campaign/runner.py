@@ -1,0 +1,503 @@
+"""The campaign runner: for each server group, preflight -> launch -> bench -> stop.
+
+Variants whose final command and environment are equal share one server start (a
+group). For each group the runner checks the machine (port, previous processes, GPU
+memory, model path, JIT locks), launches and gates the server, runs every load point
+of every variant in the group ``repeats`` times, and stops the server. Everything is
+written to the store as it happens, so a run killed at any moment can be resumed
+without repeating a finished measurement. A server that crashes or times out, at start
+or mid-benchmark, is recorded with its verdict, kind, hint and log tail, and the
+campaign moves on to the next group.
+
+    with Store.open("servegate.db") as store, Interrupts() as interrupts:
+        outcome = run_campaign(campaign, store, options=RunOptions(), progress=progress,
+                               interrupts=interrupts)
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servegate.bench import BenchSettings, PointResult, run_point
+from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant
+from servegate.campaign.gpu import GpuMonitor
+from servegate.campaign.interrupt import Interrupted, Interrupts
+from servegate.campaign.preflight import Level, ProcessRef, process_tree, run_preflight
+from servegate.campaign.progress import CampaignProgress
+from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
+from servegate.campaign.redact import Redactor
+from servegate.engines import get_profile
+from servegate.errors import BenchError, GateError
+from servegate.launch import Server, launch
+from servegate.store import Store
+
+__all__ = ["RunOptions", "RunOutcome", "run_campaign"]
+
+TAIL_LINES = 30
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """How to run a campaign (the ``servegate run`` flags)."""
+
+    resume: bool = False
+    max_failed_variants: int | None = None  # exit 1 when more variants than this fail
+    max_error_rate: float | None = None  # exit 1 when a point's failed fraction is above
+    log_dir: Path | None = None  # server logs; None: next to the database
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOutcome:
+    """What a run did, and the exit code that follows from it."""
+
+    campaign_id: int
+    status: str  # done | interrupted
+    measured: int  # points measured by this run
+    skipped: int  # points already in the store (--resume)
+    failed_variants: tuple[str, ...]
+    breaches: tuple[str, ...]  # thresholds crossed, one sentence each
+    signum: int | None = None  # the signal that interrupted the run
+
+    @property
+    def exit_code(self) -> int:
+        """0 completed; 1 a user threshold crossed; 128 + signal when interrupted."""
+        if self.signum is not None:
+            return 128 + self.signum
+        return 1 if self.breaches else 0
+
+
+@dataclass(kw_only=True)
+class _State:
+    """Mutable bookkeeping of one run."""
+
+    measured: int = 0
+    skipped: int = 0
+    failed: dict[str, str] = field(default_factory=dict)  # variant -> reason
+    error_rates: list[tuple[str, str, int, float]] = field(default_factory=list)
+    previous: tuple[ProcessRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Task:
+    """One measurement still to make."""
+
+    variant: Variant
+    point: LoadPoint
+    repeat: int
+
+
+def run_campaign(
+    campaign: Campaign,
+    store: Store,
+    *,
+    options: RunOptions,
+    progress: CampaignProgress,
+    interrupts: Interrupts,
+) -> RunOutcome:
+    """Run (or resume) ``campaign`` into ``store``; return what happened.
+
+    Raises only for internal errors; server crashes, timeouts, failed preflights and
+    unreachable servers are recorded and the campaign goes on.
+    """
+    return _Runner(campaign, store, options, progress, interrupts).run()
+
+
+class _Runner:
+    def __init__(
+        self,
+        campaign: Campaign,
+        store: Store,
+        options: RunOptions,
+        progress: CampaignProgress,
+        interrupts: Interrupts,
+    ) -> None:
+        self.campaign = campaign
+        self.store = store
+        self.options = options
+        self.progress = progress
+        self.interrupts = interrupts
+        self.state = _State()
+        self.redactor = _redactor_for(campaign)
+        self.log_dir = options.log_dir or Path(store.path).resolve().parent / (
+            Path(store.path).stem + "-logs"
+        )
+        self.profile = get_profile(campaign.engine)
+        self.gpu: GpuMonitor | None = None
+        self.gpu_idle: tuple[Any, ...] = ()
+
+    # --- the campaign ------------------------------------------------------------------
+
+    def run(self) -> RunOutcome:
+        campaign, store = self.campaign, self.store
+        cid = self._open_campaign()
+        done = store.done_points(cid) if self.options.resume else set()
+        self.gpu = GpuMonitor.open()
+        try:
+            if self.gpu is not None:
+                self.gpu_idle = self.gpu.memory()
+                total = sum(g.used_bytes for g in self.gpu_idle) / 2**30
+                self.progress.info(
+                    f"{len(self.gpu_idle)} GPU(s); idle memory in use: {total:.1f} GiB"
+                )
+            for number, group in enumerate(campaign.groups, start=1):
+                tag = f"[{number}/{len(campaign.groups)}]"
+                self.interrupts.check()
+                self._group(cid, group, tag, done)
+        except Interrupted as exc:
+            with self.interrupts.shielded():
+                store.set_campaign_status(cid, "interrupted")
+            self.progress.done()
+            return self._outcome(cid, "interrupted", exc.signum)
+        except BaseException:
+            store.set_campaign_status(cid, "failed")
+            self.progress.done()
+            raise
+        finally:
+            if self.gpu is not None:
+                self.gpu.close()
+        with self.interrupts.shielded():
+            store.set_campaign_status(cid, "done")
+        self.progress.done()
+        return self._outcome(cid, "done", None)
+
+    def _open_campaign(self) -> int:
+        campaign, store = self.campaign, self.store
+        stored = store.find_campaign(campaign.name)
+        text = self.redactor.text(campaign.text)
+        if stored is not None and self.options.resume and stored.config_text != text:
+            self.progress.warning(
+                f"{campaign.path or 'the campaign file'} changed since campaign "
+                f"{campaign.name!r} was stored; finished measurements are kept and not repeated"
+            )
+        if stored is not None and not self.options.resume and stored.status != "done":
+            self.progress.warning(
+                f"campaign {campaign.name!r} was left {stored.status} in {store.path}; "
+                "this run measures everything again (pass --resume to continue it instead)"
+            )
+        if stored is None and self.options.resume:
+            self.progress.info(f"nothing stored for campaign {campaign.name!r}; starting it")
+        with self.interrupts.shielded():
+            cid = store.campaign(campaign.name, text, campaign.baseline)
+            for variant in campaign.variants:
+                store.add_variant(cid, variant.name)
+            closed = store.mark_interrupted(cid, "the runner stopped before this attempt ended")
+        if closed:
+            self.progress.info(f"{closed} attempt(s) left open by a stopped runner marked interrupted")
+        return cid
+
+    def _outcome(self, cid: int, status: str, signum: int | None) -> RunOutcome:
+        breaches = []
+        limit = self.options.max_failed_variants
+        failed = tuple(self.state.failed)
+        if limit is not None and len(failed) > limit:
+            breaches.append(
+                f"{len(failed)} variant(s) failed ({', '.join(failed)}), more than "
+                f"--max-failed-variants {limit}"
+            )
+        rate_limit = self.options.max_error_rate
+        if rate_limit is not None:
+            over = [r for r in self.state.error_rates if r[3] > rate_limit]
+            if over:
+                name, load, repeat, rate = max(over, key=lambda r: r[3])
+                breaches.append(
+                    f"{len(over)} point(s) had a request error rate above --max-error-rate "
+                    f"{rate_limit:g} (worst: {name} {load} repeat {repeat + 1}: {rate:.1%})"
+                )
+        return RunOutcome(
+            campaign_id=cid,
+            status=status,
+            measured=self.state.measured,
+            skipped=self.state.skipped,
+            failed_variants=failed,
+            breaches=tuple(breaches),
+            signum=signum,
+        )
+
+    # --- one server group ---------------------------------------------------------------
+
+    def _group(self, cid: int, group: ServerGroup, tag: str, done: set[tuple[str, str, int]]) -> None:
+        names = ", ".join(v.name for v in group.variants)
+        tasks = list(_tasks(group))
+        todo = [t for t in tasks if (t.variant.name, t.point.label, t.repeat) not in done]
+        self.state.skipped += len(tasks) - len(todo)
+        if not todo:
+            self.progress.info(f"{tag} {names}: all {len(tasks)} measurements stored; skipped")
+            return
+        if len(todo) < len(tasks):
+            self.progress.info(
+                f"{tag} {names}: {len(tasks) - len(todo)} of {len(tasks)} measurements "
+                "already stored; measuring the rest"
+            )
+        campaign = self.campaign
+        port = campaign.port if campaign.port is not None else _free_port()
+        argv, env = group.render(port=port)
+        shown = " ".join(self.redactor.command(argv))
+        self.progress.activity(f"{tag} {names}: preflight (port {port})")
+        report = run_preflight(
+            port=port,
+            previous=self.state.previous,
+            gpu=self.gpu,
+            gpu_idle=self.gpu_idle,
+            model=campaign.model if campaign.host == "local" else None,
+            env=env,
+            timeout_s=campaign.release_timeout_s,
+        )
+        for check in report.warnings:
+            self.progress.warning(f"{tag} {check.message}")
+        owner = todo[0].variant.name
+        versions = {**tool_versions(), "engine": campaign.engine, **engine_versions(argv)}
+        if self.gpu_idle:
+            versions["gpus"] = [f"{g.index}: {g.name}" for g in self.gpu_idle]
+        with self.interrupts.shielded():
+            aid = self.store.start_attempt(
+                cid,
+                variant=owner,
+                server_key=group.key,
+                command=self.redactor.command(argv),
+                env=self.redactor.env(env),
+                host=campaign.host,
+                versions=versions,
+                git_commit=git_commit(Path(campaign.cwd) if campaign.cwd else None),
+            )
+        if not report.ok:
+            reason = f"preflight failed: {report.reason()}"
+            with self.interrupts.shielded():
+                self.store.finish_attempt(aid, "failed", reason)
+            self._fail(group.variants, reason)
+            self.progress.failure(f"{tag} {names}: {reason}")
+            return
+        skipped = [c.name for c in report.checks if c.level is Level.SKIPPED]
+        self.progress.info(
+            f"{tag} {names}: preflight ok in {report.duration_s:.1f}s"
+            + (f" (not checked: {', '.join(skipped)})" if skipped else "")
+        )
+        self.progress.activity(f"{tag} {names}: launching {shown}")
+        log_path = self.log_dir / f"{_slug(campaign.name)}-{aid}-{_slug(owner)}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            server = launch(
+                argv,
+                engine=campaign.engine,
+                port=port,
+                timeout_s=campaign.timeout_s,
+                stall_s=campaign.stall_s,
+                env=env,
+                cwd=campaign.cwd,
+                log_path=str(log_path),
+                name=None,
+                keep=False,
+            )
+        except GateError as exc:
+            verdict = exc.verdict
+            with self.interrupts.shielded():
+                self.store.record_verdict(aid, self._redacted_verdict(verdict))
+                self.store.finish_attempt(aid, verdict.status)
+            self._fail(group.variants, verdict.line())
+            self.progress.failure(
+                f"{tag} {names}: {self.redactor.text(verdict.line())}",
+                tuple(self.redactor.lines(verdict.tail[-10:])),
+            )
+            self.state.previous = ()
+            return
+        except Interrupted:
+            with self.interrupts.shielded():
+                self.store.finish_attempt(aid, "interrupted", "interrupted while starting")
+            raise
+        self._serve(aid, server, group, todo, tag, names)
+
+    def _serve(
+        self,
+        aid: int,
+        server: Server,
+        group: ServerGroup,
+        todo: list[_Task],
+        tag: str,
+        names: str,
+    ) -> None:
+        """Benchmark a READY server, then stop it, whatever happens in between."""
+        with self.interrupts.shielded():
+            self.store.record_verdict(aid, self._redacted_verdict(server.verdict))
+        self.progress.good(f"{tag} {names}: {server.verdict.line()} on {server.url}")
+        status, reason = "done", None
+        try:
+            status, reason = self._bench(aid, server, todo, tag)
+        except Interrupted:
+            status, reason = "interrupted", "interrupted by the user"
+            raise
+        except BaseException as exc:
+            status, reason = "failed", f"internal error while benchmarking: {exc!r}"
+            raise
+        finally:
+            self.state.previous = process_tree(server.pid) if server.pid else ()
+            self.progress.activity(f"{tag} {names}: stopping the server")
+            stop = server.stop(grace_s=self.campaign.stop_grace_s)
+            with self.interrupts.shielded():
+                self.store.record_stop(aid, stop)
+                self.store.finish_attempt(aid, status, reason)
+            port_note = "port free" if stop.port_free else "port STILL IN USE"
+            self.progress.info(
+                f"{tag} {names}: stopped in {stop.duration_s:.1f}s ({port_note}"
+                + (f", killed {len(stop.killed)} process(es)" if stop.killed else "")
+                + ")"
+            )
+
+    def _bench(self, aid: int, server: Server, todo: list[_Task], tag: str) -> tuple[str, str | None]:
+        """Measure each task; returns the attempt's final status and reason."""
+        broken: set[str] = set()  # variants whose measurement cannot work on this server
+        for task in todo:
+            name = task.variant.name
+            if name in broken:
+                continue
+            self.interrupts.check()
+            if not server.alive():
+                return self._died(server, task, tag)
+            label = f"{name} {task.point.label} #{task.repeat + 1}/{task.variant.bench.repeats}"
+            self.progress.activity(f"{tag} {label}: benchmarking")
+            try:
+                result = run_point(
+                    _settings(server.url, task, self.campaign.engine),
+                    progress=lambda p, label=label: self.progress.counts(
+                        f"{tag} {label}: {p.done}/{p.total or '?'} requests"
+                        + (f", {p.failed} failed" if p.failed else "")
+                    ),
+                )
+            except BenchError as exc:
+                if not server.alive():
+                    return self._died(server, task, tag)
+                reason = f"could not benchmark: {self.redactor.text(str(exc))}"
+                broken.add(name)
+                self._fail([task.variant], reason)
+                self.progress.failure(f"{tag} {name}: {reason}")
+                continue
+            with self.interrupts.shielded():
+                self.store.record_point(
+                    aid, variant=name, load=task.point.label, repeat=task.repeat, result=result
+                )
+            self.state.measured += 1
+            self._note_point(label, tag, task, result)
+            if not server.alive():
+                return self._died(server, task, tag, measured=True)
+        if broken:
+            return "failed", f"could not benchmark {', '.join(sorted(broken))}"
+        return "done", None
+
+    def _note_point(self, label: str, tag: str, task: _Task, result: PointResult) -> None:
+        total = result.completed + result.failed
+        rate = result.failed / total if total else 0.0
+        self.state.error_rates.append((task.variant.name, task.point.label, task.repeat, rate))
+        summary = result.summary
+        text = (
+            f"{tag} {label}: {summary.get('output_throughput', float('nan')):.1f} tok/s, "
+            f"TTFT p50 {summary.get('ttft_ms_p50', float('nan')):.1f} ms, "
+            f"ITL p50 {summary.get('itl_ms_p50', float('nan')):.2f} ms"
+        )
+        if result.failed:
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items()))
+            self.progress.warning(f"{text}, {result.failed} of {total} requests failed ({kinds})")
+        else:
+            self.progress.good(text)
+        for warning in result.warnings:
+            self.progress.warning(f"{tag} {label}: {warning}")
+
+    def _died(
+        self, server: Server, task: _Task, tag: str, *, measured: bool = False
+    ) -> tuple[str, str]:
+        """The server died between or during points: record why, with its log tail."""
+        tail = tuple(self.redactor.lines(_tail(Path(server.log_path), TAIL_LINES)))
+        when = "after" if measured else "before"
+        cause = _classify(tail, self.profile.fatal)
+        reason = (
+            f"server died during the benchmark ({when} {task.variant.name} {task.point.label} "
+            f"repeat {task.repeat + 1})"
+            + (f": {cause}" if cause else "")
+            + ("\n" + "\n".join(tail) if tail else "")
+        )
+        self._fail([task.variant], reason.split("\n", 1)[0])
+        self.progress.failure(f"{tag} {reason.splitlines()[0]}", tail[-10:])
+        return "failed", reason
+
+    def _fail(self, variants: Any, reason: str) -> None:
+        for variant in variants:
+            self.state.failed.setdefault(variant.name, reason)
+
+    def _redacted_verdict(self, verdict: Any) -> dict[str, Any]:
+        data: dict[str, Any] = dict(verdict.to_json())
+        for key in ("reason", "matched_line", "hint"):
+            if isinstance(data.get(key), str):
+                data[key] = self.redactor.text(data[key])
+        data["tail"] = self.redactor.lines(data.get("tail") or [])
+        return data
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _tasks(group: ServerGroup) -> Iterator[_Task]:
+    for variant in group.variants:
+        for point in variant.bench.points:
+            for repeat in range(variant.bench.repeats):
+                yield _Task(variant=variant, point=point, repeat=repeat)
+
+
+def _settings(url: str, task: _Task, engine: str) -> BenchSettings:
+    bench = task.variant.bench
+    return BenchSettings(
+        url=url,
+        api=bench.api,  # type: ignore[arg-type]
+        concurrency=task.point.concurrency,
+        rate=task.point.rate,
+        requests=None if bench.duration_s is not None else bench.requests,
+        duration_s=bench.duration_s,
+        warmup=bench.warmup,
+        input_len=bench.input_len,
+        output_len=bench.output_len,
+        seed=bench.seed + task.repeat,
+        engine=engine,
+    )
+
+
+def _redactor_for(campaign: Campaign) -> Redactor:
+    envs, commands = [], []
+    for variant in campaign.variants:
+        argv, env = variant.render(port=0)
+        envs.append(env)
+        commands.append(argv)
+    return Redactor.collect(envs=envs, commands=commands)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")[:60] or "x"
+
+
+def _tail(path: Path, lines: int) -> list[str]:
+    """The last ``lines`` lines of a log file (empty when it cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            data = handle.read()
+    except OSError:
+        return []
+    text = data.decode("utf-8", errors="replace").replace("\r", "\n")
+    return [line for line in text.splitlines() if line.strip()][-lines:]
+
+
+def _classify(tail: tuple[str, ...], signatures: Any) -> str | None:
+    """The engine's fatal signature found in ``tail``, as 'title (kind) - hint'."""
+    for line in reversed(tail):
+        for signature in signatures:
+            if re.search(signature.pattern, line):
+                return f"{signature.title} ({signature.kind}) - {signature.hint}"
+    return None

@@ -1,0 +1,331 @@
+"""``servegate bench``: measure an OpenAI-compatible server at one or more load points.
+
+Thin by design: parse and validate the flags, call `servegate.bench.run_point` once per
+load point, print a block of numbers per point on stdout (or JSON), progress on stderr
+when it is a terminal, and exit 1 when the error rate crosses ``--max-error-rate``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
+from servegate.errors import UsageError
+
+LATENCY_ROWS = (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2EL", "e2el"))
+
+
+def _ints(value: str, flag: str) -> list[int]:
+    """A comma-separated list of positive integers, or a UsageError naming the flag."""
+    try:
+        items = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"{flag} {value!r} must be positive integers like 1,16,64.") from None
+    if not items or min(items) < 1:
+        raise UsageError(f"{flag} {value!r} must be positive integers like 1,16,64.")
+    return items
+
+
+def _rate(value: str | None) -> float | None:
+    """``--rate``: a positive number of requests per second, or ``inf``."""
+    if value is None:
+        return None
+    try:
+        rate = float(value)
+    except ValueError:
+        raise UsageError(
+            f"--rate {value!r} must be a number of requests per second or inf."
+        ) from None
+    if math.isnan(rate) or rate <= 0:
+        raise UsageError(f"--rate {value!r} must be a positive number or inf.")
+    return rate
+
+
+@click.command(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="""\b
+Metrics (vLLM's definitions): TTFT send -> first content chunk; E2EL send -> last
+content chunk; TPOT (E2EL - TTFT) / (output tokens - 1) per request; ITL every gap
+between content chunks, pooled; throughputs over first send -> last completion.
+
+\b
+Exit codes: 0 done, 1 error rate above --max-error-rate or the server could not be
+measured, 2 bad flags or input.
+
+\b
+Example:
+  servegate sim --port 8123 &
+  servegate bench --url http://127.0.0.1:8123 --concurrency 1,16,64 --requests 200 \\
+      --input-len 1024 --output-len 256 --json results.json
+""",
+)
+@click.option("--url", required=True, help="Base URL of the server, e.g. http://127.0.0.1:8000.")
+@click.option(
+    "--api",
+    type=click.Choice(["completions", "chat"]),
+    default="completions",
+    show_default=True,
+    help="Which OpenAI API to call.",
+)
+@click.option("--model", default=None, help="Model name to send [default: first of /v1/models].")
+@click.option(
+    "--concurrency",
+    "concurrency_text",
+    default=None,
+    help="Requests in flight: N or a sweep N,N,... (with --rate: a cap) [default: 1].",
+)
+@click.option(
+    "--rate",
+    "rate_text",
+    default=None,
+    help="Poisson arrivals per second, planned before the run, or inf [default: inf].",
+)
+@click.option(
+    "--requests",
+    type=int,
+    default=None,
+    help="Measured requests per point [default: max(200, 4 x concurrency)].",
+)
+@click.option("--duration", type=float, default=None, help="Measure for S seconds instead.")
+@click.option("--warmup", type=int, default=0, show_default=True, help="Uncounted requests first.")
+@click.option(
+    "--input-len", type=int, default=1024, show_default=True, help="Prompt tokens (approx.)."
+)
+@click.option(
+    "--output-len",
+    type=int,
+    default=256,
+    show_default=True,
+    help="max_tokens of each request, sent with ignore_eos.",
+)
+@click.option(
+    "--dataset",
+    default="random",
+    show_default=True,
+    help="random, FILE.jsonl ({'prompt': ..., 'output_len': ...}) or sharegpt:FILE.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of prompts and schedule."
+)
+@click.option(
+    "--timeout", type=float, default=600.0, show_default=True, help="Per-request limit (s)."
+)
+@click.option(
+    "--api-key",
+    envvar="OPENAI_API_KEY",
+    default=None,
+    help="Bearer token (also from OPENAI_API_KEY); never printed or stored.",
+)
+@click.option(
+    "--metrics-url",
+    default=None,
+    help="Prometheus endpoint to diff [default: URL/metrics when present; '' disables].",
+)
+@click.option("--engine", default=None, help="Engine profile naming the /metrics counters.")
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Client processes [default: one per 192 streams, at most one per core].",
+)
+@click.option(
+    "--json", "json_path", default=None, help="Write results as JSON to FILE, or - for stdout."
+)
+@click.option("--quiet", is_flag=True, help="No progress and no result blocks on the terminal.")
+@click.option(
+    "--max-error-rate",
+    type=float,
+    default=None,
+    help="Exit 1 when failed / sent exceeds this fraction at any point, e.g. 0.01.",
+)
+def bench(  # noqa: PLR0917 (click passes options by position)
+    url: str,
+    api: str,
+    model: str | None,
+    concurrency_text: str | None,
+    rate_text: str | None,
+    requests: int | None,
+    duration: float | None,
+    warmup: int,
+    input_len: int,
+    output_len: int,
+    dataset: str,
+    seed: int,
+    timeout: float,
+    api_key: str | None,
+    metrics_url: str | None,
+    engine: str | None,
+    workers: int | None,
+    json_path: str | None,
+    quiet: bool,
+    max_error_rate: float | None,
+) -> None:
+    """Benchmark an OpenAI-compatible server: throughput, TTFT, TPOT, ITL, E2EL per load point.
+
+    Each load point streams requests with usage reporting on, keeps every request's raw
+    chunk timestamps, diffs the engine's /metrics counters, and checks that the client
+    itself was not the bottleneck.
+    """
+    rate = _rate(rate_text)
+    if concurrency_text is not None:
+        levels: list[int | None] = list(_ints(concurrency_text, "--concurrency"))
+    elif rate is not None and math.isfinite(rate):
+        levels = [None]
+    else:
+        levels = [1]
+    if max_error_rate is not None and not 0 <= max_error_rate <= 1:
+        raise UsageError("--max-error-rate must be a fraction between 0 and 1, e.g. 0.01.")
+    if requests is not None and duration is not None:
+        raise UsageError("give --requests or --duration, not both.")
+    if engine is not None:
+        from servegate.engines import get_profile  # noqa: PLC0415
+
+        get_profile(engine)
+    if json_path not in (None, "-"):
+        _check_writable(Path(json_path))
+
+    points: list[dict[str, Any]] = []
+    results: list[PointResult] = []
+    human = sys.stderr if json_path == "-" else sys.stdout
+    show_progress = not quiet and sys.stderr.isatty()
+    for level in levels:
+        settings = BenchSettings(
+            url=url,
+            api=api,  # type: ignore[arg-type]
+            model=model,
+            concurrency=level,
+            rate=rate,
+            requests=(
+                requests
+                if requests is not None or duration is not None
+                else max(200, 4 * (level or 50))
+            ),
+            duration_s=duration,
+            warmup=warmup,
+            input_len=input_len,
+            output_len=output_len,
+            dataset=dataset,
+            seed=seed,
+            timeout_s=timeout,
+            api_key=api_key,
+            metrics_url=metrics_url,
+            engine=engine,
+            workers=workers,
+        )
+        result = run_point(settings, progress=_printer(settings) if show_progress else None)
+        if show_progress:
+            click.echo("\r\033[K", nl=False, err=True)
+        model = result.model  # ask /v1/models once per sweep
+        results.append(result)
+        points.append(result.to_json())
+        if json_path not in (None, "-"):
+            _write_json(Path(json_path), envelope(points))
+        if not quiet:
+            click.echo(render_point(result), file=human)
+        for warning in result.warnings:
+            click.echo(f"warning: {result.label}: {warning}", err=True)
+    if json_path == "-":
+        click.echo(json.dumps(envelope(points)))
+    if len(results) > 1 and not quiet:
+        click.echo(render_sweep(results), file=human)
+    if max_error_rate is not None:
+        for result in results:
+            sent = result.completed + result.failed
+            if sent and result.failed / sent > max_error_rate:
+                click.echo(
+                    f"Error: {result.label}: {result.failed} of {sent} requests failed "
+                    f"({result.failed / sent:.1%}), above --max-error-rate {max_error_rate:g}.",
+                    err=True,
+                )
+                raise click.exceptions.Exit(1)
+
+
+def _printer(settings: BenchSettings) -> Any:
+    """A progress callback that rewrites one stderr line."""
+    label = f"c={settings.concurrency}" if not settings.open_loop else f"rate={settings.rate:g}/s"
+
+    def show(p: Progress) -> None:
+        total = f"/{p.total}" if p.total else ""
+        rate = p.chunks / p.elapsed_s if p.elapsed_s > 0 else 0.0
+        click.echo(
+            f"\r\033[K{label}: {p.done}{total} done, {p.failed} failed, "
+            f"{rate:,.0f} chunks/s, {p.elapsed_s:.0f} s",
+            nl=False,
+            err=True,
+        )
+
+    return show
+
+
+def render_point(result: PointResult) -> str:
+    """One aligned block of numbers for a load point."""
+    s = result.summary
+    lines = [
+        f"{result.label}  model {result.model}  {result.completed} completed, "
+        f"{result.failed} failed in {s['duration_s']:.2f} s",
+    ]
+    if result.failures:
+        kinds = ", ".join(f"{k} {v}" for k, v in result.failures.items())
+        lines.append(f"  failures            {kinds}")
+    lines += [
+        f"  request throughput  {s['request_throughput']:12.2f} req/s",
+        f"  output throughput   {s['output_throughput']:12.1f} tok/s",
+        f"  total throughput    {s['total_token_throughput']:12.1f} tok/s",
+        f"  {'(ms)':18}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}",
+    ]
+    for title, key in LATENCY_ROWS:
+        cells = "".join(_ms(s[f"{key}_ms_{stat}"]) for stat in ("mean", "p50", "p90", "p99"))
+        lines.append(f"  {title:18}{cells}")
+    server = result.server_metrics
+    if server.get("available"):
+        counters = server.get("counters", {})
+        parts = [f"{k} +{v['delta']:.0f}" for k, v in counters.items() if v["delta"]]
+        if "spec_acceptance_length" in server:
+            parts.append(f"spec acceptance length {server['spec_acceptance_length']:.2f}")
+        lines.append("  server              " + (", ".join(parts) or "no counter moved"))
+    c = result.client
+    lines.append(
+        f"  client              {c.cpu_fraction:.0%} of a core, loop lag p99 "
+        f"{c.loop_lag_ms_p99:.1f} ms, {c.workers} worker{'s' if c.workers > 1 else ''}"
+    )
+    return "\n".join(lines)
+
+
+def render_sweep(results: list[PointResult]) -> str:
+    """A closing table: one line per load point."""
+    head = f"{'point':16}{'out tok/s':>12}{'req/s':>9}{'TTFT p50':>10}{'ITL p50':>9}{'failed':>8}"
+    rows = [head]
+    for r in results:
+        s = r.summary
+        rows.append(
+            f"{r.label:16}{s['output_throughput']:12.1f}{s['request_throughput']:9.2f}"
+            f"{_ms(s['ttft_ms_p50'])}{_ms(s['itl_ms_p50'], 9)}{r.failed:8d}"
+        )
+    return "\n".join(rows)
+
+
+def _ms(value: float, width: int = 10) -> str:
+    """A latency cell, or a dash when there is no value."""
+    return f"{value:{width}.2f}" if math.isfinite(value) else f"{'-':>{width}}"
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before measuring when the JSON file cannot be written."""
+    if not path.parent.exists():
+        raise UsageError(f"--json {path}: folder {path.parent} does not exist; create it first.")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"--json {path} is not writable; choose another file.")
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    """Replace the file atomically, so a crash keeps the points written so far."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document) + "\n", encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,186 @@
+"""``servegate run`` and ``servegate demo``: campaigns from the command line.
+
+Thin: validate the file, open the store, hand both to the runner, print the results
+table on stdout and pick the exit code. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from servegate.campaign.config import Campaign, load_campaign
+from servegate.campaign.demo import run_demo
+from servegate.campaign.interrupt import Interrupts
+from servegate.campaign.progress import CampaignProgress
+from servegate.campaign.redact import Redactor
+from servegate.campaign.results import print_results
+from servegate.campaign.runner import RunOptions, run_campaign
+from servegate.errors import UsageError
+from servegate.store import Store
+
+__all__ = ["demo", "run"]
+
+
+@click.command(
+    epilog="""\b
+Example:
+  servegate run examples/sglang-allreduce-fusion.toml
+  servegate run fusion.toml --only fusion --db results.db
+  servegate run fusion.toml --resume          # after Ctrl-C, a crash or a reboot
+
+\b
+Exit codes: 0 completed (crashed variants are results, not errors); 1 a threshold
+set with --max-failed-variants or --max-error-rate was crossed; 2 bad campaign file
+or flags (nothing is launched); 130 interrupted (what was measured is kept)."""
+)
+@click.argument("campaign_file", metavar="CAMPAIGN.toml", type=click.Path(path_type=Path))
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("servegate.db"),
+    show_default=True,
+    help="SQLite file the results are written to as they are measured.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue this campaign in --db: measurements already stored are not repeated.",
+)
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="VARIANT",
+    help="Run only this variant (repeatable).",
+)
+@click.option(
+    "--max-failed-variants",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Exit 1 when more variants than this fail (crash, timeout, preflight, mid-run death).",
+)
+@click.option(
+    "--max-error-rate",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=None,
+    help="Exit 1 when a load point's failed-request fraction is above this (e.g. 0.01).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan (servers, commands, load points).")
+@click.option("--quiet", "-q", is_flag=True, help="Only warnings and failures on stderr.")
+def run(
+    campaign_file: Path,
+    db: Path,
+    resume: bool,
+    only: tuple[str, ...],
+    max_failed_variants: int | None,
+    max_error_rate: float | None,
+    dry_run: bool,
+    quiet: bool,
+) -> None:
+    """Run a campaign: for each variant, preflight, launch, gate, benchmark, stop.
+
+    Variants whose command and environment are the same share one server start. A
+    variant that crashes or times out is recorded with its reason and log tail and the
+    campaign goes on. Ctrl-C (or SIGTERM) stops the server and keeps what was measured;
+    a second Ctrl-C stops at once. The results table is printed on stdout at the end;
+    `servegate report` renders it again, as markdown, JSON, CSV or HTML.
+    """
+    campaign = load_campaign(campaign_file)
+    if only:
+        campaign = campaign.only(only)
+    if dry_run:
+        _print_plan(campaign)
+        return
+    code = execute(
+        campaign,
+        db,
+        options=RunOptions(
+            resume=resume,
+            max_failed_variants=max_failed_variants,
+            max_error_rate=max_error_rate,
+        ),
+        quiet=quiet,
+    )
+    sys.exit(code)
+
+
+def execute(campaign: Campaign, db: Path, *, options: RunOptions, quiet: bool = False) -> int:
+    """Run ``campaign`` into ``db``, print the results; return the exit code."""
+    if db.is_dir():
+        raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
+    progress = CampaignProgress(quiet=quiet)
+    with Store.open(db) as store, Interrupts() as interrupts:
+        outcome = run_campaign(
+            campaign, store, options=options, progress=progress, interrupts=interrupts
+        )
+        print_results(store, outcome.campaign_id)
+    if outcome.status == "interrupted":
+        click.echo(
+            f"Interrupted: {outcome.measured} measurement(s) kept in {db}; "
+            f"continue with: servegate run {campaign.path} --db {db} --resume",
+            err=True,
+        )
+    else:
+        click.echo(
+            f"Stored in {db} ({outcome.measured} measured, {outcome.skipped} already stored). "
+            f"Render again: servegate report --db {db} {campaign.name}",
+            err=True,
+        )
+    for breach in outcome.breaches:
+        click.echo(f"Error: {breach}.", err=True)
+    return outcome.exit_code
+
+
+def _print_plan(campaign: Campaign) -> None:
+    """The servers and measurements a run would make, without starting anything."""
+    redactor = Redactor.collect(
+        envs=[v.render(port=0)[1] for v in campaign.variants],
+        commands=[v.render(port=0)[0] for v in campaign.variants],
+    )
+    port_text = str(campaign.port) if campaign.port is not None else "auto"
+    click.echo(f"campaign {campaign.name} (baseline {campaign.baseline}), port {port_text}")
+    for number, group in enumerate(campaign.groups, start=1):
+        shown_port = campaign.port if campaign.port is not None else 0
+        argv, env = group.render(port=shown_port)
+        click.echo(f"server {number}: {' '.join(redactor.command(argv))}")
+        for key, value in sorted(redactor.env(env).items()):
+            click.echo(f"  env {key}={value}")
+        for variant in group.variants:
+            bench = variant.bench
+            loads = ", ".join(p.label for p in bench.points)
+            click.echo(f"  variant {variant.name}: {loads} x {bench.repeats} repeats ({bench.api})")
+
+
+@click.command(
+    epilog="""\b
+Example:
+  servegate demo
+  servegate demo --dir /tmp/servegate-demo
+  servegate report --db servegate-demo/servegate.db demo --markdown -"""
+)
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("servegate-demo"),
+    show_default=True,
+    help="Folder for the demo's campaign file, database, logs and HTML report.",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Database to write to instead of DIR/servegate.db (kept, not reset).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Only warnings and failures on stderr.")
+def demo(folder: Path, db: Path | None, quiet: bool) -> None:
+    """Run a whole campaign on the simulated engine: no GPU, about a minute.
+
+    Four variants of a simulated SGLang server: the baseline, a faster decode, a
+    variant that runs out of memory while loading weights, and speculative decoding.
+    Ends with the comparison table and the path of the HTML report.
+    """
+    sys.exit(run_demo(folder, db=db, quiet=quiet))

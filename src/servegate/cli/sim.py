@@ -1,0 +1,75 @@
+"""``servegate sim``: serve a simulated inference engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["sim"]
+
+
+@click.command(
+    "sim",
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option("--engine", help="sglang, vllm, llamacpp or generic (default sglang).")
+@click.option("--port", type=int, help="Port to serve on (default: the engine's own).")
+@click.option("--host", help="Address to bind (default 127.0.0.1).")
+@click.option("--model", help="Served model name.")
+@click.option("--profile", help="A shipped profile (fast, big-8gpu) or a TOML file.")
+@click.option("--startup", type=float, help="Seconds from start to ready, spread over phases.")
+@click.option("--phase", "phases", multiple=True, metavar="NAME=S",
+              help="Exact seconds of one phase (repeatable), e.g. capture_cuda_graphs=5.")
+@click.option("--time-scale", type=float, help="Multiply every startup duration (0.01: 100x faster).")
+@click.option("--fail", help="oom, nccl, cuda-arch, port-in-use, traceback-exit, silent-exit, "
+              "hang, child-death, stall, crash-after-ready or engine-dead.")
+@click.option("--fail-at", metavar="PHASE|SECONDS",
+              help="Where the failure happens: a phase, or seconds since start "
+              "(since READY for crash-after-ready and engine-dead).")
+@click.option("--ttft-ms", type=float, help="Time to first token on an idle engine (ms).")
+@click.option("--prefill-tok-s", type=float, help="Prefill speed, tokens/s (0: prompts cost nothing).")
+@click.option("--itl-ms", type=float, help="Decode step time with one running request (ms).")
+@click.option("--batch-slowdown", type=float,
+              help="Extra step time per additional running request, as a fraction (0.02).")
+@click.option("--max-running", type=int, help="Requests decoded at once; the rest wait.")
+@click.option("--spec-accept-length", type=float,
+              help="Speculative decoding: mean tokens per step (1: off).")
+@click.option("--spec-draft-tokens", type=int, help="Draft tokens proposed per step.")
+@click.option("--jitter", type=float, help="Relative noise on every duration (0.05 = 5 %).")
+@click.option("--seed", type=int, help="Seed of the noise and the output lengths.")
+@click.option("--max-model-len", type=int, help="Context length; longer requests get HTTP 400.")
+@click.option("--tp", type=int, help="Tensor-parallel ranks (child processes).")
+@click.option("--error-rate", type=float, help="Fraction of completions answered with HTTP 500.")
+@click.option("--stall-stream-after", type=int, metavar="N",
+              help="Streams stop sending after N tokens and stay open.")
+@click.option("--record", type=click.Path(dir_okay=False, path_type=Path),
+              help="Append one JSON line of server-side timings per finished request.")
+@click.option("--health-check-timeout", type=float,
+              help="Seconds SGLang's /health waits before a 503 once its scheduler is dead.")
+@click.option("--list-profiles", is_flag=True, help="Print the shipped profiles and exit.")
+def sim(phases: tuple[str, ...], list_profiles: bool, profile: str | None, **flags: Any) -> None:
+    """Serve a simulated SGLang, vLLM or llama.cpp: its startup log, probes, failures,
+    OpenAI-compatible streaming API and Prometheus metrics, with no GPU.
+
+    The startup log goes to stdout, one flushed line at a time. Exit codes: 0 after
+    SIGTERM or SIGINT; otherwise what the simulated engine's failure exits with.
+
+    \b
+    Example:
+      servegate sim --engine vllm --port 8123 --profile fast
+      servegate sim --engine sglang --port 30000 --fail oom --fail-at load_weights
+      servegate sim --engine vllm --port 8123 --spec-accept-length 2.5 --itl-ms 12
+    """
+    from servegate.sim.config import parse_phase, resolve, shipped_profiles
+    from servegate.sim.runner import run
+
+    if list_profiles:
+        for name in shipped_profiles():
+            click.echo(name)
+        return
+    flags["phases"] = dict(parse_phase(text) for text in phases) if phases else None
+    config = resolve(profile=profile, flags=flags)
+    code = run(config)
+    raise SystemExit(code)

@@ -1,0 +1,68 @@
+"""The shape of an engine profile: plain data that the gate reads.
+
+A profile says how one inference engine announces readiness, progress and failure in
+its log, which HTTP route proves it is ready, which child processes it cannot live
+without, and what its Prometheus counters are called. Profiles hold regular
+expressions as text so that they stay readable data; the gate compiles them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["METRIC_KEYS", "EngineProfile", "Phase", "Signature"]
+
+# The logical metric names every profile maps (to None when the engine has none).
+METRIC_KEYS: tuple[str, ...] = (
+    "prompt_tokens",
+    "generation_tokens",
+    "spec_drafts",
+    "spec_draft_tokens",
+    "spec_accepted_tokens",
+    "running",
+    "waiting",
+    "ttft_seconds",
+    "itl_seconds",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Signature:
+    """A log line that means the server has failed, with what to do about it."""
+
+    pattern: str  # regular expression searched in each log line
+    kind: str  # short failure class: oom, nccl, cuda-arch, port-in-use, ...
+    title: str  # the verdict's reason, e.g. "CUDA out of memory"
+    hint: str  # one line: what to try
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Phase:
+    """A startup phase, recognised by the log lines that open and close it."""
+
+    name: str  # snake_case, e.g. capture_cuda_graphs
+    start: tuple[str, ...]  # any of these regexes opens the phase
+    end: tuple[str, ...] = ()  # any of these closes it (else the next phase does)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineProfile:
+    """Everything servegate knows about one engine, as data."""
+
+    name: str
+    default_port: int | None
+    probe_path: str | None  # GET this and expect 200; None: no HTTP probe
+    ready_lines: tuple[str, ...]  # regexes: the server says it is ready
+    generate_check: bool = False  # READY also needs one real 1-token completion
+    fatal: tuple[Signature, ...] = ()
+    phases: tuple[Phase, ...] = ()
+    essential_children: tuple[str, ...] = ()  # regexes on a child's name or command line
+    metrics_path: str | None = "/metrics"
+    metric_names: Mapping[str, str | None] = field(default_factory=dict)
+
+    def metric(self, key: str) -> str | None:
+        """The engine's Prometheus name for a logical metric, or None if it has none."""
+        if key not in METRIC_KEYS:
+            raise KeyError(f"unknown logical metric {key!r}; choose one of {METRIC_KEYS}")
+        return self.metric_names.get(key)

@@ -1,0 +1,122 @@
+"""vLLM (``vllm serve``): profile as data.
+
+The socket is bound early but only listens once the engine is up, and ``/health``
+does not generate, so READY also needs one real 1-token completion. The root cause of
+an init failure is printed far above the final ``Engine core initialization failed``.
+"""
+
+from __future__ import annotations
+
+from servegate.engines.common import COMMON_FATAL, UVICORN_PHASE
+from servegate.engines.profile import EngineProfile, Phase, Signature
+
+__all__ = ["PROFILE"]
+
+_ROOT_CAUSE = "the root cause is printed above the final traceback (--json keeps 300 lines)"
+
+PROFILE = EngineProfile(
+    name="vllm",
+    default_port=8000,
+    probe_path="/health",
+    ready_lines=(r"Application startup complete\.", r"Starting vLLM API server"),
+    generate_check=True,
+    fatal=(
+        Signature(
+            pattern=r"Free memory on device .* on startup is less than desired GPU memory "
+            r"utilization",
+            kind="gpu-busy",
+            title="not enough free GPU memory at startup",
+            hint="another process holds GPU memory (often an orphan of an earlier run): "
+            "free it or lower --gpu-memory-utilization",
+        ),
+        Signature(
+            pattern=r"No available memory for the cache blocks",
+            kind="oom",
+            title="no memory left for the KV cache",
+            hint="increase --gpu-memory-utilization or use a smaller model or quantization",
+        ),
+        Signature(
+            pattern=r"is larger than the available KV cache memory",
+            kind="oom",
+            title="the KV cache cannot hold one request of max model length",
+            hint="increase --gpu-memory-utilization or lower --max-model-len",
+        ),
+        Signature(
+            pattern=r"Engine core initialization failed",
+            kind="engine-init",
+            title="engine core initialization failed",
+            hint=_ROOT_CAUSE,
+        ),
+        Signature(
+            pattern=r"EngineCore failed to start",
+            kind="engine-init",
+            title="the engine core failed to start",
+            hint=_ROOT_CAUSE,
+        ),
+        Signature(
+            pattern=r"EngineDeadError",
+            kind="engine-dead",
+            title="the engine core died",
+            hint=_ROOT_CAUSE,
+        ),
+        Signature(
+            pattern=r"died unexpectedly, shutting down executor",
+            kind="child-exit",
+            title="a worker process died",
+            hint="exit code -9 usually means the OS OOM killer; otherwise see the worker's "
+            "traceback above",
+        ),
+        *COMMON_FATAL,
+    ),
+    phases=(
+        Phase(
+            name="frontend_init",
+            start=(r"vLLM API server version",),
+            end=(r"Using max model len",),
+        ),
+        Phase(
+            name="engine_init",
+            start=(r"Waiting for init message from front-end",),
+            end=(r"Initializing a V1 LLM engine",),
+        ),
+        Phase(name="init_distributed", start=(r"vLLM is using nccl==",)),
+        Phase(
+            name="load_weights",
+            start=(r"Starting to load model",),
+            end=(r"Model loading took", r"Loading weights took"),
+        ),
+        Phase(
+            name="torch_compile",
+            start=(r"Dynamo bytecode transform time", r"Start compiling function"),
+            end=(r"torch\.compile takes",),
+        ),
+        Phase(
+            name="profile_kv_cache",
+            start=(r"Available KV cache memory:",),
+            end=(r"Maximum concurrency for",),
+        ),
+        Phase(
+            name="capture_cuda_graphs",
+            start=(r"Capturing CUDA graphs \(",),
+            end=(r"Graph capturing finished in",),
+        ),
+        Phase(
+            name="api_server",
+            start=(r"init engine \(profile, create kv cache, warmup model\) took",),
+            end=(r"Starting vLLM API server",),
+        ),
+        UVICORN_PHASE,
+    ),
+    essential_children=(r"VLLM::EngineCore", r"VLLM::Worker"),
+    metric_names={
+        "prompt_tokens": "vllm:prompt_tokens_total",
+        "generation_tokens": "vllm:generation_tokens_total",
+        "spec_drafts": "vllm:spec_decode_num_drafts_total",
+        "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+        "spec_accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total",
+        "running": "vllm:num_requests_running",
+        "waiting": "vllm:num_requests_waiting",
+        "ttft_seconds": "vllm:time_to_first_token_seconds",
+        "itl_seconds": "vllm:inter_token_latency_seconds",
+    },
+)

@@ -1,0 +1,89 @@
+"""Watch a server's descendants: snapshot them, and notice an essential one dying.
+
+SGLang's HTTP process can outlive its scheduler (the server looks alive and never
+answers), so the profile names the children a server cannot live without. Each one
+found gets a pidfd in the gate's loop, so its death is seen the moment it happens.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psutil
+
+__all__ = ["ChildWatch", "EssentialChild", "descendants"]
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    """Every live descendant of ``pid`` (empty when it is gone)."""
+    try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return []
+
+
+def describe(proc: psutil.Process) -> str:
+    """``name`` and command line of a process, for matching and messages."""
+    try:
+        return f"{proc.name()} {' '.join(proc.cmdline())}"
+    except psutil.Error:
+        return ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EssentialChild:
+    """A child process the server cannot live without, and its pidfd."""
+
+    pid: int
+    label: str
+    pidfd: int
+
+
+class ChildWatch:
+    """Find essential children of ``root`` by name or command line; hold a pidfd each."""
+
+    def __init__(self, root: int, patterns: Sequence[str]) -> None:
+        self.root = root
+        self._patterns = [re.compile(p) for p in patterns]
+        self.known: dict[int, EssentialChild] = {}
+        self._seen: set[tuple[int, float]] = set()
+
+    def scan(self) -> list[EssentialChild]:
+        """Look for new essential children; return those found now."""
+        if not self._patterns:
+            return []
+        found: list[EssentialChild] = []
+        for proc in descendants(self.root):
+            try:
+                key = (proc.pid, proc.create_time())
+            except psutil.Error:
+                continue
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            text = describe(proc)
+            if not any(p.search(text) for p in self._patterns):
+                continue
+            try:
+                pidfd = os.pidfd_open(proc.pid)
+            except OSError:
+                continue
+            label = text.split(" ", 1)[0] or str(proc.pid)
+            child = EssentialChild(pid=proc.pid, label=label, pidfd=pidfd)
+            self.known[proc.pid] = child
+            found.append(child)
+        return found
+
+    def forget(self, pid: int) -> None:
+        """Close the pidfd of a child that was handled."""
+        child = self.known.pop(pid, None)
+        if child is not None:
+            os.close(child.pidfd)
+
+    def close(self) -> None:
+        """Close every pidfd."""
+        for pid in list(self.known):
+            self.forget(pid)

@@ -1,0 +1,416 @@
+"""The gate: race output, process exits, probes and timers, and decide at once.
+
+One ``selectors`` loop waits on everything at the same time: the server's output (a
+pipe we own, or a log file via inotify), a pidfd for the main process and for each
+essential child, the probe thread's wake-up pipe, and the nearest timer (deadline,
+stall, child snapshot, file backstop). Nothing sleeps and polls: the first event that
+settles the question ends the loop, within milliseconds of it happening.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from servegate.engines.profile import Signature
+from servegate.gate.children import ChildWatch
+from servegate.gate.follow import FileFollower
+from servegate.gate.options import JSON_TAIL_LINES, Resolved
+from servegate.gate.probe import Prober
+from servegate.gate.verdict import Status, Verdict, iso
+from servegate.gate.watch import LineHit, LogWatcher
+
+__all__ = ["Gate", "GateSources", "exit_status"]
+
+_SNAPSHOT_EVERY_S = 0.5  # descendant scan period (also after output, at most this often)
+_BACKSTOP_S = 0.25  # re-check a followed file even without inotify events
+_PIPE_READ = 1 << 20
+_EXIT_DRAIN_S = 0.5  # after the main process exits, read what is left for this long at most
+
+
+def exit_status(status: int) -> int:
+    """A ``waitpid`` status as an exit code; a signal N becomes -N (like subprocess)."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+@dataclass(slots=True, kw_only=True)
+class GateSources:
+    """Where the gate's events come from; any of them may be absent."""
+
+    pid: int | None = None  # the main process
+    is_parent: bool = False  # we may waitpid() it to learn its exit code
+    pipe_fd: int | None = None  # its output, a pipe we own (non-blocking)
+    tee: BinaryIO | None = None  # append what the pipe gives to this log file
+    log_path: str | None = None  # or follow this file
+    started_wall: float | None = None  # when the server started (default: now)
+    started_mono: float | None = None
+    # extra descriptors for the caller's own channels: fd -> callback on readable
+    extra: dict[int, Callable[[], None]] = field(default_factory=dict)
+
+
+class Gate:
+    """Decide READY, CRASH or TIMEOUT for one server; ``run()`` returns the verdict."""
+
+    def __init__(self, resolved: Resolved, sources: GateSources) -> None:
+        self.resolved = resolved
+        self.options = resolved.options
+        self.sources = sources
+        self.watcher = LogWatcher(resolved.rules, tail_lines=JSON_TAIL_LINES)
+        now_mono, now_wall = time.monotonic(), time.time()
+        self.started_mono = sources.started_mono or now_mono
+        self.started_wall = sources.started_wall or now_wall - (now_mono - self.started_mono)
+        self.last_progress = now_mono
+        self.exit_code: int | None = None
+        self._verdict: Verdict | None = None
+        self._sel = selectors.DefaultSelector()
+        self._follower: FileFollower | None = None
+        self._pidfd: int | None = None
+        self._prober: Prober | None = None
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._children = (
+            ChildWatch(sources.pid, resolved.profile.essential_children)
+            if sources.pid is not None
+            else None
+        )
+        self._next_snapshot = 0.0
+        self._ready_line_at: float | None = None
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self) -> Verdict:
+        """Wait for the first decisive event; return the verdict."""
+        try:
+            self._setup()
+            while self._verdict is None:
+                self._turn()
+            return self._verdict
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the probe and release every descriptor."""
+        if self._prober is not None:
+            self._prober.stop()
+            self._prober = None
+        self._sel.close()
+        for fd in (self._wake_r, self._wake_w, self._pidfd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._pidfd = None
+        self._wake_r = self._wake_w = -1
+        if self._follower is not None:
+            self._follower.close()
+            self._follower = None
+        if self._children is not None:
+            self._children.close()
+
+    def _setup(self) -> None:
+        src = self.sources
+        self._sel.register(self._wake_r, selectors.EVENT_READ, "probe")
+        if src.pipe_fd is not None:
+            self._sel.register(src.pipe_fd, selectors.EVENT_READ, "pipe")
+        elif src.log_path is not None:
+            self._follower = FileFollower(src.log_path)
+            fd = self._follower.fileno()
+            if fd is not None:
+                self._sel.register(fd, selectors.EVENT_READ, "file")
+        if src.pid is not None:
+            try:
+                self._pidfd = os.pidfd_open(src.pid)
+            except ProcessLookupError:
+                self._pidfd = None
+                self._on_exit()
+                return
+            self._sel.register(self._pidfd, selectors.EVENT_READ, "exit")
+        for fd, callback in src.extra.items():
+            self._sel.register(fd, selectors.EVENT_READ, callback)
+        res = self.resolved
+        if res.probe_url is not None:
+            self._prober = Prober(
+                res.probe_url,
+                wake_fd=self._wake_w,
+                any_2xx=self.options.health_url is not None,
+                generate_url=res.generate_url,
+                model=self.options.model,
+                interval_s=self.options.probe_interval_s,
+            ).start()
+        if self._follower is not None:
+            self._read_file()
+
+    def _turn(self) -> None:
+        now = time.monotonic()
+        events = self._sel.select(max(0.0, self._next_timer(now) - now))
+        kinds = {key.data for key, _ in events if isinstance(key.data, str)}
+        # output first: a fatal line printed just before exiting beats the bare exit
+        if "pipe" in kinds:
+            self._read_pipe()
+        if "file" in kinds:
+            assert self._follower is not None
+            self._follower.drain_events()
+            self._read_file()
+        for key, _ in events:
+            if self._verdict is not None:
+                return
+            if callable(key.data):
+                key.data()
+            elif key.data == "exit":
+                self._on_exit()
+            elif isinstance(key.data, tuple):
+                self._on_child_exit(key.data[1], key.data[2])
+        if self._verdict is None and "probe" in kinds:
+            self._on_probe()
+        if self._verdict is None:
+            self._timers(time.monotonic())
+
+    def _next_timer(self, now: float) -> float:
+        deadline = self.started_mono + self.options.timeout_s
+        timers = [deadline]
+        if self.options.stall_s is not None:
+            timers.append(self.last_progress + self.options.stall_s)
+        if self._children is not None:
+            timers.append(self._next_snapshot)
+        if self._follower is not None:
+            timers.append(now + _BACKSTOP_S)
+        return min(timers)
+
+    # -- event handlers ---------------------------------------------------------------
+
+    def _rel(self, mono: float | None = None) -> float:
+        return (mono if mono is not None else time.monotonic()) - self.started_mono
+
+    def _read_pipe(self, *, until_empty: bool = False) -> None:
+        fd = self.sources.pipe_fd
+        assert fd is not None
+        while True:
+            try:
+                data = os.read(fd, _PIPE_READ)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._sel.unregister(fd)
+                self.sources.pipe_fd = None
+                self._hits(self.watcher.finish(self._rel()))
+                return
+            if self.sources.tee is not None:
+                self.sources.tee.write(data)
+                self.sources.tee.flush()
+            self._progress()
+            self._hits(self.watcher.feed(data, self._rel()))
+            if self._verdict is not None or not until_empty:
+                return
+
+    def _read_file(self, *, to_end: bool = False) -> None:
+        assert self._follower is not None
+        while True:
+            result = self._follower.read()
+            if result.restarted:
+                self.watcher.reset()
+            for chunk in result.chunks:
+                self._progress()
+                self._hits(self.watcher.feed(chunk, self._rel()))
+                if self._verdict is not None:
+                    return
+            if not result.more or (not to_end and not result.chunks):
+                return
+            if not to_end:
+                # a big backlog: let other events in between, come back at once
+                os.write(self._wake_w, b"f")
+                return
+
+    def _progress(self) -> None:
+        now = time.monotonic()
+        self.last_progress = now
+        if self._children is not None and now >= self._next_snapshot:
+            self._snapshot(now)
+
+    def _hits(self, hits: list[LineHit]) -> None:
+        for hit in hits:
+            if self._verdict is not None:
+                return
+            if hit.what == "fatal":
+                assert hit.signature is not None
+                self._crash_signature(hit.signature, hit.line)
+            elif self._ready_line_at is None:
+                self._ready_line_at = time.monotonic()
+                if self._prober is None:
+                    self._decide("ready", "log", f"ready line seen: {hit.line.strip()[:200]}",
+                                 matched_line=hit.line)
+                else:
+                    self._prober.nudge()
+
+    def _on_probe(self) -> None:
+        try:
+            data = os.read(self._wake_r, 4096)
+        except BlockingIOError:
+            return
+        if b"f" in data and self._follower is not None:
+            self._read_file()
+        if b"p" in data and self._prober is not None and self._prober.ok_at is not None:
+            probe = self._prober.url
+            if self._ready_line_at is not None:
+                what = f"ready line seen and GET {probe} answered"
+                self._decide("ready", "log", what, matched_line=self.watcher.ready_line)
+            else:
+                self._decide("ready", "probe", f"GET {probe} answered", matched_line=None)
+
+    def _on_exit(self) -> None:
+        # the process is gone: read what it left in the pipe or file before deciding
+        if self.sources.pipe_fd is not None:
+            end = time.monotonic() + _EXIT_DRAIN_S
+            while self.sources.pipe_fd is not None and time.monotonic() < end:
+                self._read_pipe(until_empty=True)
+                break
+        if self._follower is not None:
+            self._read_file(to_end=True)
+        if self._verdict is None:
+            self._hits(self.watcher.finish(self._rel()))
+        if self.sources.is_parent and self.sources.pid is not None:
+            try:
+                _, status = os.waitpid(self.sources.pid, 0)
+                self.exit_code = exit_status(status)
+            except ChildProcessError:
+                pass
+        if self._verdict is not None:
+            return
+        code = self.exit_code
+        last = self.watcher.last_error
+        if code is not None and code < 0:
+            sig = _signal_name(-code)
+            if -code == signal.SIGSEGV:
+                kind, hint = "segfault", "a native extension crashed: check that torch, CUDA "
+                hint += "and the engine were built for each other"
+            elif -code == signal.SIGKILL:
+                kind = "killed"
+                hint = "SIGKILL with no message is often the OS OOM killer: check dmesg and host memory"
+            else:
+                kind, hint = "exit", "something sent the server a signal: check who stops it"
+            reason = f"the server was killed by {sig}"
+        else:
+            kind = "exit"
+            if code == 0:
+                reason = "the server exited with code 0 before it was ready"
+                hint = "the command returned instead of serving: check it starts a server"
+            else:
+                shown = "an unknown code" if code is None else f"code {code}"
+                reason = f"the server exited with {shown}"
+                hint = "the cause is in the log tail"
+        if last:
+            reason += f" after {last[:200]}"
+        self._decide("crash", "exit", reason, kind=kind, hint=hint, matched_line=last)
+
+    def _on_child_exit(self, pid: int, label: str) -> None:
+        assert self._children is not None
+        child = self._children.known.get(pid)
+        if child is not None:
+            self._sel.unregister(child.pidfd)
+            self._children.forget(pid)
+        if self._pidfd is not None and self._main_exited():
+            self._on_exit()
+            return
+        self._decide(
+            "crash",
+            "child-exit",
+            f"essential child {label} (pid {pid}) exited while the server kept running",
+            kind="child-exit",
+            hint="the engine lost a worker and will not serve: the cause is in the log tail "
+            "(exit -9 without a message is usually the OOM killer)",
+            matched_line=self.watcher.last_error,
+        )
+
+    def _main_exited(self) -> bool:
+        assert self._pidfd is not None
+        ready = self._sel.select(0)
+        return any(key.data == "exit" for key, _ in ready)
+
+    def _snapshot(self, now: float) -> None:
+        assert self._children is not None
+        self._next_snapshot = now + _SNAPSHOT_EVERY_S
+        for child in self._children.scan():
+            self._sel.register(child.pidfd, selectors.EVENT_READ, ("child", child.pid, child.label))
+
+    def _timers(self, now: float) -> None:
+        if self._follower is not None:
+            self._read_file()
+            if self._verdict is not None:
+                return
+        if self._children is not None and now >= self._next_snapshot:
+            self._snapshot(now)
+        where = self.watcher.phases.describe()
+        if now >= self.started_mono + self.options.timeout_s:
+            reason = f"not ready within --timeout {self.options.timeout_s:.1f}s ({where})"
+            self._decide("timeout", "deadline", reason + self._probe_note(), kind="deadline",
+                         hint="raise --timeout if this server is only slow to start")
+        elif self.options.stall_s is not None and now >= self.last_progress + self.options.stall_s:
+            reason = f"no progress for {self.options.stall_s:.1f}s {where}"
+            self._decide("timeout", "stall", reason + self._probe_note(), kind="stall",
+                         hint="a hang, or a silent phase such as a cold JIT compile: raise "
+                         "--stall if this phase is known to be quiet")
+
+    def _probe_note(self) -> str:
+        if self._ready_line_at is not None and self._prober is not None:
+            return f"; a ready line was seen but the probe failed ({self._prober.last_error})"
+        return ""
+
+    def _crash_signature(self, signature: Signature, line: str) -> None:
+        self._decide("crash", "signature", signature.title, kind=signature.kind,
+                     hint=signature.hint, matched_line=line)
+
+    # -- the verdict ------------------------------------------------------------------
+
+    def _decide(
+        self,
+        status: Status,
+        detected_by: str,
+        reason: str,
+        *,
+        kind: str | None = None,
+        hint: str | None = None,
+        matched_line: str | None,
+    ) -> None:
+        if self._verdict is not None:
+            return
+        now_mono = time.monotonic()
+        elapsed = now_mono - self.started_mono
+        ready = status == "ready"
+        self._verdict = Verdict(
+            status=status,
+            elapsed_s=elapsed,
+            started_at=iso(self.started_wall),
+            decided_at=iso(self.started_wall + elapsed),
+            detected_by=detected_by,
+            reason=reason,
+            kind=kind,
+            hint=hint,
+            matched_line=matched_line.strip() if matched_line else None,
+            exit_code=self.exit_code,
+            pid=self.sources.pid,
+            engine=self.resolved.profile.name,
+            url=self.resolved.url,
+            log_path=self.sources.log_path,
+            phases=self.watcher.phases.spans(round(elapsed, 3) if ready else None),
+            tail=() if ready else self.watcher.tail.last(),
+        )
+
+    @property
+    def essential_pids(self) -> tuple[int, ...]:
+        """The essential children found so far."""
+        return tuple(self._children.known) if self._children is not None else ()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

@@ -1,0 +1,135 @@
+"""Turn a byte stream into lines, and keep the last few of them.
+
+Servers write progress bars with ``\\r``, partial lines across reads, binary garbage
+and, now and then, megabytes without a newline. ``LineAssembler`` cuts the stream into
+blocks of whole lines (``\\r`` and ``\\n`` both end a line), caps an endless line and
+keeps going; ``Tail`` keeps the last lines for the verdict without splitting every
+block into Python strings.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+__all__ = ["MAX_LINE_BYTES", "LineAssembler", "Tail", "decode_line"]
+
+# A longer line is cut here; the rest, up to the next line end, is skipped.
+MAX_LINE_BYTES = 64 * 1024
+_TAIL_LINE_CHARS = 2000
+
+
+def decode_line(raw: bytes) -> str:
+    """One raw line as text: invalid UTF-8 replaced, line ends and NULs dropped."""
+    return raw.decode("utf-8", "replace").strip("\r\n").replace("\x00", "")
+
+
+def _last_line_end(data: bytes | bytearray) -> int:
+    return max(data.rfind(b"\n"), data.rfind(b"\r"))
+
+
+def _first_line_end(data: bytes | bytearray) -> int:
+    nl, cr = data.find(b"\n"), data.find(b"\r")
+    if nl < 0:
+        return cr
+    if cr < 0:
+        return nl
+    return min(nl, cr)
+
+
+class LineAssembler:
+    """Cut a byte stream into blocks of whole lines; join partial lines across reads."""
+
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self._max_line = max_line
+        self._partial = bytearray()
+        self._skipping = False  # inside an over-long line, dropping bytes to its end
+
+    def feed(self, data: bytes) -> bytes:
+        """Take new bytes; return the complete lines they finish (maybe ``b""``)."""
+        if self._skipping:
+            cut = _first_line_end(data)
+            if cut < 0:
+                return b""
+            data = data[cut + 1 :]
+            self._skipping = False
+        cut = _last_line_end(data)
+        if cut < 0:
+            self._partial += data
+            return self._cap_partial()
+        if self._partial:
+            block = bytes(self._partial) + data[: cut + 1]
+            self._partial.clear()
+        else:
+            block = data[: cut + 1]
+        self._partial += data[cut + 1 :]
+        overflow = self._cap_partial()
+        return block + overflow if overflow else block
+
+    def flush(self) -> bytes:
+        """The unfinished last line, as a line (at end of stream)."""
+        if not self._partial:
+            return b""
+        block = bytes(self._partial) + b"\n"
+        self._partial.clear()
+        return block
+
+    def reset(self) -> None:
+        """Forget the partial line (the file was truncated or replaced)."""
+        self._partial.clear()
+        self._skipping = False
+
+    def _cap_partial(self) -> bytes:
+        if len(self._partial) <= self._max_line:
+            return b""
+        block = bytes(self._partial[: self._max_line]) + b"\n"
+        self._partial.clear()
+        self._skipping = True
+        return block
+
+
+class Tail:
+    """The last ``size`` lines of a stream, fed in blocks of whole lines.
+
+    Each block costs a few ``rfind`` calls: only its last ``size`` lines are kept, as
+    raw bytes, and decoded when asked for. A progress bar redrawn with ``\\r`` keeps its
+    last state only, so a tail is not three hundred copies of one bar.
+    """
+
+    def __init__(self, size: int = 300) -> None:
+        self.size = size
+        self._pieces: deque[tuple[bytes, int]] = deque()  # (whole lines, their count)
+        self._count = 0
+
+    def add_block(self, block: bytes) -> None:
+        """Add a block of whole lines (each ended by ``\\n`` or ``\\r``)."""
+        pos = len(block) - 1
+        lines = 0
+        while lines < self.size:
+            found = block.rfind(b"\n", 0, pos)
+            lines += 1
+            if found < 0:
+                pos = -1
+                break
+            pos = found
+        piece = block[pos + 1 :] if pos >= 0 else block
+        self._pieces.append((piece, lines))
+        self._count += lines
+        while self._pieces and self._count - self._pieces[0][1] >= self.size:
+            self._count -= self._pieces.popleft()[1]
+
+    def last(self, n: int | None = None) -> tuple[str, ...]:
+        """The last ``n`` lines (all kept lines when None), decoded."""
+        out: list[str] = []
+        for piece, _ in self._pieces:
+            for raw in piece.split(b"\n"):
+                segments = [seg for seg in raw.split(b"\r") if seg.strip()]
+                if not segments:
+                    continue
+                text = decode_line(segments[-1])
+                if len(text) > _TAIL_LINE_CHARS:
+                    text = text[:_TAIL_LINE_CHARS] + " [...]"
+                out.append(text)
+        out = out[-self.size :]
+        if n is None:
+            return tuple(out)
+        return tuple(out[-n:]) if n > 0 else ()

@@ -1,0 +1,163 @@
+"""Gate options: what to watch for, validated once at the boundary.
+
+``GateOptions`` is the one value the command line, the Python API and the keeper
+process share; ``resolve()`` checks it (engine, regular expressions, numbers) and
+returns the compiled rules with the probe address.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from servegate.engines import EngineProfile, get_profile
+from servegate.errors import UsageError
+from servegate.gate.watch import Rules
+
+__all__ = ["JSON_TAIL_LINES", "GateOptions", "Resolved", "model_from_command", "port_from_command"]
+
+JSON_TAIL_LINES = 300
+
+
+def port_from_command(command: Sequence[str]) -> int | None:
+    """The ``--port N`` / ``--port=N`` of a server command line, if it has one."""
+    for index, arg in enumerate(command):
+        value: str | None = None
+        if arg == "--port" and index + 1 < len(command):
+            value = command[index + 1]
+        elif arg.startswith("--port="):
+            value = arg.split("=", 1)[1]
+        if value is not None and value.isdigit():
+            return int(value)
+    return None
+
+
+def model_from_command(command: Sequence[str]) -> str | None:
+    """The served model name in a vLLM-style command line (for the 1-token check)."""
+    for flag in ("--served-model-name", "--model"):
+        for index, arg in enumerate(command):
+            if arg == flag and index + 1 < len(command):
+                return command[index + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+    for index, arg in enumerate(command[:-1]):
+        if arg == "serve" and not command[index + 1].startswith("-"):
+            return command[index + 1]
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateOptions:
+    """What makes a server READY, CRASHED or TIMED OUT (see docs/gate.md)."""
+
+    engine: str = "generic"
+    ready: tuple[str, ...] = ()  # extra ready regexes (--ready)
+    crash: tuple[str, ...] = ()  # extra fatal regexes (--crash)
+    port: int | None = None  # probe this port on ``host`` (--port)
+    host: str = "127.0.0.1"
+    health_url: str | None = None  # probe exactly this URL, any 2xx (--health-url)
+    timeout_s: float = 900.0  # hard cap (--timeout)
+    stall_s: float | None = 300.0  # no progress for this long; None: never (--stall)
+    tail: int = 50  # lines shown on CRASH / TIMEOUT (--tail)
+    probe_interval_s: float = 0.5  # probe period before a ready line
+    model: str | None = None  # model name for the 1-token completion
+
+    def to_json(self) -> dict[str, Any]:
+        """The options as plain JSON (for the keeper process)."""
+        return {
+            "engine": self.engine,
+            "ready": list(self.ready),
+            "crash": list(self.crash),
+            "port": self.port,
+            "host": self.host,
+            "health_url": self.health_url,
+            "timeout_s": self.timeout_s,
+            "stall_s": self.stall_s,
+            "tail": self.tail,
+            "probe_interval_s": self.probe_interval_s,
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GateOptions:
+        """Options from ``to_json()``."""
+        return cls(
+            engine=data["engine"],
+            ready=tuple(data["ready"]),
+            crash=tuple(data["crash"]),
+            port=data["port"],
+            host=data["host"],
+            health_url=data["health_url"],
+            timeout_s=data["timeout_s"],
+            stall_s=data["stall_s"],
+            tail=data["tail"],
+            probe_interval_s=data["probe_interval_s"],
+            model=data["model"],
+        )
+
+    def resolve(self) -> Resolved:
+        """Check every option and compile the rules; UsageError naming the flag if bad."""
+        profile = get_profile(self.engine)
+        if not self.timeout_s > 0:
+            raise UsageError(f"--timeout must be a positive number of seconds, not {self.timeout_s}.")
+        if self.stall_s is not None and not self.stall_s > 0:
+            raise UsageError(f"--stall must be a positive number of seconds, not {self.stall_s}.")
+        if self.tail < 0:
+            raise UsageError(f"--tail must be 0 or more lines, not {self.tail}.")
+        if self.port is not None and not 0 < self.port < 65536:
+            raise UsageError(f"--port must be between 1 and 65535, not {self.port}.")
+        rules = Rules(profile, ready=self.ready, crash=self.crash)
+        probe_url: str | None = None
+        base_url: str | None = None
+        if self.health_url:
+            parts = urlsplit(self.health_url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise UsageError(
+                    f"--health-url {self.health_url!r} is not an http(s) URL: "
+                    "pass e.g. http://127.0.0.1:8000/health."
+                )
+            probe_url = self.health_url
+            base_url = f"{parts.scheme}://{parts.netloc}"
+        elif self.port is not None and profile.probe_path:
+            base_url = f"http://{_url_host(self.host)}:{self.port}"
+            probe_url = base_url + profile.probe_path
+        elif self.port is not None:
+            base_url = f"http://{_url_host(self.host)}:{self.port}"
+        if probe_url is None and not (profile.ready_lines or self.ready):
+            raise UsageError(
+                f"nothing can tell that a {profile.name} server is ready: pass --port N, "
+                "--health-url URL or --ready REGEX."
+            )
+        generate_url = (
+            base_url + "/v1/completions" if base_url and profile.generate_check else None
+        )
+        return Resolved(
+            options=self,
+            profile=profile,
+            rules=rules,
+            url=base_url,
+            probe_url=probe_url,
+            generate_url=generate_url,
+        )
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolved:
+    """Checked options: the profile, compiled rules and the probe's URLs."""
+
+    options: GateOptions
+    profile: EngineProfile
+    rules: Rules
+    url: str | None  # the server's base URL, when known
+    probe_url: str | None
+    generate_url: str | None

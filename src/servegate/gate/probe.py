@@ -1,0 +1,144 @@
+"""Readiness probes, run in a thread so the gate's loop never waits on HTTP.
+
+The probe GETs the engine's true readiness route (``/health``, ``/health_generate``;
+never ``/v1/models``, which answers 200 while models still load) and, where the profile
+asks for it, sends one real 1-token completion. It probes slowly until a ready line
+is seen, then every few milliseconds, and wakes the loop through a pipe when it passes.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import threading
+import time
+from urllib.parse import urlsplit
+
+__all__ = ["Prober", "http_get_status"]
+
+FAST_INTERVAL_S = 0.01
+
+
+def _connection(url: str, timeout_s: float) -> tuple[http.client.HTTPConnection, str]:
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    conn_cls = (
+        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    )
+    conn = conn_cls(host, parts.port, timeout=timeout_s)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return conn, path
+
+
+def http_get_status(url: str, timeout_s: float = 2.0) -> int:
+    """The HTTP status of GET ``url``; raises OSError when nothing answers."""
+    conn, path = _connection(url, timeout_s)
+    try:
+        conn.request("GET", path, headers={"Connection": "close"})
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def _post_status(url: str, body: dict[str, object], timeout_s: float) -> int:
+    conn, path = _connection(url, timeout_s)
+    try:
+        conn.request(
+            "POST",
+            path,
+            body=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Connection": "close"},
+        )
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+class Prober:
+    """Probe ``url`` in a thread; write a byte to ``wake_fd`` when the server is ready."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        wake_fd: int,
+        any_2xx: bool = False,
+        generate_url: str | None = None,
+        model: str | None = None,
+        interval_s: float = 0.5,
+        timeout_s: float = 5.0,
+    ) -> None:
+        self.url = url
+        self.generate_url = generate_url
+        self.last_error = "not probed yet"
+        self.ok_at: float | None = None  # monotonic time the probe passed
+        self._wake_fd = wake_fd
+        self._any_2xx = any_2xx
+        self._model = model
+        self._interval_s = interval_s
+        self._timeout_s = timeout_s
+        self._fast = False
+        self._nudged = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="servegate-probe", daemon=True)
+
+    def start(self) -> Prober:
+        """Start probing; returns self."""
+        self._thread.start()
+        return self
+
+    def nudge(self) -> None:
+        """A ready line was seen: probe now, then every few milliseconds."""
+        self._fast = True
+        self._nudged.set()
+
+    def stop(self) -> None:
+        """Stop probing and wait for the thread (at most one request timeout)."""
+        self._stopped.set()
+        self._nudged.set()
+        if self._thread.is_alive():
+            self._thread.join(self._timeout_s + 1.0)
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            if self._check():
+                self.ok_at = time.monotonic()
+                try:
+                    os.write(self._wake_fd, b"p")
+                except OSError:
+                    pass
+                return
+            interval = FAST_INTERVAL_S if self._fast else self._interval_s
+            self._nudged.wait(interval)
+            self._nudged.clear()
+
+    def _check(self) -> bool:
+        try:
+            status = http_get_status(self.url, self._timeout_s)
+        except (OSError, http.client.HTTPException) as exc:
+            self.last_error = f"GET {self.url}: {exc.__class__.__name__}: {exc}"
+            return False
+        if not (200 <= status < 300 if self._any_2xx else status == 200):
+            self.last_error = f"GET {self.url} returned {status}"
+            return False
+        if self.generate_url is None:
+            return True
+        body: dict[str, object] = {"prompt": "Hi", "max_tokens": 1, "temperature": 0}
+        if self._model:
+            body["model"] = self._model
+        try:
+            status = _post_status(self.generate_url, body, self._timeout_s)
+        except (OSError, http.client.HTTPException) as exc:
+            self.last_error = f"POST {self.generate_url}: {exc.__class__.__name__}: {exc}"
+            return False
+        if not 200 <= status < 300:
+            self.last_error = f"a 1-token completion at {self.generate_url} returned {status}"
+            return False
+        return True

@@ -1,0 +1,125 @@
+"""The verdict: READY, CRASH or TIMEOUT, with why, when and the log around it.
+
+One frozen value that every layer shares: the command line prints ``line()`` and the
+tail, ``--json`` prints ``to_json()`` (schema ``servegate.verdict/1``), the store keeps
+it, and ``GateError`` carries it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+__all__ = ["SCHEMA", "PhaseSpan", "Status", "Verdict", "iso"]
+
+SCHEMA = "servegate.verdict/1"
+
+Status = Literal["ready", "crash", "timeout"]
+
+
+def iso(epoch_s: float) -> str:
+    """An epoch time as ISO-8601 in UTC with milliseconds."""
+    return datetime.fromtimestamp(epoch_s, tz=UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseSpan:
+    """A startup phase seen in the log, in seconds since the gate started."""
+
+    name: str
+    start_s: float
+    end_s: float | None  # None: still open when the verdict was decided
+
+    def to_json(self) -> dict[str, Any]:
+        """The phase as a JSON object."""
+        return {"name": self.name, "start_s": self.start_s, "end_s": self.end_s}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """What the gate decided about a server, and the evidence."""
+
+    status: Status
+    elapsed_s: float
+    started_at: str  # ISO-8601
+    decided_at: str  # ISO-8601
+    detected_by: str  # log | probe | exit | child-exit | signature | stall | deadline
+    reason: str  # one sentence
+    kind: str | None  # oom, nccl, port-in-use, exit, child-exit, stall, deadline, ...
+    hint: str | None
+    matched_line: str | None
+    exit_code: int | None
+    pid: int | None
+    engine: str
+    url: str | None
+    log_path: str | None
+    phases: tuple[PhaseSpan, ...] = ()
+    tail: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when the server is ready."""
+        return self.status == "ready"
+
+    def line(self) -> str:
+        """The one-line verdict, e.g. ``CRASH after 12.4s: CUDA out of memory (oom) - ...``."""
+        if self.status == "ready":
+            return f"SERVER READY after {self.elapsed_s:.1f}s"
+        if self.status == "timeout":
+            return f"TIMEOUT after {self.elapsed_s:.1f}s: {self.reason}"
+        text = f"CRASH after {self.elapsed_s:.1f}s: {self.reason}"
+        if self.kind:
+            text += f" ({self.kind})"
+        if self.hint:
+            text += f" - {self.hint}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``servegate.verdict/1`` JSON object (fields may be added, never renamed)."""
+        return {
+            "schema": SCHEMA,
+            "status": self.status,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "started_at": self.started_at,
+            "decided_at": self.decided_at,
+            "detected_by": self.detected_by,
+            "reason": self.reason,
+            "kind": self.kind,
+            "hint": self.hint,
+            "matched_line": self.matched_line,
+            "exit_code": self.exit_code,
+            "pid": self.pid,
+            "engine": self.engine,
+            "url": self.url,
+            "log_path": self.log_path,
+            "phases": [phase.to_json() for phase in self.phases],
+            "tail": list(self.tail),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Verdict:
+        """Rebuild a verdict from ``to_json()`` output (e.g. sent by the keeper process)."""
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} object: schema={data.get('schema')!r}")
+        return cls(
+            status=data["status"],
+            elapsed_s=float(data["elapsed_s"]),
+            started_at=data["started_at"],
+            decided_at=data["decided_at"],
+            detected_by=data["detected_by"],
+            reason=data["reason"],
+            kind=data["kind"],
+            hint=data["hint"],
+            matched_line=data["matched_line"],
+            exit_code=data["exit_code"],
+            pid=data["pid"],
+            engine=data["engine"],
+            url=data["url"],
+            log_path=data["log_path"],
+            phases=tuple(
+                PhaseSpan(name=p["name"], start_s=p["start_s"], end_s=p["end_s"])
+                for p in data["phases"]
+            ),
+            tail=tuple(data["tail"]),
+        )

@@ -1,0 +1,254 @@
+"""Read a server's log as it grows: fatal lines, ready lines, phases, the last error.
+
+``LogWatcher.feed(bytes, now)`` takes whatever the pipe or file gave and returns the
+decisive lines in it (fatal or ready). It never looks at a line twice and keeps only a
+bounded tail, so memory stays flat whatever the log's size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from servegate.engines.profile import EngineProfile, Signature
+from servegate.errors import UsageError
+from servegate.gate.lines import LineAssembler, Tail, decode_line
+from servegate.gate.scan import MIN_ANCHOR, Prefilter, line_bounds, required_literal
+from servegate.gate.verdict import PhaseSpan
+
+__all__ = ["LineHit", "LogWatcher", "PhaseTracker", "Rules", "compile_user_pattern"]
+
+_TRACEBACK = r"Traceback \(most recent call last\)"
+_EXCEPTION_LINE = re.compile(
+    r"\b((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt))(?::\s|:?\s*$)"
+)
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+_TRACEBACK_SCAN_LINES = 400
+
+
+def compile_user_pattern(pattern: str, flag: str) -> re.Pattern[str]:
+    """Compile a ``--ready`` / ``--crash`` pattern; UsageError naming the flag if invalid."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"invalid {flag} regular expression {pattern!r} ({exc}): fix it.") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LineHit:
+    """A decisive log line: ``fatal`` (with its signature) or ``ready``."""
+
+    what: str  # "fatal" | "ready"
+    line: str
+    signature: Signature | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    action: str  # fatal | ready | start | end | traceback
+    name: str = ""  # phase name
+    signature: Signature | None = None
+
+
+class Rules:
+    """A profile's patterns plus the user's, compiled and split into fast and slow sets."""
+
+    def __init__(
+        self,
+        profile: EngineProfile,
+        *,
+        ready: Sequence[str] = (),
+        crash: Sequence[str] = (),
+    ) -> None:
+        rules: list[_Rule] = []
+        for text in crash:
+            signature = Signature(
+                pattern=text,
+                kind="signature",
+                title=f"log matched --crash {text!r}",
+                hint="see the matched line and the tail",
+            )
+            rules.append(
+                _Rule(
+                    pattern=compile_user_pattern(text, "--crash"),
+                    action="fatal",
+                    signature=signature,
+                )
+            )
+        rules.extend(
+            _Rule(pattern=re.compile(sig.pattern), action="fatal", signature=sig)
+            for sig in profile.fatal
+        )
+        rules.extend(_Rule(pattern=compile_user_pattern(t, "--ready"), action="ready") for t in ready)
+        rules.extend(_Rule(pattern=re.compile(t), action="ready") for t in profile.ready_lines)
+        for phase in profile.phases:
+            rules.extend(_Rule(pattern=re.compile(t), action="end", name=phase.name) for t in phase.end)
+            rules.extend(
+                _Rule(pattern=re.compile(t), action="start", name=phase.name) for t in phase.start
+            )
+        rules.append(_Rule(pattern=re.compile(_TRACEBACK), action="traceback"))
+        fast: list[_Rule] = []
+        slow: list[_Rule] = []
+        anchors: list[bytes] = []
+        for rule in rules:
+            literal = required_literal(rule.pattern.pattern)
+            encoded = literal.encode() if literal else b""
+            if len(encoded) >= MIN_ANCHOR:
+                anchors.append(encoded)
+                fast.append(rule)
+            else:
+                slow.append(rule)
+        self.fast: tuple[_Rule, ...] = tuple(fast)
+        self.slow: tuple[_Rule, ...] = tuple(slow)
+        self.prefilter = Prefilter(anchors)
+        # slow rules are searched over the whole decoded block, one by one
+        self.slow_blocks: tuple[tuple[re.Pattern[str], _Rule], ...] = tuple(
+            (re.compile(rule.pattern.pattern, rule.pattern.flags | re.MULTILINE), rule)
+            for rule in slow
+        )
+
+
+class PhaseTracker:
+    """Startup phases as they open and close, in seconds since the gate started."""
+
+    def __init__(self) -> None:
+        self._spans: list[list[object]] = []  # [name, start_s, end_s | None]
+        self._current: int | None = None
+
+    def start(self, name: str, t: float) -> bool:
+        """Open phase ``name`` (closing the current one); False if it is already open."""
+        if self._current is not None:
+            if self._spans[self._current][0] == name:
+                return False
+            self._spans[self._current][2] = t
+        self._spans.append([name, t, None])
+        self._current = len(self._spans) - 1
+        return True
+
+    def end(self, name: str, t: float) -> bool:
+        """Close the open phase ``name``; False if it is not open."""
+        for index in range(len(self._spans) - 1, -1, -1):
+            span = self._spans[index]
+            if span[0] == name and span[2] is None:
+                span[2] = t
+                if index == self._current:
+                    self._current = None
+                return True
+        return False
+
+    def describe(self) -> str:
+        """Where startup is: ``during X``, ``after X`` or ``before any known phase``."""
+        if self._current is not None:
+            return f"during {self._spans[self._current][0]}"
+        if self._spans:
+            return f"after {self._spans[-1][0]}"
+        return "before any known phase"
+
+    def spans(self, now: float | None = None) -> tuple[PhaseSpan, ...]:
+        """All phases seen; open ones end at ``now`` when given."""
+        out = []
+        for name, start, end in self._spans:
+            assert isinstance(name, str) and isinstance(start, float)
+            end_s = end if isinstance(end, float) else now
+            out.append(PhaseSpan(name=name, start_s=round(start, 3), end_s=end_s))
+        return tuple(out)
+
+
+class LogWatcher:
+    """Follow a log's bytes: classify the interesting lines, track phases, keep a tail."""
+
+    def __init__(self, rules: Rules, *, tail_lines: int = 300) -> None:
+        self.rules = rules
+        self.tail = Tail(tail_lines)
+        self.phases = PhaseTracker()
+        self.bytes_seen = 0
+        self.last_error: str | None = None  # final line of the latest traceback
+        self.ready_line: str | None = None  # first ready line seen
+        self._assembler = LineAssembler()
+        self._traceback_lines = 0  # lines left to scan for a traceback's last line
+
+    def feed(self, data: bytes, now: float) -> list[LineHit]:
+        """Take new bytes read at ``now`` (seconds since start); return decisive lines."""
+        self.bytes_seen += len(data)
+        block = self._assembler.feed(data)
+        return self._block(block, now) if block else []
+
+    def finish(self, now: float) -> list[LineHit]:
+        """End of stream: the unfinished last line counts as a line."""
+        block = self._assembler.flush()
+        return self._block(block, now) if block else []
+
+    def reset(self) -> None:
+        """The file was truncated or replaced: drop the partial line."""
+        self._assembler.reset()
+
+    def _block(self, block: bytes, now: float) -> list[LineHit]:
+        self.tail.add_block(block)
+        hits: list[LineHit] = []
+        traceback_end = -1
+        if self._traceback_lines:
+            self._scan_traceback(block, 0)
+        for start, end in self.rules.prefilter.lines(block):
+            line = decode_line(block[start:end])
+            if self._classify(line, self.rules.fast, now, hits):
+                traceback_end = end + 1
+        if self.rules.slow_blocks:
+            text = block.decode("utf-8", "replace").replace("\r", "\n")
+            for pattern, rule in self.rules.slow_blocks:
+                for match in pattern.finditer(text):
+                    s = text.rfind("\n", 0, match.start()) + 1
+                    e = text.find("\n", match.end())
+                    line = text[s : e if e >= 0 else len(text)]
+                    self._classify(line, (rule,), now, hits)
+        if traceback_end >= 0:
+            self._traceback_lines = _TRACEBACK_SCAN_LINES
+            self._scan_traceback(block, traceback_end)
+        return hits
+
+    def _classify(
+        self, line: str, rules: Sequence[_Rule], now: float, hits: list[LineHit]
+    ) -> bool:
+        """Apply every rule to one line; True when it opens a traceback."""
+        traceback = False
+        for rule in rules:
+            if not rule.pattern.search(line):
+                continue
+            if rule.action == "fatal":
+                if not any(hit.what == "fatal" and hit.line == line for hit in hits):
+                    hits.append(LineHit(what="fatal", line=line, signature=rule.signature))
+            elif rule.action == "ready":
+                if self.ready_line is None:
+                    self.ready_line = line
+                if not any(hit.what == "ready" and hit.line == line for hit in hits):
+                    hits.append(LineHit(what="ready", line=line))
+            elif rule.action == "end":
+                self.phases.end(rule.name, now)
+            elif rule.action == "start":
+                self.phases.start(rule.name, now)
+            else:
+                traceback = True
+        return traceback
+
+    def _scan_traceback(self, block: bytes, pos: int) -> None:
+        """Look for the exception line that ends a traceback, from ``pos`` on."""
+        size = len(block)
+        while self._traceback_lines and pos < size:
+            start, end = line_bounds(block, pos)
+            pos = end + 1
+            self._traceback_lines -= 1
+            line = decode_line(block[start:end])
+            if not line.strip() or line.lstrip().startswith(_CHAINED):
+                continue
+            match = _EXCEPTION_LINE.search(line)
+            if match and not line.lstrip().startswith(("File ", "raise ")):
+                self.last_error = line[match.start() :].strip()[:500]
+                self._traceback_lines = 0
+
+
+def iter_lines(block: bytes) -> Iterator[str]:
+    """Every line of a block, decoded (for tests and small inputs)."""
+    for raw in block.replace(b"\r", b"\n").split(b"\n"):
+        if raw:
+            yield decode_line(raw)

@@ -1,0 +1,111 @@
+"""A stored campaign read into memory: what every report renders from.
+
+Reading once and handing plain values to the statistics and the renderers keeps the
+renderers free of SQL and lets tests build a campaign without a server.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from servegate.errors import UsageError
+from servegate.store import AttemptInfo, CampaignInfo, PointInfo, Samples, Store
+
+_LOAD = re.compile(r"^\s*([a-z_]+)\s*=\s*([0-9.]+|inf)", re.I)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignData:
+    """Everything stored about one campaign, with per-request samples pooled over repeats."""
+
+    campaign: CampaignInfo
+    db_path: str
+    variants: tuple[str, ...]  # the baseline first, then in declaration order
+    loads: tuple[str, ...]  # "c=1", "c=16", ... in increasing load
+    attempts: tuple[AttemptInfo, ...]
+    points: tuple[PointInfo, ...]
+    samples: dict[tuple[str, str], Samples]  # (variant, load) -> pooled samples
+
+    @property
+    def baseline(self) -> str:
+        """The baseline variant's name."""
+        return self.campaign.baseline
+
+    def points_of(self, variant: str, load: str) -> list[PointInfo]:
+        """The repeats of one load point of one variant."""
+        return [p for p in self.points if p.variant == variant and p.load == load]
+
+    def attempts_of(self, variant: str) -> list[AttemptInfo]:
+        """The variant's own server starts, in launch order."""
+        return [a for a in self.attempts if a.variant == variant]
+
+
+def load_sort_key(load: str) -> tuple[str, float, str]:
+    """Order load keys by kind, then by number: c=2 before c=16, rate=4 after c=64."""
+    match = _LOAD.match(load)
+    if match is None:
+        return ("~", math.inf, load)
+    return (match.group(1).lower(), float(match.group(2)), load)
+
+
+def load_value(load: str) -> float | None:
+    """The number in a load key (16 for ``c=16``), or None."""
+    match = _LOAD.match(load)
+    return float(match.group(2)) if match else None
+
+
+def resolve_campaign(store: Store, name: str | None) -> CampaignInfo:
+    """The campaign called ``name``, or the newest one; UsageError listing the known ones."""
+    known = store.campaigns()
+    if not known:
+        raise UsageError(
+            f"{store.path} holds no campaign yet; run one with `servegate run FILE.toml` "
+            "or pass another --db."
+        )
+    if name is None:
+        return known[0]
+    for info in known:
+        if info.name == name:
+            return info
+    names = ", ".join(c.name for c in known)
+    raise UsageError(f"no campaign {name!r} in {store.path}; known campaigns: {names}.")
+
+
+def load_campaign(store: Store, cid: int) -> CampaignData:
+    """Read one campaign, its attempts, points and samples."""
+    info = store.campaign_info(cid)
+    points = store.points(cid)
+    attempts = store.attempts(cid)
+    names = store.variants(cid)
+    for name in [a.variant for a in attempts] + [p.variant for p in points]:
+        if name not in names:
+            names.append(name)
+    ordered = [info.baseline] + [n for n in names if n != info.baseline]
+    loads = sorted({p.load for p in points}, key=load_sort_key)
+    samples: dict[tuple[str, str], Samples] = {}
+    for variant in ordered:
+        for load in loads:
+            ids = [p.id for p in points if p.variant == variant and p.load == load]
+            if ids:
+                samples[(variant, load)] = store.samples(ids)
+    return CampaignData(
+        campaign=info,
+        db_path=store.path,
+        variants=tuple(ordered),
+        loads=tuple(loads),
+        attempts=tuple(attempts),
+        points=tuple(points),
+        samples=samples,
+    )
+
+
+def tpot_ms(samples: Samples) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
+    """Per request: (E2EL - TTFT) / (output tokens - 1), for requests of two or more tokens."""
+    ok = samples.output_tokens > 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = (samples.e2el_ms[ok] - samples.ttft_ms[ok]) / (samples.output_tokens[ok] - 1)
+    return np.asarray(values[np.isfinite(values)], dtype=np.float64)

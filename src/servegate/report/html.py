@@ -1,0 +1,347 @@
+"""The HTML report: one self-contained file with the verdict table and the plots.
+
+plotly.js is embedded inline, so the file opens offline, from a mail attachment or a
+copied results folder, with no CDN. Plots: output throughput by load point per variant
+with interval bars, TTFT and ITL distributions per variant (boxes from precomputed
+quantiles, which keeps the file small however many requests were measured), and each
+variant's startup timeline by phase. plotly is the ``html`` extra.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+
+from servegate.errors import UsageError
+from servegate.report import text
+from servegate.report.bootstrap import interval, mean, seeded_rng
+from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
+
+# One colour per variant, in order (the baseline first); phases have their own.
+VARIANT_COLOURS = ("#1f4e9c", "#e8710a", "#12939a", "#9c27b0", "#c2185b", "#7cb342", "#5d4037")
+PHASE_COLOURS = ("#90caf9", "#ffcc80", "#a5d6a7", "#ce93d8", "#f48fb1", "#fff59d", "#b0bec5")
+_CALL_CLASS = {"better": "better", "worse": "worse"}
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px 32px;
+       color: #1d1d1f; max-width: 1200px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; }
+.meta, .note { color: #555; font-size: 13px; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border-bottom: 1px solid #ddd; padding: 5px 10px; text-align: right; vertical-align: top; }
+th:first-child, td:first-child, td.l, th.l { text-align: left; }
+td .d { display: block; font-size: 12px; color: #666; }
+.better { color: #1b7f3b !important; } .worse { color: #b3261e !important; }
+.bad { color: #b3261e; font-weight: 600; } .hint { display: block; color: #666; font-size: 12px; }
+ul.lines { font-family: ui-monospace, monospace; font-size: 13px; padding-left: 18px; }
+pre { background: #f6f6f6; padding: 8px; font-size: 12px; overflow-x: auto; }
+"""
+
+
+def _plotly() -> Any:
+    try:
+        import plotly.graph_objects as go  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        raise UsageError(
+            "the HTML report needs plotly; install it with pip install 'servegate[html]'."
+        ) from None
+    return go
+
+
+def _colour(report: Report, name: str) -> str:
+    return VARIANT_COLOURS[report.data.variants.index(name) % len(VARIANT_COLOURS)]
+
+
+def _throughput_figure(go: Any, report: Report) -> Any:
+    fig = go.Figure()
+    loads = list(report.loads)
+    for row in report.variants:
+        if not row.loads:
+            continue
+        xs, ys, up, down = [], [], [], []
+        for load in loads:
+            summary = row.loads.get(load)
+            if summary is None or summary.throughput_mean is None:
+                continue
+            values = np.asarray(summary.throughput_values, dtype=np.float64)
+            span = interval(
+                values,
+                stat=mean,
+                confidence=report.confidence,
+                resamples=report.resamples,
+                rng=seeded_rng(report.seed, row.name, load, "plot"),
+            )
+            xs.append(load)
+            ys.append(summary.throughput_mean)
+            up.append(0.0 if span is None else span[1] - summary.throughput_mean)
+            down.append(0.0 if span is None else summary.throughput_mean - span[0])
+            fig.add_trace(
+                go.Scatter(
+                    x=[load] * values.size,
+                    y=values,
+                    mode="markers",
+                    marker={"color": _colour(report, row.name), "size": 5, "opacity": 0.45},
+                    showlegend=False,
+                    hovertemplate=f"{html.escape(row.name)} run: %{{y:.1f}} tok/s<extra></extra>",
+                )
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                name=row.name,
+                mode="lines+markers",
+                line={"color": _colour(report, row.name), "width": 3},
+                marker={"size": 9},
+                error_y={"type": "data", "symmetric": False, "array": up, "arrayminus": down},
+                hovertemplate=f"{html.escape(row.name)}: %{{y:.1f}} tok/s<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=f"Output throughput by load point (mean of repeats, "
+        f"{text.confidence_label(report)} interval)",
+        xaxis={"title": "load point", "type": "category", "categoryarray": loads},
+        yaxis={"title": "output tokens/s", "rangemode": "tozero"},
+    )
+    return fig
+
+
+def _latency_figure(go: Any, report: Report, which: str) -> Any:
+    fig = go.Figure()
+    for name in report.data.variants:
+        stats: dict[str, list[float]] = {k: [] for k in ("q1", "median", "q3", "lo", "hi", "mean")}
+        xs = []
+        for load in report.loads:
+            samples = report.data.samples.get((name, load))
+            if samples is None:
+                continue
+            values = samples.ttft_ms if which == "ttft" else samples.itl_ms
+            values = values[np.isfinite(values)]
+            if values.size == 0:
+                continue
+            q = np.quantile(values, [0.01, 0.25, 0.5, 0.75, 0.99])
+            xs.append(load)
+            for key, value in zip(("lo", "q1", "median", "q3", "hi"), q, strict=True):
+                stats[key].append(float(value))
+            stats["mean"].append(float(values.mean()))
+        if not xs:
+            continue
+        fig.add_trace(
+            go.Box(
+                x=xs,
+                q1=stats["q1"],
+                median=stats["median"],
+                q3=stats["q3"],
+                lowerfence=stats["lo"],
+                upperfence=stats["hi"],
+                mean=stats["mean"],
+                name=name,
+                marker={"color": _colour(report, name)},
+                fillcolor=_colour(report, name),
+                line={"color": _colour(report, name)},
+                opacity=0.8,
+            )
+        )
+    label = "Time to first token" if which == "ttft" else "Inter-token latency"
+    fig.update_layout(
+        title=f"{label} (ms): box p25-p75, line median, whiskers p1-p99",
+        boxmode="group",
+        xaxis={"title": "load point", "type": "category", "categoryarray": list(report.loads)},
+        yaxis={"title": "ms", "rangemode": "tozero"},
+    )
+    return fig
+
+
+def _timeline_figure(go: Any, report: Report) -> Any:
+    fig = go.Figure()
+    names = [row.name for row in report.variants if row.timeline or row.timeline_total_s]
+    phase_names: list[str] = []
+    for row in report.variants:
+        for phase in row.timeline:
+            if phase.name not in phase_names:
+                phase_names.append(phase.name)
+    for index, phase_name in enumerate(phase_names):
+        ys, bases, widths = [], [], []
+        for row in report.variants:
+            for phase in row.timeline:
+                if phase.name != phase_name:
+                    continue
+                end = phase.end_s if phase.end_s is not None else row.timeline_total_s
+                if end is None:
+                    continue
+                ys.append(row.name)
+                bases.append(phase.start_s)
+                widths.append(max(end - phase.start_s, 0.0))
+        fig.add_trace(
+            go.Bar(
+                y=ys,
+                x=widths,
+                base=bases,
+                orientation="h",
+                name=phase_name,
+                marker={"color": PHASE_COLOURS[index % len(PHASE_COLOURS)]},
+                hovertemplate=f"{html.escape(phase_name)}: %{{base:.1f}}-"
+                "%{x:.1f} s long<extra></extra>",
+            )
+        )
+    ends = [(row, row.timeline_total_s) for row in report.variants if row.timeline_total_s]
+    fig.add_trace(
+        go.Scatter(
+            y=[row.name for row, _ in ends],
+            x=[end for _, end in ends],
+            mode="markers+text",
+            text=[_end_label(row) for row, _ in ends],
+            textposition="middle right",
+            marker={
+                "symbol": ["x" if row.kind else "diamond" for row, _ in ends],
+                "size": 13,
+                "color": ["#b3261e" if row.kind else "#1b7f3b" for row, _ in ends],
+            },
+            name="verdict",
+            showlegend=False,
+        )
+    )
+    phase_ends = [p.end_s for row in report.variants for p in row.timeline if p.end_s]
+    longest = max([end for _, end in ends if end] + phase_ends + [1.0])
+    fig.update_layout(
+        title="Startup timeline by phase (cold start; s since launch)",
+        barmode="overlay",
+        xaxis={"title": "seconds since launch", "range": [0, longest * 1.25]},
+        yaxis={"categoryarray": list(reversed(names)), "type": "category"},
+        height=140 + 45 * max(len(names), 1),
+    )
+    return fig
+
+
+def _end_label(row: VariantSummary) -> str:
+    if row.kind or row.status in {"crash", "timeout"}:
+        return f"{text.RUN_STATUS.get(row.status, row.status)} ({row.kind or '?'})"
+    return f"READY {row.timeline_total_s:.1f} s" if row.timeline_total_s else "READY"
+
+
+def _verdict_table(report: Report) -> str:
+    head = "".join(f"<th>{html.escape(load)} tok/s</th>" for load in report.loads)
+    rows = []
+    for row in report.variants:
+        status = html.escape(text.status(row))
+        if row.kind or row.status in {"crash", "timeout", "failed"}:
+            status = f'<span class="bad">{status}</span>'
+        if row.hint:
+            status += f'<span class="hint">{html.escape(row.hint)}</span>'
+        cells = []
+        for load in report.loads:
+            summary = row.loads.get(load)
+            if summary is None or summary.throughput_mean is None:
+                cells.append("<td>–</td>")
+                continue
+            cell = html.escape(text.number(summary.throughput_mean))
+            comp = report.get(row.name, load, HEADLINE.key)
+            if comp is not None and not row.is_baseline:
+                css = _CALL_CLASS.get(comp.call, "")
+                words = "" if comp.call == "1 run, no interval" else f", {comp.call}"
+                cell += (
+                    f'<span class="d {css}">{html.escape(text.delta(comp.estimate))}'
+                    f"{html.escape(words)}</span>"
+                )
+            cells.append(f"<td>{cell}</td>")
+        name = f"<b>{html.escape(row.name)}</b>" if row.is_baseline else html.escape(row.name)
+        rows.append(
+            f"<tr><td>{name}</td><td class='l'>{status}</td>"
+            f"<td>{html.escape(text.startup(row))}</td>{''.join(cells)}</tr>"
+        )
+    lines = "".join(
+        f"<li>{html.escape(text.closing_line(report, row))}</li>"
+        for row in report.variants
+        if not row.is_baseline
+    )
+    return (
+        f"<table><tr><th>variant</th><th class='l'>status</th><th>startup</th>{head}</tr>"
+        f"{''.join(rows)}</table><ul class='lines'>{lines}</ul>"
+    )
+
+
+def _latency_table(report: Report) -> str:
+    rows = []
+    for comp in report.comparisons:
+        if comp.metric.key == HEADLINE.key or comp.estimate is None:
+            continue
+        est = comp.estimate
+        css = _CALL_CLASS.get(comp.call, "")
+        rows.append(
+            f"<tr><td>{html.escape(comp.variant)}</td><td>{html.escape(comp.load)}</td>"
+            f"<td class='l'>{html.escape(comp.metric.label)}</td>"
+            f"<td>{text.number(est.baseline)}</td><td>{text.number(est.variant)}</td>"
+            f"<td class='{css}'>{html.escape(text.delta(est))}</td>"
+            f"<td class='{css}'>{html.escape(comp.call)}</td></tr>"
+        )
+    if not rows:
+        return ""
+    return (
+        "<h2>Latency vs baseline (ms, lower is better)</h2><table><tr><th>variant</th>"
+        f"<th>load</th><th class='l'>metric</th><th>{html.escape(report.baseline)}</th>"
+        f"<th>variant</th><th>change</th><th>call</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _failures(report: Report) -> str:
+    parts = []
+    for row in report.variants:
+        if not row.tail:
+            continue
+        parts.append(
+            f"<h3>{html.escape(row.name)}: {html.escape(text.status(row))}</h3>"
+            f"<p>{html.escape(row.reason or '')}</p>"
+            f"<pre>{html.escape(chr(10).join(row.tail))}</pre>"
+        )
+    return "<h2>Variants that did not start</h2>" + "".join(parts) if parts else ""
+
+
+def render_html(report: Report) -> str:
+    """The whole report as one HTML document with plotly.js inline."""
+    go = _plotly()
+    figures = [
+        ("throughput", _throughput_figure(go, report), 420),
+        ("ttft", _latency_figure(go, report, "ttft"), 380),
+        ("itl", _latency_figure(go, report, "itl"), 380),
+        ("startup", _timeline_figure(go, report), None),
+    ]
+    blocks = []
+    for index, (div_id, fig, height) in enumerate(figures):
+        fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50})
+        if height:
+            fig.update_layout(height=height)
+        blocks.append(
+            fig.to_html(
+                full_html=False,
+                include_plotlyjs=index == 0,  # plotly.js inline once, no CDN
+                div_id=f"plot-{div_id}",
+                config={"displaylogo": False, "responsive": True},
+            )
+        )
+    info = report.campaign
+    title = f"servegate: campaign {info.name}"
+    metrics = ", ".join(m.label for m in METRICS)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{_STYLE}</style></head>
+<body>
+<h1>Campaign {html.escape(info.name)}</h1>
+<p class="meta">baseline <b>{html.escape(report.baseline)}</b> · status {html.escape(info.status)}
+ · started {html.escape(info.created_at)} · report {html.escape(report.generated_at)}
+ · metrics compared: {html.escape(metrics)}</p>
+<h2>Output throughput (tok/s), change vs {html.escape(report.baseline)}
+ [{text.confidence_label(report)} interval]</h2>
+{_verdict_table(report)}
+{blocks[0]}
+<h2>Latency distributions</h2>
+{blocks[1]}
+{blocks[2]}
+<h2>Startup</h2>
+{blocks[3]}
+{_latency_table(report)}
+{_failures(report)}
+<p class="note">{html.escape(text.method_note(report))}</p>
+</body></html>
+"""

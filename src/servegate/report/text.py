@@ -1,0 +1,129 @@
+"""The words and numbers every renderer shares, so the terminal, markdown and HTML agree.
+
+One place decides how a ratio, a delta with its interval, a status and a startup read,
+e.g. ``+3.6 % [+2.8, +4.4]`` and ``fusion: 1.036 +/- 0.008 x baseline output throughput``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from servegate.report.bootstrap import Estimate
+from servegate.report.compare import MetricComparison, Report, VariantSummary
+
+RUN_STATUS = {
+    "done": "ok",
+    "ready": "ok",  # ready and measured, not yet stopped
+    "crash": "CRASH",
+    "timeout": "TIMEOUT",
+    "failed": "FAILED",
+    "interrupted": "interrupted",
+    "running": "running",
+    "not run": "not run",
+}
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    """A value with a fixed number of decimals, or an en dash when there is none."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def seconds(value: float | None) -> str:
+    """Seconds as people read startup times: ``12.4 s``."""
+    return "–" if value is None else f"{value:.1f} s"
+
+
+def percent(ratio: float) -> str:
+    """A ratio as a signed percentage change: 1.036 -> ``+3.6 %``."""
+    return f"{(ratio - 1.0) * 100:+.1f} %"
+
+
+def delta(est: Estimate | None, *, short: bool = False) -> str:
+    """The change vs baseline with its interval: ``+3.6 % [+2.8, +4.4]``.
+
+    Without an interval: ``+3.6 % (1 run, no interval)``, or ``+3.6 % (1 run)`` when short.
+    """
+    if est is None or not math.isfinite(est.ratio):
+        return "–"
+    text = percent(est.ratio)
+    if est.ratio_low is None or est.ratio_high is None:
+        runs = min(est.n_baseline, est.n_variant)
+        return f"{text} ({runs} run)" if short else f"{text} ({runs} run, no interval)"
+    low = (est.ratio_low - 1.0) * 100
+    high = (est.ratio_high - 1.0) * 100
+    return f"{text} [{low:+.1f}, {high:+.1f}]"
+
+
+def ratio_pm(est: Estimate) -> str:
+    """hyperfine's form: ``1.036 +/- 0.008`` (half the interval's width)."""
+    if est.ratio_low is None or est.ratio_high is None:
+        return f"{est.ratio:.3f}"
+    return f"{est.ratio:.3f} +/- {(est.ratio_high - est.ratio_low) / 2:.3f}"
+
+
+def status(row: VariantSummary) -> str:
+    """``ok``, ``CRASH (oom)``, ``TIMEOUT (stall)``, ... for the status column."""
+    text = RUN_STATUS.get(row.status, row.status)
+    if row.kind:
+        text += f" ({row.kind})"
+    if row.shared_server_of:
+        text += f", on {row.shared_server_of}'s server"
+    return text
+
+
+def startup(row: VariantSummary) -> str:
+    """Cold start, and the mean warm start when there were later starts."""
+    if row.cold_startup_s is None and not row.warm_startups_s:
+        return "–"
+    text = seconds(row.cold_startup_s)
+    if row.warm_startups_s:
+        warm = sum(row.warm_startups_s) / len(row.warm_startups_s)
+        text += f" (warm {warm:.1f} s, {len(row.warm_startups_s)}x)"
+    return text
+
+
+def confidence_label(report: Report) -> str:
+    """``95 %`` for the report's interval coverage."""
+    return f"{report.confidence * 100:g} %"
+
+
+def closing_line(report: Report, row: VariantSummary) -> str:
+    """One comparison line per variant, in hyperfine's style."""
+    if row.is_baseline:
+        return f"{row.name}: baseline"
+    if row.status in {"crash", "timeout"}:
+        text = f"{row.name}: did not start: {RUN_STATUS[row.status]}"
+        if row.reason:
+            text += f": {row.reason}"
+        if row.kind:
+            text += f" ({row.kind})"
+        if row.hint:
+            text += f" - {row.hint}"
+        return text
+    comp = report.headline(row.name)
+    if comp is None or comp.estimate is None:
+        return f"{row.name}: no throughput measured to compare ({RUN_STATUS.get(row.status)})"
+    return (
+        f"{row.name}: {ratio_pm(comp.estimate)} x {report.baseline} "
+        f"{comp.metric.label} at {comp.load} ({verdict_words(comp)})"
+    )
+
+
+def verdict_words(comp: MetricComparison) -> str:
+    """The call, with the run counts when there is no interval."""
+    if comp.call == "1 run, no interval" and comp.estimate is not None:
+        runs = min(comp.estimate.n_baseline, comp.estimate.n_variant)
+        return f"{runs} run, no interval" if runs == 1 else comp.call
+    return comp.call
+
+
+def method_note(report: Report) -> str:
+    """How the intervals were computed, in one sentence."""
+    return (
+        f"Intervals: {confidence_label(report)} percentile bootstrap "
+        f"({report.resamples} resamples, seed {report.seed}); throughput over repeats, "
+        "latencies over requests pooled from all repeats. A change is called better or "
+        "worse only when its whole interval lies on one side of no change."
+    )

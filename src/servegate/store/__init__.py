@@ -1,0 +1,28 @@
+"""The SQLite store of campaigns: schema migrations, writes as results happen, queries.
+
+from servegate.store import Store
+with Store.open("servegate.db") as store:
+    cid = store.campaign(name, config_text, baseline)
+"""
+
+from __future__ import annotations
+
+from servegate.store.records import AttemptInfo, CampaignInfo, PhaseInfo, PointInfo, Samples
+from servegate.store.redact import redact_command, redact_env
+from servegate.store.schema import MIGRATIONS, Migration
+from servegate.store.store import ATTEMPT_STATUSES, CAMPAIGN_STATUSES, Store
+
+__all__ = [
+    "ATTEMPT_STATUSES",
+    "CAMPAIGN_STATUSES",
+    "MIGRATIONS",
+    "AttemptInfo",
+    "CampaignInfo",
+    "Migration",
+    "PhaseInfo",
+    "PointInfo",
+    "Samples",
+    "Store",
+    "redact_command",
+    "redact_env",
+]

@@ -1,0 +1,604 @@
+"""The campaign store: one SQLite file holding every attempt, verdict, phase and measurement.
+
+Written as things happen, one transaction per result, in WAL mode so that a report can
+read while a campaign runs and a SIGKILLed runner loses at most the result in flight.
+``done_points`` is what lets ``servegate run --resume`` skip finished measurements.
+
+    with Store.open("servegate.db") as store:
+        cid = store.campaign("fusion", config_text, baseline="baseline")
+        aid = store.start_attempt(cid, variant="baseline", server_key=key, command=argv,
+                                  env=env, host="local", versions={}, git_commit=None)
+        store.record_verdict(aid, verdict)
+        store.record_point(aid, variant="baseline", load="c=16", repeat=0, result=result)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from servegate.errors import UsageError
+from servegate.store.records import (
+    AttemptInfo,
+    CampaignInfo,
+    PhaseInfo,
+    PointInfo,
+    Samples,
+    as_dict,
+    clean_json,
+    decode_chunks,
+    dumps,
+    encode_chunks,
+    field_of,
+    number,
+    sample_row,
+)
+from servegate.store.redact import redact_command, redact_env
+from servegate.store.schema import MIGRATIONS, Migration, check_readable, migrate
+
+CAMPAIGN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
+ATTEMPT_STATUSES = frozenset(
+    {
+        "running",  # launched, no verdict yet
+        "ready",  # the gate said READY; benchmarking may be under way
+        "crash",  # the gate said CRASH
+        "timeout",  # the gate said TIMEOUT
+        "done",  # benchmarked and stopped
+        "failed",  # died or broke after READY (mid-benchmark)
+        "interrupted",  # the runner was stopped (Ctrl-C, SIGKILL found on resume)
+    }
+)
+# summary keys copied into their own columns, for queries without JSON
+_KEY_COLUMNS = (
+    "output_throughput",
+    "request_throughput",
+    "ttft_ms_p50",
+    "ttft_ms_p99",
+    "itl_ms_p50",
+    "e2el_ms_p50",
+)
+
+
+_INSERT_POINT = (
+    "INSERT INTO point (campaign_id, attempt_id, variant_id, load, repeat, recorded_at, "
+    "completed, failed, output_throughput, request_throughput, ttft_ms_p50, ttft_ms_p99, "
+    "itl_ms_p50, e2el_ms_p50, failures, summary, server_metrics, warnings, detail) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Store:
+    """A servegate database; open it with ``Store.open(path)`` as a context manager."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str, now: Callable[[], str]) -> None:
+        self._conn = conn
+        self.path = path
+        self._now = now
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        now: Callable[[], str] | None = None,
+        migrations: Sequence[Migration] = MIGRATIONS,
+    ) -> Store:
+        """Open (or create) the database at ``path`` and bring its schema up to date.
+
+        Raises ``StoreVersionError`` for a database from a newer servegate, and
+        ``UsageError`` for a file that is not a servegate database; neither is altered.
+        """
+        target = Path(path)
+        if not target.parent.is_dir():
+            raise UsageError(f"the folder of {target} does not exist; create it or change --db.")
+        if target.is_dir():
+            raise UsageError(f"{target} is a folder; pass a database file with --db.")
+        if target.exists():
+            # check with a read-only connection first: a refused file is never written
+            probe = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                check_readable(probe, str(target), migrations)
+            finally:
+                probe.close()
+        conn = sqlite3.connect(str(target), isolation_level=None, timeout=10.0)
+        try:
+            check_readable(conn, str(target), migrations)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA busy_timeout = 10000")
+            migrate(conn, migrations)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, str(target), now or _utc_now)
+
+    def close(self) -> None:
+        """Close the connection; the store cannot be used afterwards."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it lands, or none of it."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def schema_steps(self) -> list[tuple[int, str, str]]:
+        """The recorded migration steps: (version, name, applied_at), oldest first."""
+        rows = self._conn.execute(
+            "SELECT version, name, applied_at FROM schema_migrations ORDER BY version"
+        )
+        return [(int(v), str(n), str(a)) for v, n, a in rows]
+
+    # --- campaigns and variants --------------------------------------------------------
+
+    def campaign(self, name: str, config_text: str, baseline: str) -> int:
+        """Get or create the campaign called ``name``; return its id.
+
+        An existing campaign keeps its results; its config text and baseline are
+        replaced by the ones given (the file as it is now) and its status set to running.
+        """
+        now = self._now()
+        with self._tx() as conn:
+            row = conn.execute("SELECT id FROM campaign WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                conn.execute(
+                    "UPDATE campaign SET config_text = ?, baseline = ?, status = 'running', "
+                    "updated_at = ? WHERE id = ?",
+                    (config_text, baseline, now, row[0]),
+                )
+                return int(row[0])
+            cur = conn.execute(
+                "INSERT INTO campaign (name, baseline, config_text, status, created_at, "
+                "updated_at) VALUES (?, ?, ?, 'running', ?, ?)",
+                (name, baseline, config_text, now, now),
+            )
+            cid = int(cur.lastrowid or 0)
+            self._variant_id(conn, cid, baseline)
+            return cid
+
+    def set_campaign_status(self, cid: int, status: str) -> None:
+        """Mark a campaign running, done, interrupted or failed."""
+        if status not in CAMPAIGN_STATUSES:
+            raise ValueError(f"campaign status {status!r} not in {sorted(CAMPAIGN_STATUSES)}")
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE campaign SET status = ?, updated_at = ? WHERE id = ?",
+                (status, self._now(), cid),
+            )
+
+    def campaigns(self) -> list[CampaignInfo]:
+        """Every stored campaign, newest first."""
+        rows = self._conn.execute(
+            "SELECT id, name, baseline, status, created_at, updated_at, config_text "
+            "FROM campaign ORDER BY created_at DESC, id DESC"
+        )
+        return [_campaign_info(row) for row in rows]
+
+    def find_campaign(self, name: str) -> CampaignInfo | None:
+        """The campaign called ``name``, or None."""
+        row = self._conn.execute(
+            "SELECT id, name, baseline, status, created_at, updated_at, config_text "
+            "FROM campaign WHERE name = ?",
+            (name,),
+        ).fetchone()
+        return None if row is None else _campaign_info(row)
+
+    def campaign_info(self, cid: int) -> CampaignInfo:
+        """The campaign with id ``cid`` (KeyError when there is none)."""
+        row = self._conn.execute(
+            "SELECT id, name, baseline, status, created_at, updated_at, config_text "
+            "FROM campaign WHERE id = ?",
+            (cid,),
+        ).fetchone()
+        if row is None:
+            raise KeyError(cid)
+        return _campaign_info(row)
+
+    def add_variant(self, cid: int, name: str) -> int:
+        """Declare a variant (get-or-create), so reports list it even before it runs."""
+        with self._tx() as conn:
+            return self._variant_id(conn, cid, name)
+
+    def variants(self, cid: int) -> list[str]:
+        """The campaign's variant names in the order they were declared or first ran."""
+        rows = self._conn.execute(
+            "SELECT name FROM variant WHERE campaign_id = ? ORDER BY position, id", (cid,)
+        )
+        return [str(r[0]) for r in rows]
+
+    @staticmethod
+    def _variant_id(conn: sqlite3.Connection, cid: int, name: str) -> int:
+        row = conn.execute(
+            "SELECT id FROM variant WHERE campaign_id = ? AND name = ?", (cid, name)
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        position = conn.execute(
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM variant WHERE campaign_id = ?", (cid,)
+        ).fetchone()[0]
+        cur = conn.execute(
+            "INSERT INTO variant (campaign_id, name, position) VALUES (?, ?, ?)",
+            (cid, name, position),
+        )
+        return int(cur.lastrowid or 0)
+
+    # --- attempts ----------------------------------------------------------------------
+
+    def start_attempt(
+        self,
+        cid: int,
+        *,
+        variant: str,
+        server_key: str,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        host: str,
+        versions: Mapping[str, Any],
+        git_commit: str | None,
+    ) -> int:
+        """Record that a server is being launched for ``variant``; return the attempt id.
+
+        ``server_key`` names the server configuration (same command and env, same key):
+        the first attempt with a key in this campaign is the cold start, later ones warm.
+        Secret-looking env values and flag values are redacted before they are stored.
+        """
+        with self._tx() as conn:
+            vid = self._variant_id(conn, cid, variant)
+            earlier = conn.execute(
+                "SELECT 1 FROM attempt WHERE campaign_id = ? AND server_key = ? LIMIT 1",
+                (cid, server_key),
+            ).fetchone()
+            cur = conn.execute(
+                "INSERT INTO attempt (campaign_id, variant_id, server_key, cold, command, env, "
+                "host, versions, git_commit, status, started_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                (
+                    cid,
+                    vid,
+                    server_key,
+                    int(earlier is None),
+                    dumps(redact_command(command)),
+                    dumps(redact_env(env)),
+                    host,
+                    dumps(dict(versions)),
+                    git_commit,
+                    self._now(),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def record_verdict(self, aid: int, verdict: Any) -> None:
+        """Store the gate's verdict (a ``Verdict`` or its JSON dict) and its phases.
+
+        The attempt's status becomes the verdict's: ready, crash or timeout.
+        """
+        data = clean_json(as_dict(verdict))
+        status = str(data.get("status") or "crash")
+        phases = data.get("phases") or []
+        with self._tx() as conn:
+            conn.execute("DELETE FROM verdict WHERE attempt_id = ?", (aid,))
+            conn.execute("DELETE FROM phase WHERE attempt_id = ?", (aid,))
+            conn.execute(
+                "INSERT INTO verdict (attempt_id, status, elapsed_s, detected_by, reason, kind, "
+                "hint, exit_code, started_at, decided_at, json) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    aid,
+                    status,
+                    number(data.get("elapsed_s")) or 0.0,
+                    data.get("detected_by"),
+                    data.get("reason"),
+                    data.get("kind"),
+                    data.get("hint"),
+                    data.get("exit_code"),
+                    data.get("started_at"),
+                    data.get("decided_at"),
+                    dumps(data),
+                ),
+            )
+            for position, phase in enumerate(phases):
+                span = as_dict(phase)
+                conn.execute(
+                    "INSERT INTO phase (attempt_id, position, name, start_s, end_s) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        aid,
+                        position,
+                        str(span.get("name")),
+                        number(span.get("start_s")) or 0.0,
+                        number(span.get("end_s")),
+                    ),
+                )
+            conn.execute(
+                "UPDATE attempt SET status = ?, reason = ? WHERE id = ?",
+                (status, data.get("reason"), aid),
+            )
+
+    def record_stop(self, aid: int, stop_report: Any) -> None:
+        """Store how the server was stopped: killed pids, seconds taken, port free again."""
+        killed = field_of(stop_report, "killed")
+        port_free = field_of(stop_report, "port_free")
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE attempt SET stop_killed = ?, stop_duration_s = ?, stop_port_free = ?, "
+                "ended_at = COALESCE(ended_at, ?) WHERE id = ?",
+                (
+                    dumps(sorted(int(p) for p in killed or ())),
+                    number(field_of(stop_report, "duration_s")),
+                    None if port_free is None else int(bool(port_free)),
+                    self._now(),
+                    aid,
+                ),
+            )
+
+    def finish_attempt(self, aid: int, status: str, reason: str | None = None) -> None:
+        """Close an attempt with its final status (done, failed, interrupted, ...)."""
+        if status not in ATTEMPT_STATUSES:
+            raise ValueError(f"attempt status {status!r} not in {sorted(ATTEMPT_STATUSES)}")
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE attempt SET status = ?, reason = COALESCE(?, reason), ended_at = ? "
+                "WHERE id = ?",
+                (status, reason, self._now(), aid),
+            )
+
+    def mark_interrupted(self, cid: int, reason: str = "the runner stopped") -> int:
+        """Close attempts left open by a runner that died; return how many there were.
+
+        Call it when resuming: an attempt still ``running`` or ``ready`` without an end
+        time belongs to a runner that can no longer finish it.
+        """
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE attempt SET status = 'interrupted', reason = COALESCE(reason, ?), "
+                "ended_at = ? WHERE campaign_id = ? AND ended_at IS NULL "
+                "AND status IN ('running', 'ready')",
+                (reason, self._now(), cid),
+            )
+            return int(cur.rowcount)
+
+    def attempts(self, cid: int) -> list[AttemptInfo]:
+        """Every attempt of the campaign in launch order, with verdicts and phases."""
+        phases: dict[int, list[PhaseInfo]] = {}
+        for aid, name, start, end in self._conn.execute(
+            "SELECT p.attempt_id, p.name, p.start_s, p.end_s FROM phase p "
+            "JOIN attempt a ON a.id = p.attempt_id WHERE a.campaign_id = ? "
+            "ORDER BY p.attempt_id, p.position",
+            (cid,),
+        ):
+            phases.setdefault(int(aid), []).append(PhaseInfo(name=name, start_s=start, end_s=end))
+        rows = self._conn.execute(
+            "SELECT a.id, v.name, a.server_key, a.cold, a.command, a.env, a.host, a.versions, "
+            "a.git_commit, a.status, a.reason, a.started_at, a.ended_at, d.json, "
+            "a.stop_killed, a.stop_duration_s, a.stop_port_free "
+            "FROM attempt a JOIN variant v ON v.id = a.variant_id "
+            "LEFT JOIN verdict d ON d.attempt_id = a.id "
+            "WHERE a.campaign_id = ? ORDER BY a.started_at, a.id",
+            (cid,),
+        )
+        out = []
+        for row in rows:
+            aid = int(row[0])
+            out.append(
+                AttemptInfo(
+                    id=aid,
+                    variant=row[1],
+                    server_key=row[2],
+                    cold=bool(row[3]),
+                    command=tuple(json.loads(row[4])),
+                    env=json.loads(row[5]),
+                    host=row[6],
+                    versions=json.loads(row[7]),
+                    git_commit=row[8],
+                    status=row[9],
+                    reason=row[10],
+                    started_at=row[11],
+                    ended_at=row[12],
+                    verdict=None if row[13] is None else json.loads(row[13]),
+                    phases=tuple(phases.get(aid, ())),
+                    stop_killed=None if row[14] is None else tuple(json.loads(row[14])),
+                    stop_duration_s=row[15],
+                    stop_port_free=None if row[16] is None else bool(row[16]),
+                )
+            )
+        return out
+
+    # --- measurements ------------------------------------------------------------------
+
+    def record_point(self, aid: int, *, variant: str, load: str, repeat: int, result: Any) -> int:
+        """Store one measured load point with its per-request samples; return its id.
+
+        One transaction: the point and all its samples land together. Recording the same
+        (variant, load, repeat) again replaces the earlier measurement.
+        """
+        summary = field_of(result, "summary")
+        if summary is None:
+            summary = as_dict(result).get("summary")
+        summary = {str(k): v for k, v in dict(summary or {}).items()}
+        failures = dict(field_of(result, "failures") or {})
+        samples = list(field_of(result, "samples") or ())
+        rows = [sample_row(s) for s in samples]
+        sends = [r.send_s for r in rows if r.send_s is not None]
+        first_send = min(sends) if sends else 0.0
+        completed = field_of(result, "completed")
+        failed = field_of(result, "failed")
+        with self._tx() as conn:
+            cid_row = conn.execute(
+                "SELECT campaign_id FROM attempt WHERE id = ?", (aid,)
+            ).fetchone()
+            if cid_row is None:
+                raise KeyError(aid)
+            cid = int(cid_row[0])
+            vid = self._variant_id(conn, cid, variant)
+            conn.execute(
+                "DELETE FROM point WHERE variant_id = ? AND load = ? AND repeat = ?",
+                (vid, load, repeat),
+            )
+            cur = conn.execute(
+                _INSERT_POINT,
+                (
+                    cid,
+                    aid,
+                    vid,
+                    load,
+                    int(repeat),
+                    self._now(),
+                    int(
+                        completed
+                        if completed is not None
+                        else sum(r.error_kind is None for r in rows)
+                    ),
+                    int(failed if failed is not None else sum(failures.values())),
+                    *(number(summary.get(key)) for key in _KEY_COLUMNS),
+                    dumps({str(k): int(v) for k, v in failures.items()}),
+                    dumps(summary),
+                    dumps(field_of(result, "server_metrics") or {}),
+                    dumps(list(field_of(result, "warnings") or ())),
+                    dumps(_detail(result)),
+                ),
+            )
+            pid = int(cur.lastrowid or 0)
+            conn.executemany(
+                "INSERT INTO sample (point_id, idx, send_s, ttft_ms, e2el_ms, output_tokens, "
+                "error_kind, chunk_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        pid,
+                        idx,
+                        None if r.send_s is None else r.send_s - first_send,
+                        r.ttft_ms,
+                        r.e2el_ms,
+                        r.output_tokens,
+                        r.error_kind,
+                        encode_chunks(r.chunk_ms),
+                    )
+                    for idx, r in enumerate(rows)
+                ),
+            )
+            return pid
+
+    def done_points(self, cid: int) -> set[tuple[str, str, int]]:
+        """The (variant, load, repeat) measurements already stored for the campaign."""
+        rows = self._conn.execute(
+            "SELECT v.name, p.load, p.repeat FROM point p JOIN variant v ON v.id = p.variant_id "
+            "WHERE p.campaign_id = ?",
+            (cid,),
+        )
+        return {(str(v), str(load), int(rep)) for v, load, rep in rows}
+
+    def points(self, cid: int) -> list[PointInfo]:
+        """Every stored point of the campaign, by variant, load and repeat."""
+        rows = self._conn.execute(
+            "SELECT p.id, p.attempt_id, v.name, p.load, p.repeat, p.recorded_at, p.completed, "
+            "p.failed, p.failures, p.summary, p.server_metrics, p.warnings, p.detail "
+            "FROM point p JOIN variant v ON v.id = p.variant_id WHERE p.campaign_id = ? "
+            "ORDER BY v.position, p.load, p.repeat",
+            (cid,),
+        )
+        return [
+            PointInfo(
+                id=int(r[0]),
+                attempt_id=int(r[1]),
+                variant=r[2],
+                load=r[3],
+                repeat=int(r[4]),
+                recorded_at=r[5],
+                completed=int(r[6]),
+                failed=int(r[7]),
+                failures=json.loads(r[8]),
+                summary=json.loads(r[9]),
+                server_metrics=json.loads(r[10]),
+                warnings=tuple(json.loads(r[11])),
+                detail=json.loads(r[12]),
+            )
+            for r in rows
+        ]
+
+    def samples(self, point_ids: Iterable[int]) -> Samples:
+        """The per-request samples of the given points, pooled (completed requests only)."""
+        ids = [int(i) for i in point_ids]
+        ttft: list[float] = []
+        e2el: list[float] = []
+        tokens: list[float] = []
+        gaps: list[np.ndarray[Any, np.dtype[np.float64]]] = []
+        errors: dict[str, int] = {}
+        for point_id in ids:
+            for t, e, n, kind, blob in self._conn.execute(
+                "SELECT ttft_ms, e2el_ms, output_tokens, error_kind, chunk_ms FROM sample "
+                "WHERE point_id = ? ORDER BY idx",
+                (point_id,),
+            ):
+                if kind is not None:
+                    errors[kind] = errors.get(kind, 0) + 1
+                    continue
+                ttft.append(math.nan if t is None else t)
+                e2el.append(math.nan if e is None else e)
+                tokens.append(math.nan if n is None else n)
+                times = decode_chunks(blob)
+                if times.size > 1:
+                    gaps.append(np.diff(times))
+        return Samples(
+            ttft_ms=np.asarray(ttft, dtype=np.float64),
+            e2el_ms=np.asarray(e2el, dtype=np.float64),
+            output_tokens=np.asarray(tokens, dtype=np.float64),
+            itl_ms=np.concatenate(gaps) if gaps else np.empty(0, dtype=np.float64),
+            errors=errors,
+        )
+
+
+def _detail(result: Any) -> dict[str, Any]:
+    """What else the result says about its point (settings, model, client load), no samples."""
+    to_json = getattr(result, "to_json", None)
+    if callable(to_json):
+        try:
+            data = to_json(samples=False)
+        except TypeError:
+            data = to_json()
+    else:
+        data = as_dict(result)
+    skip = {"samples", "summary", "failures", "server_metrics", "warnings"}
+    return {k: v for k, v in dict(data).items() if k not in skip}
+
+
+def _campaign_info(row: Sequence[Any]) -> CampaignInfo:
+    return CampaignInfo(
+        id=int(row[0]),
+        name=row[1],
+        baseline=row[2],
+        status=row[3],
+        created_at=row[4],
+        updated_at=row[5],
+        config_text=row[6],
+    )

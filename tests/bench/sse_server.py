@@ -1,0 +1,356 @@
+"""A small OpenAI-compatible streaming server with exact delays and chosen failures.
+
+Run as a script: ``python tests/bench/sse_server.py --port N [--ttft-ms 50 --itl-ms 10]``.
+It speaks HTTP/1.1 with keep-alive on raw asyncio (no framework), streams one SSE event
+per token on a drift-free schedule (token k is written at arrival + TTFT + k * ITL), and
+keeps its own record of when it wrote what, served at ``/stats`` as JSON. With zero
+delays every event of a response is written back to back, which makes it a fast
+zero-delay server for measuring a client's ceiling. ``/metrics`` exposes vLLM-named
+Prometheus counters. Failure flags make every K-th request fail in one chosen way.
+Prints ``listening on PORT`` once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import time
+
+_CHAT_ROLE = {"role": "assistant", "content": ""}
+
+
+def _chunk(payload: bytes) -> bytes:
+    """One HTTP chunk holding one SSE event."""
+    event = b"data: " + payload + b"\n\n"
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
+class Stats:
+    """What the server did: tokens written, and its own TTFT and ITL record."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.requests = 0
+        self.tokens = 0
+        self.prompt_tokens = 0
+        self.first_token_at: float | None = None
+        self.last_token_at: float | None = None
+        self.ttft_s: list[float] = []
+        self.itl_s: list[float] = []
+        self.drafts = 0
+        self.accepted = 0
+
+    def to_json(self) -> dict[str, object]:
+        span = (
+            (self.last_token_at - self.first_token_at)
+            if self.first_token_at is not None and self.last_token_at is not None
+            else 0.0
+        )
+
+        def p50(xs: list[float]) -> float | None:
+            return sorted(xs)[len(xs) // 2] * 1000 if xs else None
+
+        return {
+            "requests": self.requests,
+            "tokens": self.tokens,
+            "span_s": span,
+            "tokens_per_s": self.tokens / span if span > 0 else None,
+            "ttft_ms_p50": p50(self.ttft_s),
+            "itl_ms_p50": p50(self.itl_s),
+            "ttft_ms_mean": sum(self.ttft_s) / len(self.ttft_s) * 1000 if self.ttft_s else None,
+        }
+
+
+class Server(asyncio.Protocol):
+    """One connection: parse requests, answer them one at a time (keep-alive)."""
+
+    def __init__(self, args: argparse.Namespace, stats: Stats, counter: list[int]) -> None:
+        self.args = args
+        self.stats = stats
+        self.counter = counter
+        self.buf = b""
+        self.transport: asyncio.Transport | None = None
+        self.busy = False
+        self.handles: list[asyncio.TimerHandle] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for handle in self.handles:
+            handle.cancel()
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        self._next()
+
+    def _next(self) -> None:
+        if self.busy or self.transport is None:
+            return
+        head_end = self.buf.find(b"\r\n\r\n")
+        if head_end < 0:
+            return
+        head = self.buf[:head_end].decode("latin-1")
+        length = 0
+        for line in head.split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip())
+        if len(self.buf) < head_end + 4 + length:
+            return
+        body = self.buf[head_end + 4 : head_end + 4 + length]
+        self.buf = self.buf[head_end + 4 + length :]
+        method, path = head.split(" ")[:2]
+        self.busy = True
+        self._handle(method, path, body, time.perf_counter())
+
+    def _reply(self, status: str, ctype: str, body: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(
+            b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s"
+            % (status.encode(), ctype.encode(), len(body), body)
+        )
+        self._done()
+
+    def _done(self) -> None:
+        self.busy = False
+        self.handles = []
+        if self.buf:
+            self._next()
+
+    def _handle(self, method: str, path: str, body: bytes, arrived: float) -> None:
+        a = self.args
+        if a.not_openai:
+            self._reply("404 Not Found", "text/html", b"<html>nothing here</html>")
+            return
+        if path == "/v1/models":
+            models = {"object": "list", "data": [{"id": a.model, "object": "model"}]}
+            self._reply("200 OK", "application/json", json.dumps(models).encode())
+            return
+        if path == "/stats":
+            self._reply("200 OK", "application/json", json.dumps(self.stats.to_json()).encode())
+            return
+        if path == "/stats/reset":
+            self.stats.reset()
+            self._reply("200 OK", "application/json", b"{}")
+            return
+        if path == "/metrics":
+            self._reply("200 OK", "text/plain; version=0.0.4", self._metrics())
+            return
+        if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
+            self._reply("404 Not Found", "application/json", b'{"error": "not found"}')
+            return
+        self.counter[0] += 1
+        n = self.counter[0]
+        if a.fail_every and n % a.fail_every == 0:
+            self._reply("500 Internal Server Error", "application/json", b'{"error": "boom"}')
+            return
+        request = json.loads(body)
+        if a.reject_ignore_eos and "ignore_eos" in request:
+            self._reply("400 Bad Request", "application/json", b'{"error": "ignore_eos"}')
+            return
+        chat = path.endswith("chat/completions")
+        prompt = request["messages"][-1]["content"] if chat else request.get("prompt", "")
+        prompt_tokens = len(str(prompt).split())
+        wanted = int(request.get("max_tokens") or 16)
+        if a.short:
+            wanted = min(wanted, a.short)
+        per_chunk = a.tokens_per_chunk
+        events = -(-wanted // per_chunk)
+        self._stream(
+            chat=chat,
+            events=events,
+            tokens=wanted,
+            prompt_tokens=prompt_tokens,
+            arrived=arrived,
+            mode=self._mode(n),
+        )
+
+    def _mode(self, n: int) -> str:
+        a = self.args
+        for name, every in (
+            ("malformed", a.malformed_every),
+            ("reset", a.reset_every),
+            ("hang", a.hang_every),
+            ("error_event", a.error_event_every),
+        ):
+            if every and n % every == 0:
+                return name
+        return "normal"
+
+    def _stream(
+        self, *, chat: bool, events: int, tokens: int, prompt_tokens: int, arrived: float, mode: str
+    ) -> None:
+        a = self.args
+        transport = self.transport
+        assert transport is not None
+        stats = self.stats
+        stats.requests += 1
+        transport.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        model = a.model
+        if chat:
+            head = {"id": "c1", "object": "chat.completion.chunk", "model": model}
+            role = _chunk(
+                json.dumps(head | {"choices": [{"index": 0, "delta": _CHAT_ROLE}]}).encode()
+            )
+            content = _chunk(
+                json.dumps(
+                    head | {"choices": [{"index": 0, "delta": {"content": " tok"}}]}
+                ).encode()
+            )
+            transport.write(role)
+        else:
+            head = {"id": "c1", "object": "text_completion", "model": model}
+            role = b""
+            content = _chunk(
+                json.dumps(
+                    head | {"choices": [{"index": 0, "text": " tok", "finish_reason": None}]}
+                ).encode()
+            )
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": tokens + a.usage_offset,
+            "total_tokens": prompt_tokens + tokens,
+        }
+        tail = b""
+        if not a.no_usage:
+            tail += _chunk(json.dumps(head | {"choices": [], "usage": usage}).encode())
+        tail += _chunk(b"[DONE]") + b"0\r\n\r\n"
+        per_chunk = a.tokens_per_chunk
+        stats.prompt_tokens += prompt_tokens
+
+        def finish() -> None:
+            if self.transport is None:
+                return
+            self.transport.write(tail)
+            stats.drafts += events if a.spec_accept else 0
+            stats.accepted += int(events * (a.spec_accept - 1)) if a.spec_accept else 0
+            self._done()
+
+        def token(k: int, last_at: float | None) -> float | None:
+            """Write event k; return the time written, or None if the request ends here."""
+            if self.transport is None:
+                return None
+            if k == 2 and mode != "normal":
+                if mode == "malformed":
+                    self.transport.write(_chunk(b'{"choices": [{"text": "broken'))
+                elif mode == "reset":
+                    self.transport.abort()
+                    return None
+                elif mode == "error_event":
+                    self.transport.write(_chunk(b'{"error": {"message": "engine died"}}'))
+                    self.transport.write(_chunk(b"[DONE]") + b"0\r\n\r\n")
+                    self._done()
+                    return None
+                elif mode == "hang":
+                    return None
+            self.transport.write(content)
+            now = time.perf_counter()
+            stats.tokens += min(per_chunk, tokens - k * per_chunk)
+            if k == 0:
+                stats.ttft_s.append(now - arrived)
+                if stats.first_token_at is None:
+                    stats.first_token_at = now
+            elif last_at is not None and a.itl_ms:
+                stats.itl_s.append(now - last_at)
+            stats.last_token_at = now
+            if a.die_after and stats.tokens >= a.die_after:
+                os._exit(0)
+            return now
+
+        if not a.ttft_ms and not a.itl_ms:
+            for k in range(events):
+                if token(k, None) is None:
+                    return
+            finish()
+            return
+
+        loop = asyncio.get_running_loop()
+        start = arrived + a.ttft_ms / 1000.0
+        step = a.itl_ms / 1000.0
+
+        def tick(k: int, last_at: float | None) -> None:
+            written = token(k, last_at)
+            if written is None:
+                return
+            if k + 1 >= events:
+                finish()
+                return
+            when = loop.time() + (start + (k + 1) * step - time.perf_counter())
+            self.handles.append(loop.call_at(when, tick, k + 1, written))
+
+        self.handles.append(
+            loop.call_at(loop.time() + (start - time.perf_counter()), tick, 0, None)
+        )
+
+    def _metrics(self) -> bytes:
+        s = self.stats
+        lines = [
+            "# TYPE vllm:prompt_tokens_total counter",
+            f'vllm:prompt_tokens_total{{model_name="{self.args.model}"}} {s.prompt_tokens}',
+            "# TYPE vllm:generation_tokens_total counter",
+            f'vllm:generation_tokens_total{{model_name="{self.args.model}"}} {s.tokens}',
+            "# TYPE vllm:spec_decode_num_drafts_total counter",
+            f"vllm:spec_decode_num_drafts_total {s.drafts}",
+            "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
+            f"vllm:spec_decode_num_accepted_tokens_total {s.accepted}",
+            "# TYPE vllm:num_requests_running gauge",
+            "vllm:num_requests_running 0",
+            "# TYPE vllm:time_to_first_token_seconds histogram",
+            f'vllm:time_to_first_token_seconds_bucket{{le="+Inf"}} {len(s.ttft_s)}',
+            f"vllm:time_to_first_token_seconds_count {len(s.ttft_s)}",
+            f"vllm:time_to_first_token_seconds_sum {sum(s.ttft_s)}",
+        ]
+        return ("\n".join(lines) + "\n").encode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--model", default="test-model")
+    parser.add_argument("--ttft-ms", type=float, default=0.0)
+    parser.add_argument("--itl-ms", type=float, default=0.0)
+    parser.add_argument("--tokens-per-chunk", type=int, default=1)
+    parser.add_argument("--short", type=int, default=0, help="generate at most this many")
+    parser.add_argument("--usage-offset", type=int, default=0, help="add to usage count")
+    parser.add_argument("--no-usage", action="store_true")
+    parser.add_argument("--spec-accept", type=float, default=0.0)
+    parser.add_argument("--fail-every", type=int, default=0, help="every K-th request: 500")
+    parser.add_argument("--malformed-every", type=int, default=0)
+    parser.add_argument("--reset-every", type=int, default=0)
+    parser.add_argument("--hang-every", type=int, default=0)
+    parser.add_argument("--error-event-every", type=int, default=0)
+    parser.add_argument("--die-after", type=int, default=0, help="exit after this many tokens")
+    parser.add_argument("--reject-ignore-eos", action="store_true")
+    parser.add_argument("--not-openai", action="store_true")
+    args = parser.parse_args()
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        stats, counter = Stats(), [0]
+        server = await loop.create_server(
+            lambda: Server(args, stats, counter), args.host, args.port, backlog=4096
+        )
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        print(f"listening on {args.port}", flush=True)
+        async with server:
+            await stop.wait()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""Writes and reads of the store: campaigns, attempts, verdicts, points, samples, resume."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from servegate.store import Store
+
+from .data import make_result, make_verdict
+
+
+def _attempt(store: Store, cid: int, variant: str = "baseline", key: str = "k1") -> int:
+    return store.start_attempt(
+        cid,
+        variant=variant,
+        server_key=key,
+        command=["python3", "-m", "sglang.launch_server", "--port", "30000"],
+        env={"CUDA_VISIBLE_DEVICES": "0"},
+        host="local",
+        versions={"servegate": "0.1.0", "sglang": "0.5.2"},
+        git_commit="abc123",
+    )
+
+
+def test_campaign_is_get_or_create_by_name(tmp_path: Path) -> None:
+    """The same name gives the same id, with the newest config text; another name a new id."""
+    with Store.open(tmp_path / "s.db") as store:
+        first = store.campaign("fusion", "old", "baseline")
+        again = store.campaign("fusion", "new", "baseline")
+        other = store.campaign("spec", "x", "base")
+        assert first == again
+        assert first != other
+        assert store.campaign_info(first).config_text == "new"
+        assert [c.name for c in store.campaigns()] == ["spec", "fusion"]
+        assert store.find_campaign("missing") is None
+        assert store.variants(first) == ["baseline"]
+
+
+def test_attempt_keeps_command_host_versions_and_redacts_secrets(tmp_path: Path) -> None:
+    """The exact command and env are stored, secret values replaced, nowhere in the file."""
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        store.start_attempt(
+            cid,
+            variant="baseline",
+            server_key="k",
+            command=["serve", "--api-key", "sk-live-123", "--hf-token=hf_secret_9"],
+            env={"HF_TOKEN": "hf_secret_9", "OPENAI_API_KEY": "sk-live-123", "TP": "8"},
+            host="ssh://root@gpu-1:22",
+            versions={"sglang": "0.5.2"},
+            git_commit="deadbeef",
+        )
+        (attempt,) = store.attempts(cid)
+    assert attempt.command == ("serve", "--api-key", "***", "--hf-token=***")
+    assert attempt.env == {"HF_TOKEN": "***", "OPENAI_API_KEY": "***", "TP": "8"}
+    assert (attempt.host, attempt.git_commit) == ("ssh://root@gpu-1:22", "deadbeef")
+    assert attempt.versions == {"sglang": "0.5.2"}
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert b"sk-live-123" not in raw
+    assert b"hf_secret_9" not in raw
+
+
+def test_first_start_of_a_server_key_is_cold_later_ones_warm(tmp_path: Path) -> None:
+    """Cold means the first start of that server configuration in the campaign."""
+    with Store.open(tmp_path / "s.db") as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        _attempt(store, cid, "baseline", "k1")
+        _attempt(store, cid, "bench-only", "k1")
+        _attempt(store, cid, "fusion", "k2")
+        colds = [(a.variant, a.cold) for a in store.attempts(cid)]
+    assert colds == [("baseline", True), ("bench-only", False), ("fusion", True)]
+
+
+def test_verdict_phases_and_stop_are_stored_with_the_attempt(tmp_path: Path) -> None:
+    """A verdict sets the attempt's status; its phases and the stop report come back."""
+    with Store.open(tmp_path / "s.db") as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        ok = _attempt(store, cid)
+        store.record_verdict(ok, make_verdict("ready", 12.5))
+        store.record_stop(ok, SimpleNamespace(killed=[12, 11], duration_s=0.4, port_free=True))
+        store.finish_attempt(ok, "done")
+        bad = _attempt(store, cid, "oom", "k2")
+        store.record_verdict(
+            bad, make_verdict("crash", 3.0, kind="oom", hint="lower --mem-fraction-static")
+        )
+        done, crashed = store.attempts(cid)
+    assert (done.status, done.startup_s) == ("done", 12.5)
+    assert [p.name for p in done.phases] == ["load_weights", "capture_cuda_graphs"]
+    assert (done.stop_killed, done.stop_duration_s, done.stop_port_free) == ((11, 12), 0.4, True)
+    assert (crashed.status, crashed.startup_s) == ("crash", None)
+    assert crashed.verdict is not None
+    assert (
+        crashed.verdict["kind"],
+        crashed.verdict["hint"],
+    ) == ("oom", "lower --mem-fraction-static")
+
+
+def test_points_and_samples_round_trip(tmp_path: Path) -> None:
+    """A point's summary, failures and per-request times come back, errors counted apart."""
+    rng = np.random.default_rng(1)
+    result = make_result(rng, throughput=100.0, requests=30, tokens=8, errors=2)
+    with Store.open(tmp_path / "s.db") as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        aid = _attempt(store, cid)
+        pid = store.record_point(aid, variant="baseline", load="c=4", repeat=0, result=result)
+        (point,) = store.points(cid)
+        samples = store.samples([pid])
+    assert (
+        point.variant,
+        point.load,
+        point.repeat,
+        point.completed,
+        point.failed,
+    ) == ("baseline", "c=4", 0, 30, 2)
+    assert result.summary == point.summary
+    assert samples.errors == {"http-500": 2}
+    expected_ttft = [s.chunks_s[0] * 1000 for s in result.samples[:30]]
+    np.testing.assert_allclose(expected_ttft, samples.ttft_ms, rtol=1e-9)
+    assert samples.itl_ms.size == 30 * 7  # 8 chunks per request, 7 gaps
+    expected_gap = (result.samples[0].chunks_s[1] - result.samples[0].chunks_s[0]) * 1000
+    assert expected_gap == pytest.approx(samples.itl_ms[0], rel=1e-4)  # float32 storage
+
+
+def test_nan_in_a_summary_is_stored_as_null(tmp_path: Path) -> None:
+    """A NaN metric (no completed request) is stored as null, so the JSON stays valid."""
+    result = SimpleNamespace(
+        summary={"output_throughput": float("nan")}, completed=0, failed=3, samples=[]
+    )
+    with Store.open(tmp_path / "s.db") as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        store.record_point(
+            _attempt(store, cid), variant="baseline", load="c=1", repeat=0, result=result
+        )
+        (point,) = store.points(cid)
+    assert point.summary == {"output_throughput": None}
+
+
+def test_done_points_survive_reopening_and_rerecording_replaces(tmp_path: Path) -> None:
+    """Resume bookkeeping: finished (variant, load, repeat) are listed; a redo replaces."""
+    rng = np.random.default_rng(2)
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        aid = _attempt(store, cid)
+        for rep in range(2):
+            store.record_point(
+                aid,
+                variant="baseline",
+                load="c=1",
+                repeat=rep,
+                result=make_result(rng, throughput=50.0),
+            )
+    with Store.open(path) as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        assert {("baseline", "c=1", 0), ("baseline", "c=1", 1)} == store.done_points(cid)
+        aid = _attempt(store, cid)
+        store.record_point(
+            aid,
+            variant="baseline",
+            load="c=1",
+            repeat=1,
+            result=make_result(rng, throughput=60.0, requests=5),
+        )
+        points = store.points(cid)
+        assert len(points) == 2
+        assert store.samples([points[1].id]).count == 5
+
+
+def test_mark_interrupted_closes_attempts_of_a_dead_runner(tmp_path: Path) -> None:
+    """Open attempts become interrupted on resume; finished ones are left alone."""
+    with Store.open(tmp_path / "s.db") as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        finished = _attempt(store, cid)
+        store.finish_attempt(finished, "done")
+        _attempt(store, cid, "fusion", "k2")
+        assert store.mark_interrupted(cid) == 1
+        statuses = [(a.status, a.ended_at is not None) for a in store.attempts(cid)]
+    assert statuses == [("done", True), ("interrupted", True)]
+
+
+def test_unknown_status_is_a_programming_error(tmp_path: Path) -> None:
+    """Statuses outside the documented set are rejected, not stored."""
+    with Store.open(tmp_path / "s.db") as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        with pytest.raises(ValueError, match="attempt status"):
+            store.finish_attempt(_attempt(store, cid), "great")
+        with pytest.raises(ValueError, match="campaign status"):
+            store.set_campaign_status(cid, "great")
+
+
+def test_a_reader_sees_results_while_the_writer_is_open(tmp_path: Path) -> None:
+    """WAL: a report can read a campaign while the runner still holds the database."""
+    path = tmp_path / "s.db"
+    rng = np.random.default_rng(3)
+    with Store.open(path) as writer:
+        cid = writer.campaign("c", "cfg", "baseline")
+        aid = _attempt(writer, cid)
+        writer.record_point(
+            aid, variant="baseline", load="c=1", repeat=0, result=make_result(rng, throughput=10.0)
+        )
+        with Store.open(path) as reader:
+            assert {("baseline", "c=1", 0)} == reader.done_points(cid)
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from servegate.store import Store
+    from tests.store.data import make_result
+    rng = np.random.default_rng(0)
+    with Store.open(sys.argv[1]) as store:
+        cid = store.campaign("killed", "cfg", "baseline")
+        aid = store.start_attempt(cid, variant="baseline", server_key="k", command=["x"],
+                                  env={}, host="local", versions={}, git_commit=None)
+        for rep in range(10_000):
+            store.record_point(aid, variant="baseline", load="c=8", repeat=rep,
+                               result=make_result(rng, throughput=100.0, requests=200))
+            print(rep, flush=True)
+    """
+)
+
+
+def test_sigkill_mid_campaign_loses_nothing_recorded_and_leaves_no_half_point(
+    tmp_path: Path,
+) -> None:
+    """Every point reported as written survives SIGKILL, each with all of its samples."""
+    path = tmp_path / "s.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[2],
+    )
+    assert proc.stdout is not None
+    written = -1
+    for line in proc.stdout:
+        written = int(line)
+        if written >= 3:
+            break
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    with Store.open(path) as store:
+        cid = store.campaign("killed", "cfg", "baseline")
+        done = store.done_points(cid)
+        counts = {p.repeat: store.samples([p.id]).count for p in store.points(cid)}
+    assert {("baseline", "c=8", r) for r in range(written + 1)} <= done
+    assert set(counts.values()) == {200}
+
+
+def test_samples_given_as_dicts_or_with_ms_fields_are_read(tmp_path: Path) -> None:
+    """Results may carry samples as to_json() dicts with millisecond fields."""
+    result = SimpleNamespace(
+        summary={"output_throughput": 1.0},
+        completed=1,
+        failed=0,
+        failures={},
+        samples=[
+            {
+                "send_s": 5.0,
+                "ttft_ms": 42.0,
+                "e2el_ms": 80.0,
+                "output_tokens": 3,
+                "chunk_ms": [42.0, 61.0, 80.0],
+                "error_kind": None,
+            }
+        ],
+        server_metrics={"spec_accept_length": 2.5},
+        warnings=[],
+    )
+    with Store.open(tmp_path / "s.db") as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        pid = store.record_point(
+            _attempt(store, cid), variant="v", load="rate=4", repeat=0, result=result
+        )
+        samples = store.samples([pid])
+        (point,) = store.points(cid)
+    assert samples.ttft_ms.tolist() == [42.0]
+    assert samples.itl_ms.tolist() == [19.0, 19.0]
+    assert point.server_metrics == {"spec_accept_length": 2.5}
+    assert point.variant == "v"
