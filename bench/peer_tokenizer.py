@@ -17,7 +17,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from servegate.bench.dataset import VOCABULARY  # noqa: E402
+from servegate.bench.dataset import VOCABULARY
 
 
 def main() -> None:

@@ -63,6 +63,8 @@ class Stats:
             "ttft_ms_p50": p50(self.ttft_s),
             "itl_ms_p50": p50(self.itl_s),
             "ttft_ms_mean": sum(self.ttft_s) / len(self.ttft_s) * 1000 if self.ttft_s else None,
+            "first_token_at": self.first_token_at,  # time.perf_counter() (CLOCK_MONOTONIC)
+            "last_token_at": self.last_token_at,
         }
 
 

@@ -17,6 +17,7 @@ from servegate.campaign.gpu import (
     over_idle,
     wait_released,
 )
+from servegate.campaign.preflight import run_preflight
 
 HAS_GPU = GpuMonitor.open() is not None
 GIB = 1024 * MIB
@@ -105,7 +106,7 @@ ALLOCATE = textwrap.dedent(
 
 @pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU and driver")
 def test_real_gpu_memory_rises_with_an_allocation_and_is_released_after_kill() -> None:
-    """On a real GPU: 4 GiB allocated shows above idle; after the process dies, it is released."""
+    """On a real GPU: 4 GiB held fails preflight; once its process dies, memory is released."""
     libcuda = ctypes.util.find_library("cuda") or "libcuda.so.1"
     monitor = GpuMonitor.open()
     assert monitor is not None
@@ -124,7 +125,11 @@ def test_real_gpu_memory_rises_with_an_allocation_and_is_released_after_kill() -
                 assert over and over[0][1] >= 4 * GIB
                 held = wait_released(idle, monitor.memory, timeout_s=0.5, holders=monitor.holders)
                 assert not held.released
+                report = run_preflight(port=None, gpu=monitor, gpu_idle=idle, timeout_s=0.5)
+                assert not report.ok
+                assert "GPU memory still above its idle level" in report.reason()
             finally:
                 proc.kill()
         released = wait_released(idle, monitor.memory, timeout_s=30, holders=monitor.holders)
         assert released.released, released.describe()
+        assert run_preflight(port=None, gpu=monitor, gpu_idle=idle, timeout_s=5).ok

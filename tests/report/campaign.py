@@ -87,7 +87,7 @@ def build(path: Path, *, repeats: int = 3, requests: int = 60, name: str = "demo
                 git_commit=None,
             )
             shown = phases if status == "ready" else [("load_weights", 0.2, None)]
-            store.record_verdict(aid, _verdict(status, elapsed, shown))  # type: ignore[arg-type]
+            store.record_verdict(aid, _verdict(status, elapsed, shown))
             if status != "ready":
                 store.finish_attempt(aid, status)
                 continue

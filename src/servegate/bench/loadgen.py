@@ -28,6 +28,7 @@ from servegate.bench.stream import send_request
 
 LAG_INTERVAL_S = 0.01
 READ_BUFSIZE = 1 << 20  # socket reads of up to 1 MiB: a whole burst of events per read
+PRECONNECT_MAX = 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +45,7 @@ class WorkerPlan:
     schedule: list[tuple[int, float, Prompt]] | None  # (index, offset_s, prompt), open loop
     warmup: list[Prompt]
     duration_s: float | None  # closed loop: stop sending after this long, cycling prompts
+    preconnect_url: str | None = None  # GET this once per stream to open connections early
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +101,9 @@ async def run_worker(
             )
             for i in range(3):
                 counters[base + i] = 0
+        if plan.preconnect_url is not None:
+            streams = plan.concurrency or min(len(plan.schedule or ()), PRECONNECT_MAX)
+            await _preconnect(session, plan.preconnect_url, min(streams, PRECONNECT_MAX), timeout)
         t0 = start()
         delay = t0 - perf_counter()
         if delay > 0:
@@ -197,3 +202,23 @@ async def _lag_monitor(lags: list[float]) -> None:
         before = perf_counter()
         await asyncio.sleep(LAG_INTERVAL_S)
         lags.append((perf_counter() - before - LAG_INTERVAL_S) * 1000.0)
+
+
+async def _preconnect(
+    session: aiohttp.ClientSession, url: str, streams: int, timeout: aiohttp.ClientTimeout
+) -> None:
+    """Open ``streams`` keep-alive connections before the clock starts.
+
+    Without this the first wave of a high-concurrency point pays TCP connection setup
+    inside its TTFT, serialised in the client's event loop; a cheap GET per stream leaves
+    the connections in the pool for the measured requests.
+    """
+
+    async def get() -> None:
+        try:
+            async with session.get(url, timeout=timeout) as resp:
+                await resp.read()
+        except (aiohttp.ClientError, TimeoutError):
+            return  # the measured requests will report it
+
+    await asyncio.gather(*(get() for _ in range(streams)))

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import multiprocessing as mp
+import pickle
 import queue
+import subprocess
+import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, MutableSequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Any
 
@@ -209,6 +212,7 @@ def _plans(
         "timeout_s": s.timeout_s,
         "keys": keys,
         "duration_s": s.duration_s,
+        "preconnect_url": s.base_url + "/v1/models",
     }
     plans: list[WorkerPlan] = []
     if s.open_loop:
@@ -341,21 +345,44 @@ def _progress(counters: MutableSequence[int], t0: float, total: int | None) -> P
     )
 
 
-def _worker_entry(  # noqa: PLR0917 (a process target)
-    plan: WorkerPlan, counters: Any, ready: Any, go: Any, start_at: Any, results: Any
-) -> None:
-    """A worker process: warm up, say ready, wait for the common start, send the result."""
+def worker_main() -> None:
+    """A worker process: read its plan from stdin, report on stdout (pickles), exit.
+
+    Messages out: ``("ready",)`` after warmup, ``("progress", done, failed, chunks)``
+    twice a second, then ``("result", WorkerResult)`` or ``("error", text)``. Message in,
+    after ready: the common start time (a float on the shared monotonic clock).
+    """
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    # counters are per process here: this worker's own slot is 0
+    plan: WorkerPlan = replace(pickle.load(stdin), slot=0)  # noqa: S301 (our parent)
+    counters = [0, 0, 0]
+
+    def send(message: tuple[Any, ...]) -> None:
+        pickle.dump(message, stdout)
+        stdout.flush()
 
     def start() -> float:
-        ready.put(plan.slot)
-        go.wait()
-        return float(start_at.value)
+        send(("ready",))
+        return float(pickle.load(stdin))  # noqa: S301
+
+    async def main() -> WorkerResult:
+        async def report() -> None:
+            while True:
+                await asyncio.sleep(0.5)
+                send(("progress", *counters))
+
+        reporter = asyncio.create_task(report())
+        try:
+            return await run_worker(plan, counters, start)
+        finally:
+            reporter.cancel()
 
     try:
-        result = asyncio.run(run_worker(plan, counters, start))
-        results.put((plan.slot, result, None))
-    except Exception as exc:  # reported by the parent as a lost worker
-        results.put((plan.slot, None, f"{type(exc).__name__}: {exc}"))
+        result = asyncio.run(main())
+    except Exception as exc:  # reported by the parent, which raises BenchError
+        send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    send(("result", result))
 
 
 def _in_processes(
@@ -364,76 +391,87 @@ def _in_processes(
     progress: Callable[[Progress], None] | None,
     total: int | None,
 ) -> list[WorkerResult]:
-    """Spawn a process per plan, start them together, and collect their results."""
-    ctx = mp.get_context("spawn")
-    counters = ctx.RawArray("q", 3 * len(plans))
-    ready, results = ctx.Queue(), ctx.Queue()
-    go = ctx.Event()
-    start_at = ctx.RawValue("d", 0.0)
+    """Start a process per plan, start them together, and collect their results.
+
+    Workers are plain child processes fed through pipes (no multiprocessing helpers),
+    so nothing outlives the point.
+    """
+    code = "from servegate.bench.runner import worker_main; worker_main()"
     procs = [
-        ctx.Process(
-            target=_worker_entry,
-            args=(plan, counters, ready, go, start_at, results),
-            daemon=True,
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
-        for plan in plans
+        for _ in plans
     ]
-    for proc in procs:
-        proc.start()
+    inbox: queue.Queue[tuple[int, tuple[Any, ...]]] = queue.Queue()
+
+    def reader(slot: int, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        while True:
+            try:
+                message = pickle.load(proc.stdout)  # noqa: S301 (our own child)
+            except (EOFError, pickle.UnpicklingError, OSError):
+                inbox.put((slot, ("gone",)))
+                return
+            inbox.put((slot, message))
+
+    counters = [0] * (3 * len(plans))
     out: dict[int, WorkerResult] = {}
     errors: list[str] = []
     try:
-        waiting = len(plans)
-        while waiting:
+        for proc, plan in zip(procs, plans, strict=True):
+            assert proc.stdin is not None
+            pickle.dump(plan, proc.stdin)
+            proc.stdin.flush()
+        threads = [
+            threading.Thread(target=reader, args=(i, p), daemon=True) for i, p in enumerate(procs)
+        ]
+        for thread in threads:
+            thread.start()
+        ready = 0
+        t0 = 0.0
+        finished: set[int] = set()
+        while len(finished) < len(plans):
             try:
-                ready.get(timeout=0.5)
-                waiting -= 1
+                slot, message = inbox.get(timeout=0.5)
             except queue.Empty:
-                if not any(p.is_alive() for p in procs):
-                    break
-                _drain(results, out, errors)
-                if len(out) + len(errors) == len(plans):
-                    break
-        before_measure()
-        start_at.value = perf_counter() + 0.02
-        t0 = start_at.value
-        go.set()
-        while len(out) + len(errors) < len(plans):
-            try:
-                slot, result, error = results.get(timeout=0.5)
-            except queue.Empty:
-                if progress is not None:
+                if t0 and progress is not None:
                     progress(_progress(counters, t0, total))
-                if not any(p.is_alive() for p in procs) and results.empty():
-                    errors.append("a worker process exited without a result")
-                    break
                 continue
-            if result is not None:
-                out[slot] = result
-            else:
-                errors.append(str(error))
+            kind = message[0]
+            if kind == "ready":
+                ready += 1
+                if ready == len(plans):
+                    before_measure()
+                    t0 = perf_counter() + 0.02
+                    for proc in procs:
+                        assert proc.stdin is not None
+                        pickle.dump(t0, proc.stdin)
+                        proc.stdin.flush()
+            elif kind == "progress":
+                counters[3 * slot : 3 * slot + 3] = message[1:4]
+            elif kind == "result":
+                out[slot] = message[1]
+                finished.add(slot)
+            elif slot not in finished:
+                errors.append(message[1] if kind == "error" else "a worker exited early")
+                finished.add(slot)
+                if ready < len(plans):
+                    break
     finally:
         for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.join()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
     if errors:
         raise BenchError(f"a load-generator worker failed ({errors[0]}); retry with --workers 1.")
     return [out[k] for k in sorted(out)]
-
-
-def _drain(results: Any, out: dict[int, WorkerResult], errors: list[str]) -> None:
-    """Collect results that arrived early (a worker that failed during warmup)."""
-    while True:
-        try:
-            slot, result, error = results.get_nowait()
-        except queue.Empty:
-            return
-        if result is not None:
-            out[slot] = result
-        else:
-            errors.append(str(error))
 
 
 def _client_stats(results: list[WorkerResult]) -> ClientStats:
@@ -477,4 +515,4 @@ def _headroom_warnings(client: ClientStats) -> list[str]:
     return out
 
 
-__all__ = ["Progress", "arrival_offsets", "discover_model", "run_point"]
+__all__ = ["Progress", "arrival_offsets", "discover_model", "run_point", "worker_main"]

@@ -86,12 +86,13 @@ def server_deltas(
         return {"available": False, "url": url}
     counters: dict[str, dict[str, float]] = {}
     gauges: dict[str, float] = {}
+    latency: dict[str, float] = {}
     for logical, prom in sorted(names.items()):
         a, b = _value(before, prom), _value(after, prom)
         if logical.endswith("_seconds"):
             mean = _histogram_mean_ms(before, after, prom)
             if mean is not None:
-                gauges[logical.removesuffix("_seconds") + "_ms_mean"] = mean
+                latency[logical.removesuffix("_seconds") + "_ms_mean"] = mean
             continue
         if b is None:
             continue
@@ -99,7 +100,13 @@ def server_deltas(
             gauges[logical] = b
         elif a is not None:
             counters[logical] = {"before": a, "after": b, "delta": b - a}
-    out: dict[str, Any] = {"available": True, "url": url, "counters": counters, "gauges": gauges}
+    out: dict[str, Any] = {
+        "available": True,
+        "url": url,
+        "counters": counters,
+        "gauges": gauges,
+        "server_latency_ms": latency,  # the server's own histogram means over the run
+    }
     drafts = counters.get("spec_drafts", {}).get("delta")
     accepted = counters.get("spec_accepted_tokens", {}).get("delta")
     draft_tokens = counters.get("spec_draft_tokens", {}).get("delta")

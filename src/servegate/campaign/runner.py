@@ -16,14 +16,17 @@ campaign moves on to the next group.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from servegate.bench import BenchSettings, PointResult, run_point
+from servegate.bench import BenchSettings, PointResult, Progress, run_point
 from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant
 from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
@@ -32,13 +35,14 @@ from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
 from servegate.campaign.redact import Redactor
 from servegate.engines import get_profile
-from servegate.errors import BenchError, GateError
+from servegate.errors import BenchError, ConfigError, GateError, UsageError
 from servegate.launch import Server, launch
 from servegate.store import Store
 
-__all__ = ["RunOptions", "RunOutcome", "run_campaign"]
+__all__ = ["RunOptions", "RunOutcome", "check_programs", "run_campaign"]
 
 TAIL_LINES = 30
+_DEATH_WAIT_S = 2.0  # after failed requests: how long to wait for a dying server to exit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +84,7 @@ class _State:
     failed: dict[str, str] = field(default_factory=dict)  # variant -> reason
     error_rates: list[tuple[str, str, int, float]] = field(default_factory=list)
     previous: tuple[ProcessRef, ...] = ()
+    warned: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +109,32 @@ def run_campaign(
     Raises only for internal errors; server crashes, timeouts, failed preflights and
     unreachable servers are recorded and the campaign goes on.
     """
+    check_programs(campaign)
     return _Runner(campaign, store, options, progress, interrupts).run()
+
+
+def check_programs(campaign: Campaign) -> None:
+    """Refuse, before anything starts, a variant whose program cannot be found."""
+    if campaign.host != "local":
+        return
+    where = str(campaign.path or "the campaign file")
+    for variant in campaign.variants:
+        argv, env = variant.render(port=0)
+        program = argv[0] if argv else ""
+        search = env.get("PATH", os.environ.get("PATH"))
+        if os.sep in program:
+            base = campaign.cwd or os.getcwd()
+            found = os.access(os.path.join(base, os.path.expanduser(program)), os.X_OK)
+        else:
+            found = bool(program) and shutil.which(program, path=search) is not None
+        if not found:
+            raise ConfigError(
+                f"{where}: variant {variant.name!r}: program {program!r} not found"
+                + ("" if os.sep in program else " on PATH")
+                + "; install it or give its full path in the command.",
+                path=where,
+                key=f"variant.{variant.name}.command",
+            )
 
 
 class _Runner:
@@ -187,7 +217,9 @@ class _Runner:
                 store.add_variant(cid, variant.name)
             closed = store.mark_interrupted(cid, "the runner stopped before this attempt ended")
         if closed:
-            self.progress.info(f"{closed} attempt(s) left open by a stopped runner marked interrupted")
+            self.progress.info(
+                f"{closed} attempt(s) left open by a stopped runner marked interrupted"
+            )
         return cid
 
     def _outcome(self, cid: int, status: str, signum: int | None) -> RunOutcome:
@@ -220,7 +252,9 @@ class _Runner:
 
     # --- one server group ---------------------------------------------------------------
 
-    def _group(self, cid: int, group: ServerGroup, tag: str, done: set[tuple[str, str, int]]) -> None:
+    def _group(
+        self, cid: int, group: ServerGroup, tag: str, done: set[tuple[str, str, int]]
+    ) -> None:
         names = ", ".join(v.name for v in group.variants)
         tasks = list(_tasks(group))
         todo = [t for t in tasks if (t.variant.name, t.point.label, t.repeat) not in done]
@@ -289,7 +323,7 @@ class _Runner:
                 env=env,
                 cwd=campaign.cwd,
                 log_path=str(log_path),
-                name=None,
+                name=_slug(f"{campaign.name}-{owner}"),
                 keep=False,
             )
         except GateError as exc:
@@ -304,16 +338,24 @@ class _Runner:
             )
             self.state.previous = ()
             return
+        except UsageError as exc:  # the port was taken between preflight and launch
+            reason = f"could not launch: {self.redactor.text(str(exc))}"
+            with self.interrupts.shielded():
+                self.store.finish_attempt(aid, "failed", reason)
+            self._fail(group.variants, reason)
+            self.progress.failure(f"{tag} {names}: {reason}")
+            return
         except Interrupted:
             with self.interrupts.shielded():
                 self.store.finish_attempt(aid, "interrupted", "interrupted while starting")
             raise
-        self._serve(aid, server, group, todo, tag, names)
+        self._serve(aid, server, group=group, todo=todo, tag=tag, names=names)
 
     def _serve(
         self,
         aid: int,
         server: Server,
+        *,
         group: ServerGroup,
         todo: list[_Task],
         tag: str,
@@ -346,7 +388,9 @@ class _Runner:
                 + ")"
             )
 
-    def _bench(self, aid: int, server: Server, todo: list[_Task], tag: str) -> tuple[str, str | None]:
+    def _bench(
+        self, aid: int, server: Server, todo: list[_Task], tag: str
+    ) -> tuple[str, str | None]:
         """Measure each task; returns the attempt's final status and reason."""
         broken: set[str] = set()  # variants whose measurement cannot work on this server
         for task in todo:
@@ -358,16 +402,17 @@ class _Runner:
                 return self._died(server, task, tag)
             label = f"{name} {task.point.label} #{task.repeat + 1}/{task.variant.bench.repeats}"
             self.progress.activity(f"{tag} {label}: benchmarking")
+
+            def counts(p: Progress, label: str = label) -> None:
+                failed = f", {p.failed} failed" if p.failed else ""
+                self.progress.counts(f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}")
+
             try:
                 result = run_point(
-                    _settings(server.url, task, self.campaign.engine),
-                    progress=lambda p, label=label: self.progress.counts(
-                        f"{tag} {label}: {p.done}/{p.total or '?'} requests"
-                        + (f", {p.failed} failed" if p.failed else "")
-                    ),
+                    _settings(server.url, task, self.campaign.engine), progress=counts
                 )
             except BenchError as exc:
-                if not server.alive():
+                if self._server_failed(server):
                     return self._died(server, task, tag)
                 reason = f"could not benchmark: {self.redactor.text(str(exc))}"
                 broken.add(name)
@@ -380,7 +425,7 @@ class _Runner:
                 )
             self.state.measured += 1
             self._note_point(label, tag, task, result)
-            if not server.alive():
+            if not server.alive() or (result.failed and self._server_failed(server)):
                 return self._died(server, task, tag, measured=True)
         if broken:
             return "failed", f"could not benchmark {', '.join(sorted(broken))}"
@@ -402,7 +447,26 @@ class _Runner:
         else:
             self.progress.good(text)
         for warning in result.warnings:
-            self.progress.warning(f"{tag} {label}: {warning}")
+            # the same warning at every point of a variant is said once
+            key = (task.variant.name, re.sub(r"[0-9][0-9.,]*", "#", warning))
+            if key not in self.state.warned:
+                self.state.warned.add(key)
+                self.progress.warning(f"{tag} {label}: {warning}")
+
+    def _server_failed(self, server: Server) -> bool:
+        """Whether the server is dead or dying: after failed requests, look closer.
+
+        A server whose engine process died may keep its HTTP process up for a moment
+        (or for good: sglang#18421), so wait a little for it to exit, and read the log
+        for one of the engine's fatal lines.
+        """
+        deadline = time.monotonic() + _DEATH_WAIT_S
+        while time.monotonic() < deadline:
+            if not server.alive():
+                return True
+            time.sleep(0.05)
+        tail = _tail(Path(server.log_path), TAIL_LINES)
+        return _classify(tuple(tail), self.profile.fatal) is not None
 
     def _died(
         self, server: Server, task: _Task, tag: str, *, measured: bool = False

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
-from servegate.errors import UsageError
+from servegate.errors import BenchError, UsageError
 
 LATENCY_ROWS = (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2EL", "e2el"))
 
@@ -239,12 +239,10 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         for result in results:
             sent = result.completed + result.failed
             if sent and result.failed / sent > max_error_rate:
-                click.echo(
-                    f"Error: {result.label}: {result.failed} of {sent} requests failed "
-                    f"({result.failed / sent:.1%}), above --max-error-rate {max_error_rate:g}.",
-                    err=True,
+                raise BenchError(
+                    f"{result.label}: {result.failed} of {sent} requests failed "
+                    f"({result.failed / sent:.1%}), above --max-error-rate {max_error_rate:g}."
                 )
-                raise click.exceptions.Exit(1)
 
 
 def _printer(settings: BenchSettings) -> Any:

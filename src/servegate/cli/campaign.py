@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from servegate.campaign.config import Campaign, load_campaign
-from servegate.campaign.demo import run_demo
-from servegate.campaign.interrupt import Interrupts
-from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.redact import Redactor
-from servegate.campaign.results import print_results
-from servegate.campaign.runner import RunOptions, run_campaign
 from servegate.errors import UsageError
-from servegate.store import Store
+
+if TYPE_CHECKING:
+    from servegate.campaign.runner import RunOptions
 
 __all__ = ["demo", "run"]
 
@@ -71,6 +69,7 @@ or flags (nothing is launched); 130 interrupted (what was measured is kept)."""
 @click.option("--dry-run", is_flag=True, help="Print the plan (servers, commands, load points).")
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and failures on stderr.")
 def run(
+    *,
     campaign_file: Path,
     db: Path,
     resume: bool,
@@ -94,6 +93,10 @@ def run(
     if dry_run:
         _print_plan(campaign)
         return
+    # imported once the file is known to be good: a mistake is reported without the
+    # load generator's and the statistics' import time
+    from servegate.campaign.runner import RunOptions  # noqa: PLC0415
+
     code = execute(
         campaign,
         db,
@@ -109,8 +112,15 @@ def run(
 
 def execute(campaign: Campaign, db: Path, *, options: RunOptions, quiet: bool = False) -> int:
     """Run ``campaign`` into ``db``, print the results; return the exit code."""
+    from servegate.campaign.interrupt import Interrupts  # noqa: PLC0415
+    from servegate.campaign.progress import CampaignProgress  # noqa: PLC0415
+    from servegate.campaign.results import print_results  # noqa: PLC0415
+    from servegate.campaign.runner import check_programs, run_campaign  # noqa: PLC0415
+    from servegate.store import Store  # noqa: PLC0415
+
     if db.is_dir():
         raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
+    check_programs(campaign)
     progress = CampaignProgress(quiet=quiet)
     with Store.open(db) as store, Interrupts() as interrupts:
         outcome = run_campaign(
@@ -176,11 +186,13 @@ Example:
     help="Database to write to instead of DIR/servegate.db (kept, not reset).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and failures on stderr.")
-def demo(folder: Path, db: Path | None, quiet: bool) -> None:
+def demo(*, folder: Path, db: Path | None, quiet: bool) -> None:
     """Run a whole campaign on the simulated engine: no GPU, about a minute.
 
     Four variants of a simulated SGLang server: the baseline, a faster decode, a
     variant that runs out of memory while loading weights, and speculative decoding.
     Ends with the comparison table and the path of the HTML report.
     """
+    from servegate.campaign.demo import run_demo  # noqa: PLC0415
+
     sys.exit(run_demo(folder, db=db, quiet=quiet))

@@ -20,34 +20,63 @@ __all__ = ["sim"]
 @click.option("--model", help="Served model name.")
 @click.option("--profile", help="A shipped profile (fast, big-8gpu) or a TOML file.")
 @click.option("--startup", type=float, help="Seconds from start to ready, spread over phases.")
-@click.option("--phase", "phases", multiple=True, metavar="NAME=S",
-              help="Exact seconds of one phase (repeatable), e.g. capture_cuda_graphs=5.")
-@click.option("--time-scale", type=float, help="Multiply every startup duration (0.01: 100x faster).")
-@click.option("--fail", help="oom, nccl, cuda-arch, port-in-use, traceback-exit, silent-exit, "
-              "hang, child-death, stall, crash-after-ready or engine-dead.")
-@click.option("--fail-at", metavar="PHASE|SECONDS",
-              help="Where the failure happens: a phase, or seconds since start "
-              "(since READY for crash-after-ready and engine-dead).")
+@click.option(
+    "--phase",
+    "phases",
+    multiple=True,
+    metavar="NAME=S",
+    help="Exact seconds of one phase (repeatable), e.g. capture_cuda_graphs=5.",
+)
+@click.option(
+    "--time-scale", type=float, help="Multiply every startup duration (0.01: 100x faster)."
+)
+@click.option(
+    "--fail",
+    help="oom, nccl, cuda-arch, port-in-use, traceback-exit, silent-exit, "
+    "hang, child-death, stall, crash-after-ready or engine-dead.",
+)
+@click.option(
+    "--fail-at",
+    metavar="PHASE|SECONDS",
+    help="Where the failure happens: a phase, or seconds since start "
+    "(since READY for crash-after-ready and engine-dead).",
+)
 @click.option("--ttft-ms", type=float, help="Time to first token on an idle engine (ms).")
-@click.option("--prefill-tok-s", type=float, help="Prefill speed, tokens/s (0: prompts cost nothing).")
+@click.option(
+    "--prefill-tok-s", type=float, help="Prefill speed, tokens/s (0: prompts cost nothing)."
+)
 @click.option("--itl-ms", type=float, help="Decode step time with one running request (ms).")
-@click.option("--batch-slowdown", type=float,
-              help="Extra step time per additional running request, as a fraction (0.02).")
+@click.option(
+    "--batch-slowdown",
+    type=float,
+    help="Extra step time per additional running request, as a fraction (0.02).",
+)
 @click.option("--max-running", type=int, help="Requests decoded at once; the rest wait.")
-@click.option("--spec-accept-length", type=float,
-              help="Speculative decoding: mean tokens per step (1: off).")
+@click.option(
+    "--spec-accept-length", type=float, help="Speculative decoding: mean tokens per step (1: off)."
+)
 @click.option("--spec-draft-tokens", type=int, help="Draft tokens proposed per step.")
 @click.option("--jitter", type=float, help="Relative noise on every duration (0.05 = 5 %).")
 @click.option("--seed", type=int, help="Seed of the noise and the output lengths.")
 @click.option("--max-model-len", type=int, help="Context length; longer requests get HTTP 400.")
 @click.option("--tp", type=int, help="Tensor-parallel ranks (child processes).")
 @click.option("--error-rate", type=float, help="Fraction of completions answered with HTTP 500.")
-@click.option("--stall-stream-after", type=int, metavar="N",
-              help="Streams stop sending after N tokens and stay open.")
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path),
-              help="Append one JSON line of server-side timings per finished request.")
-@click.option("--health-check-timeout", type=float,
-              help="Seconds SGLang's /health waits before a 503 once its scheduler is dead.")
+@click.option(
+    "--stall-stream-after",
+    type=int,
+    metavar="N",
+    help="Streams stop sending after N tokens and stay open.",
+)
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append one JSON line of server-side timings per finished request.",
+)
+@click.option(
+    "--health-check-timeout",
+    type=float,
+    help="Seconds SGLang's /health waits before a 503 once its scheduler is dead.",
+)
 @click.option("--list-profiles", is_flag=True, help="Print the shipped profiles and exit.")
 def sim(phases: tuple[str, ...], list_profiles: bool, profile: str | None, **flags: Any) -> None:
     """Serve a simulated SGLang, vLLM or llama.cpp: its startup log, probes, failures,

@@ -18,13 +18,15 @@ _NCCL_HINT = (
     "rerun with NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME, that every GPU is visible "
     "and that no stale process holds one"
 )
-_PORT_HINT = "another process holds the port: stop it (servegate ps / servegate stop) or pick another --port"
+_PORT_HINT = (
+    "another process holds the port: stop it (servegate ps / servegate stop) or pick another --port"
+)
 
 COMMON_FATAL: tuple[Signature, ...] = (
-    Signature(pattern=r"CUDA out of memory", kind="oom", title="CUDA out of memory", hint=_OOM_HINT),
     Signature(
-        pattern=r"OutOfMemoryError", kind="oom", title="GPU out of memory", hint=_OOM_HINT
+        pattern=r"CUDA out of memory", kind="oom", title="CUDA out of memory", hint=_OOM_HINT
     ),
+    Signature(pattern=r"OutOfMemoryError", kind="oom", title="GPU out of memory", hint=_OOM_HINT),
     Signature(pattern=r"NCCL error", kind="nccl", title="NCCL error", hint=_NCCL_HINT),
     Signature(
         pattern=r"ProcessGroupNCCL.*(?:Timeout|Watchdog caught)",

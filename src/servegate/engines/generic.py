@@ -1,6 +1,7 @@
 """Any other server: the shared fatal signatures and an optional probe, nothing else.
 
-READY comes from ``--ready`` lines and/or a 200 from ``/health`` (or ``--health-url``).
+READY comes from ``--ready`` lines and/or ``--health-url`` (any 2xx): a generic server
+has no known readiness route, and an open port proves nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ __all__ = ["PROFILE"]
 PROFILE = EngineProfile(
     name="generic",
     default_port=None,
-    probe_path="/health",
+    probe_path=None,
     ready_lines=(),
     fatal=COMMON_FATAL,
     phases=(UVICORN_PHASE,),

@@ -65,13 +65,17 @@ class ChildWatch:
                 continue
             self._seen.add(key)
             text = describe(proc)
-            if not any(p.search(text) for p in self._patterns):
+            match = next((m for p in self._patterns if (m := p.search(text))), None)
+            if match is None:
                 continue
             try:
                 pidfd = os.pidfd_open(proc.pid)
             except OSError:
                 continue
-            label = text.split(" ", 1)[0] or str(proc.pid)
+            # the word that matched, e.g. sglang::scheduler_TP0
+            start = text.rfind(" ", 0, match.start()) + 1
+            end = text.find(" ", match.end())
+            label = text[start : end if end >= 0 else len(text)]
             child = EssentialChild(pid=proc.pid, label=label, pidfd=pidfd)
             self.known[proc.pid] = child
             found.append(child)

@@ -51,8 +51,9 @@ class GateSources:
     log_path: str | None = None  # or follow this file
     started_wall: float | None = None  # when the server started (default: now)
     started_mono: float | None = None
-    # extra descriptors for the caller's own channels: fd -> callback on readable
-    extra: dict[int, Callable[[], None]] = field(default_factory=dict)
+    # extra descriptors for the caller's own channels: fd -> callback when readable,
+    # which returns False to stop watching that descriptor
+    extra: dict[int, Callable[[], bool]] = field(default_factory=dict)
 
 
 class Gate:
@@ -81,6 +82,7 @@ class Gate:
         )
         self._next_snapshot = 0.0
         self._ready_line_at: float | None = None
+        self.essential_pids: tuple[int, ...] = ()  # essential children alive at the verdict
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -162,7 +164,8 @@ class Gate:
             if self._verdict is not None:
                 return
             if callable(key.data):
-                key.data()
+                if not key.data():
+                    self._sel.unregister(key.fd)
             elif key.data == "exit":
                 self._on_exit()
             elif isinstance(key.data, tuple):
@@ -188,7 +191,8 @@ class Gate:
     def _rel(self, mono: float | None = None) -> float:
         return (mono if mono is not None else time.monotonic()) - self.started_mono
 
-    def _read_pipe(self, *, until_empty: bool = False) -> None:
+    def _read_pipe(self, *, until: float | None = None) -> None:
+        """Read once, or (``until`` given) until the pipe is empty or that time passes."""
         fd = self.sources.pipe_fd
         assert fd is not None
         while True:
@@ -208,7 +212,7 @@ class Gate:
                 self.sources.tee.flush()
             self._progress()
             self._hits(self.watcher.feed(data, self._rel()))
-            if self._verdict is not None or not until_empty:
+            if self._verdict is not None or until is None or time.monotonic() > until:
                 return
 
     def _read_file(self, *, to_end: bool = False) -> None:
@@ -245,8 +249,12 @@ class Gate:
             elif self._ready_line_at is None:
                 self._ready_line_at = time.monotonic()
                 if self._prober is None:
-                    self._decide("ready", "log", f"ready line seen: {hit.line.strip()[:200]}",
-                                 matched_line=hit.line)
+                    self._decide(
+                        "ready",
+                        "log",
+                        f"ready line seen: {hit.line.strip()[:200]}",
+                        matched_line=hit.line,
+                    )
                 else:
                     self._prober.nudge()
 
@@ -268,10 +276,7 @@ class Gate:
     def _on_exit(self) -> None:
         # the process is gone: read what it left in the pipe or file before deciding
         if self.sources.pipe_fd is not None:
-            end = time.monotonic() + _EXIT_DRAIN_S
-            while self.sources.pipe_fd is not None and time.monotonic() < end:
-                self._read_pipe(until_empty=True)
-                break
+            self._read_pipe(until=time.monotonic() + _EXIT_DRAIN_S)
         if self._follower is not None:
             self._read_file(to_end=True)
         if self._verdict is None:
@@ -350,13 +355,23 @@ class Gate:
         where = self.watcher.phases.describe()
         if now >= self.started_mono + self.options.timeout_s:
             reason = f"not ready within --timeout {self.options.timeout_s:.1f}s ({where})"
-            self._decide("timeout", "deadline", reason + self._probe_note(), kind="deadline",
-                         hint="raise --timeout if this server is only slow to start")
+            self._decide(
+                "timeout",
+                "deadline",
+                reason + self._probe_note(),
+                kind="deadline",
+                hint="raise --timeout if this server is only slow to start",
+            )
         elif self.options.stall_s is not None and now >= self.last_progress + self.options.stall_s:
             reason = f"no progress for {self.options.stall_s:.1f}s {where}"
-            self._decide("timeout", "stall", reason + self._probe_note(), kind="stall",
-                         hint="a hang, or a silent phase such as a cold JIT compile: raise "
-                         "--stall if this phase is known to be quiet")
+            self._decide(
+                "timeout",
+                "stall",
+                reason + self._probe_note(),
+                kind="stall",
+                hint="a hang, or a silent phase such as a cold JIT compile: raise "
+                "--stall if this phase is known to be quiet",
+            )
 
     def _probe_note(self) -> str:
         if self._ready_line_at is not None and self._prober is not None:
@@ -364,8 +379,14 @@ class Gate:
         return ""
 
     def _crash_signature(self, signature: Signature, line: str) -> None:
-        self._decide("crash", "signature", signature.title, kind=signature.kind,
-                     hint=signature.hint, matched_line=line)
+        self._decide(
+            "crash",
+            "signature",
+            signature.title,
+            kind=signature.kind,
+            hint=signature.hint,
+            matched_line=line,
+        )
 
     # -- the verdict ------------------------------------------------------------------
 
@@ -377,10 +398,12 @@ class Gate:
         *,
         kind: str | None = None,
         hint: str | None = None,
-        matched_line: str | None,
+        matched_line: str | None = None,
     ) -> None:
         if self._verdict is not None:
             return
+        if self._children is not None:
+            self.essential_pids = tuple(self._children.known)
         now_mono = time.monotonic()
         elapsed = now_mono - self.started_mono
         ready = status == "ready"
@@ -402,11 +425,6 @@ class Gate:
             phases=self.watcher.phases.spans(round(elapsed, 3) if ready else None),
             tail=() if ready else self.watcher.tail.last(),
         )
-
-    @property
-    def essential_pids(self) -> tuple[int, ...]:
-        """The essential children found so far."""
-        return tuple(self._children.known) if self._children is not None else ()
 
 
 def _signal_name(number: int) -> str:

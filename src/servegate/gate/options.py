@@ -101,7 +101,9 @@ class GateOptions:
         """Check every option and compile the rules; UsageError naming the flag if bad."""
         profile = get_profile(self.engine)
         if not self.timeout_s > 0:
-            raise UsageError(f"--timeout must be a positive number of seconds, not {self.timeout_s}.")
+            raise UsageError(
+                f"--timeout must be a positive number of seconds, not {self.timeout_s}."
+            )
         if self.stall_s is not None and not self.stall_s > 0:
             raise UsageError(f"--stall must be a positive number of seconds, not {self.stall_s}.")
         if self.tail < 0:
@@ -130,9 +132,7 @@ class GateOptions:
                 f"nothing can tell that a {profile.name} server is ready: pass --port N, "
                 "--health-url URL or --ready REGEX."
             )
-        generate_url = (
-            base_url + "/v1/completions" if base_url and profile.generate_check else None
-        )
+        generate_url = base_url + "/v1/completions" if base_url and profile.generate_check else None
         return Resolved(
             options=self,
             profile=profile,

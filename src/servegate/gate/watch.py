@@ -32,7 +32,9 @@ def compile_user_pattern(pattern: str, flag: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise UsageError(f"invalid {flag} regular expression {pattern!r} ({exc}): fix it.") from None
+        raise UsageError(
+            f"invalid {flag} regular expression {pattern!r} ({exc}): fix it."
+        ) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,10 +83,14 @@ class Rules:
             _Rule(pattern=re.compile(sig.pattern), action="fatal", signature=sig)
             for sig in profile.fatal
         )
-        rules.extend(_Rule(pattern=compile_user_pattern(t, "--ready"), action="ready") for t in ready)
+        rules.extend(
+            _Rule(pattern=compile_user_pattern(t, "--ready"), action="ready") for t in ready
+        )
         rules.extend(_Rule(pattern=re.compile(t), action="ready") for t in profile.ready_lines)
         for phase in profile.phases:
-            rules.extend(_Rule(pattern=re.compile(t), action="end", name=phase.name) for t in phase.end)
+            rules.extend(
+                _Rule(pattern=re.compile(t), action="end", name=phase.name) for t in phase.end
+            )
             rules.extend(
                 _Rule(pattern=re.compile(t), action="start", name=phase.name) for t in phase.start
             )
@@ -152,7 +158,13 @@ class PhaseTracker:
         for name, start, end in self._spans:
             assert isinstance(name, str) and isinstance(start, float)
             end_s = end if isinstance(end, float) else now
-            out.append(PhaseSpan(name=name, start_s=round(start, 3), end_s=end_s))
+            out.append(
+                PhaseSpan(
+                    name=name,
+                    start_s=round(start, 3),
+                    end_s=None if end_s is None else round(end_s, 3),
+                )
+            )
         return tuple(out)
 
 
@@ -207,9 +219,7 @@ class LogWatcher:
             self._scan_traceback(block, traceback_end)
         return hits
 
-    def _classify(
-        self, line: str, rules: Sequence[_Rule], now: float, hits: list[LineHit]
-    ) -> bool:
+    def _classify(self, line: str, rules: Sequence[_Rule], now: float, hits: list[LineHit]) -> bool:
         """Apply every rule to one line; True when it opens a traceback."""
         traceback = False
         for rule in rules:

@@ -193,7 +193,7 @@ def render_csv(report: Report) -> str:
                 values = values[np.isfinite(values)]
                 if values.size == 0:
                     continue
-                value = float(metric.stat(values[np.newaxis, :])[0])
+                value = metric.stat.of(values)
                 comp = report.get(variant, load, metric.key)
                 est = comp.estimate if comp else None
                 cells: list[Any] = [

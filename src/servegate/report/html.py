@@ -21,7 +21,20 @@ from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
 
 # One colour per variant, in order (the baseline first); phases have their own.
 VARIANT_COLOURS = ("#1f4e9c", "#e8710a", "#12939a", "#9c27b0", "#c2185b", "#7cb342", "#5d4037")
-PHASE_COLOURS = ("#90caf9", "#ffcc80", "#a5d6a7", "#ce93d8", "#f48fb1", "#fff59d", "#b0bec5")
+PHASE_COLOURS = (
+    "#90caf9",
+    "#ffcc80",
+    "#a5d6a7",
+    "#ce93d8",
+    "#f48fb1",
+    "#fff59d",
+    "#b0bec5",
+    "#80deea",
+    "#bcaaa4",
+    "#c5e1a5",
+    "#ffab91",
+    "#9fa8da",
+)
 _CALL_CLASS = {"better": "better", "worse": "worse"}
 
 _STYLE = """
@@ -32,7 +45,8 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8p
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border-bottom: 1px solid #ddd; padding: 5px 10px; text-align: right; vertical-align: top; }
 th:first-child, td:first-child, td.l, th.l { text-align: left; }
-td .d { display: block; font-size: 12px; color: #666; }
+td:first-child { white-space: nowrap; }
+td .d { display: block; font-size: 12px; color: #666; white-space: nowrap; }
 .better { color: #1b7f3b !important; } .worse { color: #b3261e !important; }
 .bad { color: #b3261e; font-weight: 600; } .hint { display: block; color: #666; font-size: 12px; }
 ul.lines { font-family: ui-monospace, monospace; font-size: 13px; padding-left: 18px; }
@@ -52,6 +66,12 @@ def _plotly() -> Any:
 
 def _colour(report: Report, name: str) -> str:
     return VARIANT_COLOURS[report.data.variants.index(name) % len(VARIANT_COLOURS)]
+
+
+def _translucent(colour: str, alpha: float = 0.35) -> str:
+    """``#rrggbb`` as ``rgba(...)``: box fills let their outline and median show."""
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red}, {green}, {blue}, {alpha})"
 
 
 def _throughput_figure(go: Any, report: Report) -> Any:
@@ -139,12 +159,11 @@ def _latency_figure(go: Any, report: Report, which: str) -> Any:
                 mean=stats["mean"],
                 name=name,
                 marker={"color": _colour(report, name)},
-                fillcolor=_colour(report, name),
-                line={"color": _colour(report, name)},
-                opacity=0.8,
+                fillcolor=_translucent(_colour(report, name)),
+                line={"color": _colour(report, name), "width": 2},
             )
         )
-    label = "Time to first token" if which == "ttft" else "Inter-token latency"
+    label = "Time to first token" if which == "ttft" else "Inter-token latency (chunk gaps)"
     fig.update_layout(
         title=f"{label} (ms): box p25-p75, line median, whiskers p1-p99",
         boxmode="group",

@@ -36,8 +36,9 @@ VOCAB = tuple(
 class ApiError(Exception):
     """A request the engine refuses: HTTP ``status`` with an OpenAI-style body."""
 
-    def __init__(self, status: int, message: str, *, kind: str = "BadRequestError",
-                 param: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, *, kind: str = "BadRequestError", param: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -73,13 +74,18 @@ def _prompt_tokens(body: dict[str, Any], chat: bool) -> int:
     if chat:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
-            raise ApiError(400, "Field 'messages' is required: a non-empty list of "
-                           '{"role": ..., "content": ...} objects.', param="messages")
+            raise ApiError(
+                400,
+                "Field 'messages' is required: a non-empty list of "
+                '{"role": ..., "content": ...} objects.',
+                param="messages",
+            )
         total = 0
         for message in messages:
             if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-                raise ApiError(400, "Each message needs a 'role' string and a 'content'.",
-                               param="messages")
+                raise ApiError(
+                    400, "Each message needs a 'role' string and a 'content'.", param="messages"
+                )
             content = message.get("content")
             if isinstance(content, str):
                 total += _count_words(content)
@@ -88,8 +94,11 @@ def _prompt_tokens(body: dict[str, Any], chat: bool) -> int:
                     if isinstance(part, dict) and isinstance(part.get("text"), str):
                         total += _count_words(part["text"])
             elif content is not None:
-                raise ApiError(400, "A message's 'content' must be a string or a list of parts.",
-                               param="messages")
+                raise ApiError(
+                    400,
+                    "A message's 'content' must be a string or a list of parts.",
+                    param="messages",
+                )
         return max(1, total)
     prompt = body.get("prompt")
     if isinstance(prompt, str):
@@ -101,10 +110,14 @@ def _prompt_tokens(body: dict[str, Any], chat: bool) -> int:
             return max(1, _count_words(prompt[0]))
         if len(prompt) == 1 and isinstance(prompt[0], list) and prompt[0]:
             return len(prompt[0])
-        raise ApiError(400, "Only one prompt per request is simulated; send a string or a "
-                       "list of token ids.", param="prompt")
-    raise ApiError(400, "Field 'prompt' is required: a string or a list of token ids.",
-                   param="prompt")
+        raise ApiError(
+            400,
+            "Only one prompt per request is simulated; send a string or a list of token ids.",
+            param="prompt",
+        )
+    raise ApiError(
+        400, "Field 'prompt' is required: a string or a list of token ids.", param="prompt"
+    )
 
 
 def _int_field(body: dict[str, Any], name: str) -> int | None:
@@ -116,8 +129,9 @@ def _int_field(body: dict[str, Any], name: str) -> int | None:
     return value
 
 
-def parse_request(raw: bytes, *, chat: bool, engine: str, model: str,
-                  max_model_len: int) -> Request:
+def parse_request(
+    raw: bytes, *, chat: bool, engine: str, model: str, max_model_len: int
+) -> Request:
     """Validate a completion request body; ``ApiError`` says what is wrong."""
     try:
         body = json.loads(raw)
@@ -129,8 +143,9 @@ def parse_request(raw: bytes, *, chat: bool, engine: str, model: str,
     if asked is not None and not isinstance(asked, str):
         raise ApiError(400, "'model' must be a string.", param="model")
     if engine == "vllm" and asked is not None and asked != model:
-        raise ApiError(404, f"The model `{asked}` does not exist.", kind="NotFoundError",
-                       param="model")
+        raise ApiError(
+            404, f"The model `{asked}` does not exist.", kind="NotFoundError", param="model"
+        )
     prompt_tokens = _prompt_tokens(body, chat)
     n = body.get("n", 1)
     if n != 1:
@@ -142,8 +157,11 @@ def parse_request(raw: bytes, *, chat: bool, engine: str, model: str,
     include_usage = False
     if options is not None:
         if not stream:
-            raise ApiError(400, "Stream options can only be defined when `stream=True`.",
-                           param="stream_options")
+            raise ApiError(
+                400,
+                "Stream options can only be defined when `stream=True`.",
+                param="stream_options",
+            )
         if not isinstance(options, dict):
             raise ApiError(400, "'stream_options' must be an object.", param="stream_options")
         include_usage = bool(options.get("include_usage", False))
@@ -154,19 +172,32 @@ def parse_request(raw: bytes, *, chat: bool, engine: str, model: str,
     if chat:
         max_tokens = _int_field(body, "max_completion_tokens") or max_tokens
     if prompt_tokens >= max_model_len:
-        raise ApiError(400, f"This model's maximum context length is {max_model_len} tokens. "
-                       f"However, your request has {prompt_tokens} input tokens. Please reduce "
-                       "the length of the input messages.", param="prompt")
+        raise ApiError(
+            400,
+            f"This model's maximum context length is {max_model_len} tokens. "
+            f"However, your request has {prompt_tokens} input tokens. Please reduce "
+            "the length of the input messages.",
+            param="prompt",
+        )
     if max_tokens is None:
         max_tokens = 16 if not chat else max_model_len - prompt_tokens
     if prompt_tokens + max_tokens > max_model_len:
-        raise ApiError(400, f"This model's maximum context length is {max_model_len} tokens. "
-                       f"However, you requested {prompt_tokens + max_tokens} tokens "
-                       f"({prompt_tokens} in the messages, {max_tokens} in the completion). "
-                       "Please reduce the length of the messages or completion.",
-                       param="max_tokens")
-    return Request(chat=chat, prompt_tokens=prompt_tokens, max_tokens=max_tokens,
-                   ignore_eos=ignore_eos, stream=stream, include_usage=include_usage)
+        raise ApiError(
+            400,
+            f"This model's maximum context length is {max_model_len} tokens. "
+            f"However, you requested {prompt_tokens + max_tokens} tokens "
+            f"({prompt_tokens} in the messages, {max_tokens} in the completion). "
+            "Please reduce the length of the messages or completion.",
+            param="max_tokens",
+        )
+    return Request(
+        chat=chat,
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+        ignore_eos=ignore_eos,
+        stream=stream,
+        include_usage=include_usage,
+    )
 
 
 def _dump(obj: Any) -> str:
@@ -176,8 +207,17 @@ def _dump(obj: Any) -> str:
 class Encoder:
     """The bytes of one response, in the shapes ``engine`` emits."""
 
-    __slots__ = ("chat", "created", "engine", "head", "last_tail", "mid_tail", "model", "rid",
-                 "role")
+    __slots__ = (
+        "chat",
+        "created",
+        "engine",
+        "head",
+        "last_tail",
+        "mid_tail",
+        "model",
+        "rid",
+        "role",
+    )
 
     def __init__(self, engine: str, model: str, chat: bool) -> None:
         self.engine = engine
@@ -204,25 +244,44 @@ class Encoder:
         obj = "chat.completion.chunk" if self.chat else "text_completion"
         if self.chat:
             if self.engine == "sglang":
-                delta: dict[str, Any] = {"role": "assistant" if role else None, "content": text,
-                                         "reasoning_content": None, "tool_calls": None}
+                delta: dict[str, Any] = {
+                    "role": "assistant" if role else None,
+                    "content": text,
+                    "reasoning_content": None,
+                    "tool_calls": None,
+                }
             elif role:
                 delta = {"role": "assistant", "content": text}
             else:
                 delta = {"content": text}
-            choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None,
-                                      "finish_reason": finish}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "delta": delta,
+                "logprobs": None,
+                "finish_reason": finish,
+            }
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
         if self.engine == "llamacpp":
-            return {"choices": [choice], "created": self.created, "id": self.rid,
-                    "model": self.model, "system_fingerprint": "b4589-eb7cf15a", "object": obj}
+            return {
+                "choices": [choice],
+                "created": self.created,
+                "id": self.rid,
+                "model": self.model,
+                "system_fingerprint": "b4589-eb7cf15a",
+                "object": obj,
+            }
         if self.engine == "sglang":
             choice["matched_stop"] = None
         else:
             choice["stop_reason"] = None
-        out: dict[str, Any] = {"id": self.rid, "object": obj, "created": self.created,
-                               "model": self.model, "choices": [choice]}
+        out: dict[str, Any] = {
+            "id": self.rid,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+        }
         if not self.chat or self.engine == "sglang":
             out["usage"] = None
         return out
@@ -230,16 +289,25 @@ class Encoder:
     def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> bytes:
         """The final chunk that carries ``usage`` (``stream_options.include_usage``)."""
         obj = "chat.completion.chunk" if self.chat else "text_completion"
-        body = {"id": self.rid, "object": obj, "created": self.created, "model": self.model,
-                "choices": [], "usage": _usage(prompt_tokens, completion_tokens)}
+        body = {
+            "id": self.rid,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": _usage(prompt_tokens, completion_tokens),
+        }
         return b"data: " + _dump(body).encode() + b"\n\n"
 
     def full(self, text: str, finish: str, prompt_tokens: int, completion_tokens: int) -> bytes:
         """The whole non-streamed response."""
         if self.chat:
-            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant",
-                                                              "content": text, "tool_calls": []},
-                                      "logprobs": None, "finish_reason": finish}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "tool_calls": []},
+                "logprobs": None,
+                "finish_reason": finish,
+            }
             obj = "chat.completion"
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
@@ -248,11 +316,20 @@ class Encoder:
             choice["matched_stop"] = None
         elif self.engine != "llamacpp":
             choice["stop_reason"] = None
-        body = {"id": self.rid, "object": obj, "created": self.created, "model": self.model,
-                "choices": [choice], "usage": _usage(prompt_tokens, completion_tokens)}
+        body = {
+            "id": self.rid,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+            "usage": _usage(prompt_tokens, completion_tokens),
+        }
         return _dump(body).encode()
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
-            "completion_tokens": completion_tokens}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens": completion_tokens,
+    }

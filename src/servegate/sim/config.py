@@ -195,7 +195,9 @@ DEFAULTS: dict[str, Any] = {
 def shipped_profiles() -> list[str]:
     """Names of the profiles that ship with servegate (``--profile NAME``)."""
     folder = resources.files("servegate.sim").joinpath(PROFILE_DIR)
-    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+    return sorted(
+        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
+    )
 
 
 def load_profile(name_or_path: str) -> dict[str, Any]:

@@ -72,51 +72,110 @@ def _frames(frames: list[tuple[str, int, str, str]]) -> list[str]:
 
 def _sglang_stack(phase: str | None) -> list[tuple[str, int, str, str]]:
     base = [
-        (f"{SITE}/sglang/srt/managers/scheduler.py", 2876, "run_scheduler_process",
-         "scheduler = Scheduler("),
-        (f"{SITE}/sglang/srt/managers/scheduler.py", 312, "__init__",
-         "self.tp_worker = TpWorkerClass("),
-        (f"{SITE}/sglang/srt/managers/tp_worker.py", 84, "__init__",
-         "self.model_runner = ModelRunner("),
-        (f"{SITE}/sglang/srt/model_executor/model_runner.py", 243, "__init__",
-         "self.initialize(min_per_gpu_memory)"),
+        (
+            f"{SITE}/sglang/srt/managers/scheduler.py",
+            2876,
+            "run_scheduler_process",
+            "scheduler = Scheduler(",
+        ),
+        (
+            f"{SITE}/sglang/srt/managers/scheduler.py",
+            312,
+            "__init__",
+            "self.tp_worker = TpWorkerClass(",
+        ),
+        (
+            f"{SITE}/sglang/srt/managers/tp_worker.py",
+            84,
+            "__init__",
+            "self.model_runner = ModelRunner(",
+        ),
+        (
+            f"{SITE}/sglang/srt/model_executor/model_runner.py",
+            243,
+            "__init__",
+            "self.initialize(min_per_gpu_memory)",
+        ),
     ]
     step = {
         "dist_init": ("init_torch_distributed", 520, "initialize_model_parallel("),
         "load_weights": ("load_model", 695, "self.model = get_model("),
         "kv_cache": ("init_memory_pool", 1320, "raise RuntimeError("),
-        "attention_backend": ("init_attention_backend", 1450, "self.attn_backend = "
-                              "self._get_attention_backend()"),
-        "jit_compile": ("init_attention_backend", 1450, "self.attn_backend = "
-                        "self._get_attention_backend()"),
-    }.get(phase or "", ("init_device_graphs", 1620, "self.cuda_graph_runner = CudaGraphRunner(self)"))
+        "attention_backend": (
+            "init_attention_backend",
+            1450,
+            "self.attn_backend = self._get_attention_backend()",
+        ),
+        "jit_compile": (
+            "init_attention_backend",
+            1450,
+            "self.attn_backend = self._get_attention_backend()",
+        ),
+    }.get(
+        phase or "", ("init_device_graphs", 1620, "self.cuda_graph_runner = CudaGraphRunner(self)")
+    )
     base.append((f"{SITE}/sglang/srt/model_executor/model_runner.py", step[1], step[0], step[2]))
     return base
 
 
 def _vllm_stack(phase: str | None) -> list[tuple[str, int, str, str]]:
     base = [
-        (f"{SITE}/vllm/v1/engine/core.py", 699, "run_engine_core",
-         "engine_core = EngineCoreProc(*args, **kwargs)"),
+        (
+            f"{SITE}/vllm/v1/engine/core.py",
+            699,
+            "run_engine_core",
+            "engine_core = EngineCoreProc(*args, **kwargs)",
+        ),
         (f"{SITE}/vllm/v1/engine/core.py", 498, "__init__", "super().__init__("),
-        (f"{SITE}/vllm/v1/engine/core.py", 92, "__init__",
-         "self._initialize_kv_caches(vllm_config)" if phase in ("kv_cache", "jit_compile",
-                                                                "capture_cuda_graphs")
-         else "self.model_executor = executor_class(vllm_config)"),
+        (
+            f"{SITE}/vllm/v1/engine/core.py",
+            92,
+            "__init__",
+            "self._initialize_kv_caches(vllm_config)"
+            if phase in ("kv_cache", "jit_compile", "capture_cuda_graphs")
+            else "self.model_executor = executor_class(vllm_config)",
+        ),
     ]
     inner = {
-        "dist_init": (f"{SITE}/vllm/distributed/parallel_state.py", 1137,
-                      "init_distributed_environment", "torch.distributed.init_process_group("),
-        "load_weights": (f"{SITE}/vllm/v1/worker/gpu_model_runner.py", 2859, "load_model",
-                         "self.model = model_loader.load_model("),
-        "torch_compile": (f"{SITE}/vllm/compilation/backends.py", 560, "__call__",
-                          "self.configure_post_pass()"),
-        "kv_cache": (f"{SITE}/vllm/v1/core/kv_cache_utils.py", 688, "check_enough_kv_cache_memory",
-                     "raise ValueError("),
-        "jit_compile": (f"{SITE}/flashinfer/jit/core.py", 143, "build_and_load",
-                        "self.build(verbose)"),
-    }.get(phase or "", (f"{SITE}/vllm/v1/worker/gpu_model_runner.py", 3790, "capture_model",
-                        "self._capture_cudagraphs("))
+        "dist_init": (
+            f"{SITE}/vllm/distributed/parallel_state.py",
+            1137,
+            "init_distributed_environment",
+            "torch.distributed.init_process_group(",
+        ),
+        "load_weights": (
+            f"{SITE}/vllm/v1/worker/gpu_model_runner.py",
+            2859,
+            "load_model",
+            "self.model = model_loader.load_model(",
+        ),
+        "torch_compile": (
+            f"{SITE}/vllm/compilation/backends.py",
+            560,
+            "__call__",
+            "self.configure_post_pass()",
+        ),
+        "kv_cache": (
+            f"{SITE}/vllm/v1/core/kv_cache_utils.py",
+            688,
+            "check_enough_kv_cache_memory",
+            "raise ValueError(",
+        ),
+        "jit_compile": (
+            f"{SITE}/flashinfer/jit/core.py",
+            143,
+            "build_and_load",
+            "self.build(verbose)",
+        ),
+    }.get(
+        phase or "",
+        (
+            f"{SITE}/vllm/v1/worker/gpu_model_runner.py",
+            3790,
+            "capture_model",
+            "self._capture_cudagraphs(",
+        ),
+    )
     return [*base, inner]
 
 
@@ -140,8 +199,9 @@ def plan_failure(config: SimConfig, log: LogFormat, kind: str, phase: str | None
 
 def _heartbeat(log: LogFormat, phase: str | None) -> str:
     if log.engine == "vllm":
-        return log.main("Waiting for 1 local, 0 remote core engine proc(s) to start.",
-                        src="utils.py:820")
+        return log.main(
+            "Waiting for 1 local, 0 remote core engine proc(s) to start.", src="utils.py:820"
+        )
     desc = {
         "load_weights": "Loading safetensors checkpoint shards",
         "capture_cuda_graphs": "Capturing batches (bs=8 avail_mem=10.77 GB)",
@@ -152,8 +212,10 @@ def _heartbeat(log: LogFormat, phase: str | None) -> str:
 def _root_cause(kind: str, phase: str | None) -> list[str]:
     if kind == "oom":
         if phase == "kv_cache":
-            return ["RuntimeError: Not enough memory. Please try to increase "
-                    "--mem-fraction-static. Current value: mem_fraction_static=0.88"]
+            return [
+                "RuntimeError: Not enough memory. Please try to increase "
+                "--mem-fraction-static. Current value: mem_fraction_static=0.88"
+            ]
         return [OOM]
     if kind == "nccl":
         return list(NCCL)
@@ -165,21 +227,41 @@ def _root_cause(kind: str, phase: str | None) -> list[str]:
 def _sglang(config: SimConfig, log: LogFormat, kind: str, phase: str | None) -> Failure:
     main = log.main
     if kind == "port-in-use":
-        return Failure(lines=(
-            log.uvicorn(f"[Errno 98] error while attempting to bind on address "
-                        f"('{config.host}', {config.port}): address already in use", "ERROR"),
-        ), end="exit", code=1)
+        return Failure(
+            lines=(
+                log.uvicorn(
+                    f"[Errno 98] error while attempting to bind on address "
+                    f"('{config.host}', {config.port}): address already in use",
+                    "ERROR",
+                ),
+            ),
+            end="exit",
+            code=1,
+        )
     if kind == "traceback-exit":
-        tb = _frames([
-            ("<frozen runpy>", 198, "_run_module_as_main", ""),
-            ("<frozen runpy>", 88, "_run_code", ""),
-            (f"{SITE}/sglang/launch_server.py", 14, "<module>", "launch_server(server_args)"),
-            (f"{SITE}/sglang/srt/entrypoints/http_server.py", 1187, "launch_server",
-             "tokenizer_manager, template_manager, scheduler_info = _launch_subprocesses("),
-            (f"{SITE}/sgl_kernel/__init__.py", 5, "<module>", "from sgl_kernel import common_ops"),
-        ])
-        tb.append(f"ImportError: {SITE}/sgl_kernel/common_ops.abi3.so: undefined symbol: "
-                  "_ZN3c104cuda9SetDeviceEab")
+        tb = _frames(
+            [
+                ("<frozen runpy>", 198, "_run_module_as_main", ""),
+                ("<frozen runpy>", 88, "_run_code", ""),
+                (f"{SITE}/sglang/launch_server.py", 14, "<module>", "launch_server(server_args)"),
+                (
+                    f"{SITE}/sglang/srt/entrypoints/http_server.py",
+                    1187,
+                    "launch_server",
+                    "tokenizer_manager, template_manager, scheduler_info = _launch_subprocesses(",
+                ),
+                (
+                    f"{SITE}/sgl_kernel/__init__.py",
+                    5,
+                    "<module>",
+                    "from sgl_kernel import common_ops",
+                ),
+            ]
+        )
+        tb.append(
+            f"ImportError: {SITE}/sgl_kernel/common_ops.abi3.so: undefined symbol: "
+            "_ZN3c104cuda9SetDeviceEab"
+        )
         return Failure(lines=tuple(tb), end="exit", code=1)
     if kind == "child-death":
         # SGLang builds before the subprocess watchdog: the scheduler is killed (OOM killer,
@@ -202,60 +284,97 @@ def _vllm(config: SimConfig, log: LogFormat, kind: str, phase: str | None) -> Fa
         ("/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())"),
         (f"{SITE}/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
         (f"{SITE}/vllm/entrypoints/cli/serve.py", 59, "cmd", "uvloop.run(run_server(args))"),
-        (f"{SITE}/vllm/entrypoints/openai/api_server.py", 1884, "run_server",
-         "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)"),
-        (f"{SITE}/vllm/entrypoints/openai/api_server.py", 1902, "run_server_worker",
-         "async with build_async_engine_client("),
-        (f"{SITE}/vllm/v1/engine/utils.py", 919, "wait_for_engine_startup",
-         "raise RuntimeError("),
+        (
+            f"{SITE}/vllm/entrypoints/openai/api_server.py",
+            1884,
+            "run_server",
+            "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)",
+        ),
+        (
+            f"{SITE}/vllm/entrypoints/openai/api_server.py",
+            1902,
+            "run_server_worker",
+            "async with build_async_engine_client(",
+        ),
+        (f"{SITE}/vllm/v1/engine/utils.py", 919, "wait_for_engine_startup", "raise RuntimeError("),
     ]
 
     def api(lines: list[str]) -> list[str]:
         return [f"(APIServer pid={log.pid}) {line}" for line in lines]
 
     if kind == "port-in-use":
-        tb = _frames(api_tb[:4] + [
-            (f"{SITE}/vllm/entrypoints/openai/api_server.py", 1843, "setup_server",
-             "sock = create_server_socket(sock_addr)"),
-            (f"{SITE}/vllm/entrypoints/openai/api_server.py", 1815, "create_server_socket",
-             "sock.bind(addr)"),
-        ]) + ["OSError: [Errno 98] Address already in use"]
+        tb = _frames(
+            api_tb[:4]
+            + [
+                (
+                    f"{SITE}/vllm/entrypoints/openai/api_server.py",
+                    1843,
+                    "setup_server",
+                    "sock = create_server_socket(sock_addr)",
+                ),
+                (
+                    f"{SITE}/vllm/entrypoints/openai/api_server.py",
+                    1815,
+                    "create_server_socket",
+                    "sock.bind(addr)",
+                ),
+            ]
+        ) + ["OSError: [Errno 98] Address already in use"]
         return Failure(lines=tuple(api(tb)), end="exit", code=1)
     if kind == "traceback-exit":
-        tb = _frames(api_tb[:3] + [
-            (f"{SITE}/vllm/entrypoints/openai/api_server.py", 41, "<module>",
-             "from vllm.engine.arg_utils import AsyncEngineArgs"),
-            (f"{SITE}/vllm/_custom_ops.py", 14, "<module>", "import vllm._C"),
-        ]) + [f"ImportError: {SITE}/vllm/_C.abi3.so: undefined symbol: "
-              "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"]
+        tb = _frames(
+            api_tb[:3]
+            + [
+                (
+                    f"{SITE}/vllm/entrypoints/openai/api_server.py",
+                    41,
+                    "<module>",
+                    "from vllm.engine.arg_utils import AsyncEngineArgs",
+                ),
+                (f"{SITE}/vllm/_custom_ops.py", 14, "<module>", "import vllm._C"),
+            ]
+        ) + [
+            f"ImportError: {SITE}/vllm/_C.abi3.so: undefined symbol: "
+            "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
+        ]
         return Failure(lines=tuple(api(tb)), end="exit", code=1)
 
     def core(msg: str) -> str:
         return log.core(msg, level="ERROR", src="core.py:708")
 
-    failed = api(_frames(api_tb) + [
-        "RuntimeError: Engine core initialization failed. See root cause above. "
-        "Failed core proc(s): {}"
-    ])
+    failed = api(
+        _frames(api_tb)
+        + [
+            "RuntimeError: Engine core initialization failed. See root cause above. "
+            "Failed core proc(s): {}"
+        ]
+    )
     if kind == "child-death":
         after = [
-            log.core("Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
-                     level="ERROR", src="multiproc_executor.py:154"),
+            log.core(
+                "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
+                level="ERROR",
+                src="multiproc_executor.py:154",
+            ),
             core("EngineCore failed to start."),
             *failed,
         ]
         return Failure(lines=(), end="child-death", child="Worker_TP0", after_child=tuple(after))
     root = _root_cause(kind, phase)
     if kind == "oom" and phase == "kv_cache":
-        root = ["ValueError: No available memory for the cache blocks. Try increasing "
-                "`gpu_memory_utilization` when initializing the engine."]
+        root = [
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine."
+        ]
     lines = []
     if kind == "cuda-arch":
         lines.append(ARCH_WARNING)
     lines.append(core("EngineCore failed to start."))
     lines += [core(line) for line in _frames(_vllm_stack(phase)) + root]
-    lines.append(f"(EngineCore_DP0 pid={log.children.get('EngineCore_DP0', log.pid)}) "
-                 "Process EngineCore_DP0:")
+    lines.append(
+        f"(EngineCore_DP0 pid={log.children.get('EngineCore_DP0', log.pid)}) "
+        "Process EngineCore_DP0:"
+    )
     lines += failed
     return Failure(lines=tuple(lines), end="exit", code=1)
 
@@ -263,16 +382,24 @@ def _vllm(config: SimConfig, log: LogFormat, kind: str, phase: str | None) -> Fa
 def _llamacpp(config: SimConfig, kind: str, phase: str | None) -> Failure:
     gguf = "/models/" + config.model.rsplit("/", 1)[-1] + "-Q4_K_M.gguf"
     if kind == "port-in-use":
-        return Failure(lines=(
-            f"srv    start: couldn't bind HTTP server socket, hostname: {config.host}, "
-            f"port: {config.port}",
-            "main: exiting due to HTTP server error",
-        ), end="exit", code=1)
+        return Failure(
+            lines=(
+                f"srv    start: couldn't bind HTTP server socket, hostname: {config.host}, "
+                f"port: {config.port}",
+                "main: exiting due to HTTP server error",
+            ),
+            end="exit",
+            code=1,
+        )
     if kind == "traceback-exit":
-        return Failure(lines=(
-            "terminate called after throwing an instance of 'std::runtime_error'",
-            "  what():  unknown model architecture: 'qwen3next'",
-        ), end="signal", code=int(signal.SIGABRT))
+        return Failure(
+            lines=(
+                "terminate called after throwing an instance of 'std::runtime_error'",
+                "  what():  unknown model architecture: 'qwen3next'",
+            ),
+            end="signal",
+            code=int(signal.SIGABRT),
+        )
     if kind == "oom":
         if phase == "kv_cache":
             cause = [
@@ -291,40 +418,59 @@ def _llamacpp(config: SimConfig, kind: str, phase: str | None) -> Failure:
                 "llama_model_load_from_file_impl: failed to load model",
                 f"common_init_from_params: failed to load model '{gguf}'",
             ]
-        return Failure(lines=(
-            *cause,
-            f"srv    load_model: failed to load model, '{gguf}'",
-            "main: exiting due to model loading error",
-        ), end="exit", code=1)
+        return Failure(
+            lines=(
+                *cause,
+                f"srv    load_model: failed to load model, '{gguf}'",
+                "main: exiting due to model loading error",
+            ),
+            end="exit",
+            code=1,
+        )
     error = "no kernel image is available for execution on the device"
     if kind == "crash-after-ready":
         error = "an illegal memory access was encountered"
-    return Failure(lines=(
-        f"CUDA error: {error}",
-        "  current device: 0, in function ggml_cuda_compute_forward at "
-        "ggml/src/ggml-cuda/ggml-cuda.cu:2335",
-        "  err",
-        "ggml/src/ggml-cuda/ggml-cuda.cu:73: CUDA error",
-    ), end="signal", code=int(signal.SIGABRT))
+    return Failure(
+        lines=(
+            f"CUDA error: {error}",
+            "  current device: 0, in function ggml_cuda_compute_forward at "
+            "ggml/src/ggml-cuda/ggml-cuda.cu:2335",
+            "  err",
+            "ggml/src/ggml-cuda/ggml-cuda.cu:73: CUDA error",
+        ),
+        end="signal",
+        code=int(signal.SIGABRT),
+    )
 
 
 def _generic(config: SimConfig, log: LogFormat, kind: str, phase: str | None) -> Failure:
     if kind == "port-in-use":
-        return Failure(lines=(
-            log.uvicorn(f"[Errno 98] error while attempting to bind on address "
-                        f"('{config.host}', {config.port}): address already in use", "ERROR"),
-        ), end="exit", code=1)
+        return Failure(
+            lines=(
+                log.uvicorn(
+                    f"[Errno 98] error while attempting to bind on address "
+                    f"('{config.host}', {config.port}): address already in use",
+                    "ERROR",
+                ),
+            ),
+            end="exit",
+            code=1,
+        )
     frames = [
         ("/app/serve.py", 88, "<module>", "main()"),
         ("/app/serve.py", 61, "main", "model = load_model(args.model)"),
     ]
     if kind == "traceback-exit":
-        return Failure(lines=(*_frames(frames),
-                              "KeyError: 'model.layers.0.self_attn.qkv_proj.weight'"),
-                       end="exit", code=1)
+        return Failure(
+            lines=(*_frames(frames), "KeyError: 'model.layers.0.self_attn.qkv_proj.weight'"),
+            end="exit",
+            code=1,
+        )
     root = _root_cause(kind, phase)
     if kind == "cuda-arch":
-        root = ["RuntimeError: CUDA error: no kernel image is available for execution on the device"]
+        root = [
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+        ]
     return Failure(lines=(*_frames(frames), *root), end="exit", code=1)
 
 
@@ -333,20 +479,40 @@ def after_ready_failure(config: SimConfig, log: LogFormat) -> Failure:
     if config.engine == "sglang":
         return _sglang(config, log, "crash-after-ready", "serving")
     if config.engine == "vllm":
-        tb = _frames([
-            (f"{SITE}/vllm/v1/engine/core.py", 712, "run_engine_core", "engine_core.run_busy_loop()"),
-            (f"{SITE}/vllm/v1/engine/core.py", 739, "run_busy_loop", "self._process_engine_step()"),
-            (f"{SITE}/vllm/v1/engine/core.py", 764, "_process_engine_step",
-             "outputs, model_executed = self.step_fn()"),
-        ]) + [ILLEGAL]
-        lines = [log.core("EngineCore encountered a fatal error.", level="ERROR", src="core.py:710")]
+        tb = _frames(
+            [
+                (
+                    f"{SITE}/vllm/v1/engine/core.py",
+                    712,
+                    "run_engine_core",
+                    "engine_core.run_busy_loop()",
+                ),
+                (
+                    f"{SITE}/vllm/v1/engine/core.py",
+                    739,
+                    "run_busy_loop",
+                    "self._process_engine_step()",
+                ),
+                (
+                    f"{SITE}/vllm/v1/engine/core.py",
+                    764,
+                    "_process_engine_step",
+                    "outputs, model_executed = self.step_fn()",
+                ),
+            ]
+        ) + [ILLEGAL]
+        lines = [
+            log.core("EngineCore encountered a fatal error.", level="ERROR", src="core.py:710")
+        ]
         lines += [log.core(line, level="ERROR", src="core.py:710") for line in tb]
-        lines.append(log.main("AsyncLLM output_handler failed.", level="ERROR",
-                              src="async_llm.py:480"))
-        lines.append(f"(APIServer pid={log.pid}) vllm.v1.engine.exceptions.EngineDeadError: "
-                     "EngineCore encountered an issue. See stack trace (above) for the root cause.")
-        lines += [log.uvicorn("Shutting down"), log.uvicorn("Finished server process "
-                                                             f"[{log.pid}]")]
+        lines.append(
+            log.main("AsyncLLM output_handler failed.", level="ERROR", src="async_llm.py:480")
+        )
+        lines.append(
+            f"(APIServer pid={log.pid}) vllm.v1.engine.exceptions.EngineDeadError: "
+            "EngineCore encountered an issue. See stack trace (above) for the root cause."
+        )
+        lines += [log.uvicorn("Shutting down"), log.uvicorn(f"Finished server process [{log.pid}]")]
         return Failure(lines=tuple(lines), end="exit", code=1)
     if config.engine == "llamacpp":
         return _llamacpp(config, "crash-after-ready", "serving")

@@ -150,11 +150,14 @@ class Connection(asyncio.Protocol):
         body = bytes(self.buffer[end + 4 : end + 4 + length])
         del self.buffer[: end + 4 + length]
         connection = headers.get("connection", "").lower()
-        self.keep_alive = connection != "close" and (version == "HTTP/1.1" or connection == "keep-alive")
+        self.keep_alive = connection != "close" and (
+            version == "HTTP/1.1" or connection == "keep-alive"
+        )
         self.busy = True
         path = target.split("?", 1)[0]
-        self.handler(self, HttpRequest(method=method, path=path, headers=headers, body=body,
-                                       peer=self.peer))
+        self.handler(
+            self, HttpRequest(method=method, path=path, headers=headers, body=body, peer=self.peer)
+        )
 
     def _fail(self, status: int, message: str) -> None:
         from servegate.sim.api import error_body
@@ -166,9 +169,13 @@ class Connection(asyncio.Protocol):
     # --- responses ----------------------------------------------------------------------
 
     def _head(self, status: int, content_type: bytes, extra: bytes) -> bytes:
-        return (
-            b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: %s\r\ncontent-type: %s\r\n%s"
-            % (status, reason(status).encode(), _date(), self.server_name, content_type, extra)
+        return b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: %s\r\ncontent-type: %s\r\n%s" % (
+            status,
+            reason(status).encode(),
+            _date(),
+            self.server_name,
+            content_type,
+            extra,
         )
 
     def respond(self, status: int, body: bytes, content_type: bytes = b"application/json") -> None:

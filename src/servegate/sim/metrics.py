@@ -110,9 +110,7 @@ class _Writer:
         self.family(name + "_total", "counter", help_text)
         self.out.append(f"{name}_total{_labels(self.labels)} {float(value)}")
 
-    def labelled_counter(
-        self, name: str, key: str, values: dict[str, int], help_text: str
-    ) -> None:
+    def labelled_counter(self, name: str, key: str, values: dict[str, int], help_text: str) -> None:
         self.family(name + "_total", "counter", help_text)
         for label, value in values.items():
             pairs = {**self.labels, key: label}
@@ -146,28 +144,56 @@ def render(engine: str, model: str, m: Metrics, *, spec: bool, kv_tokens: int) -
 
 def _vllm(model: str, m: Metrics, *, spec: bool, kv_tokens: int) -> str:
     w = _Writer({"engine": "0", "model_name": model})
-    w.gauge("vllm:num_requests_running", m.running(), "Number of requests in model execution batches.")
+    w.gauge(
+        "vllm:num_requests_running", m.running(), "Number of requests in model execution batches."
+    )
     w.gauge("vllm:num_requests_waiting", m.waiting(), "Number of requests waiting to be processed.")
-    w.gauge("vllm:kv_cache_usage_perc", min(1.0, m.running() * 1024 / kv_tokens),
-            "KV-cache usage. 1 means 100 percent usage.")
+    w.gauge(
+        "vllm:kv_cache_usage_perc",
+        min(1.0, m.running() * 1024 / kv_tokens),
+        "KV-cache usage. 1 means 100 percent usage.",
+    )
     w.counter("vllm:num_preemptions", 0, "Cumulative number of preemption from the engine.")
     w.counter("vllm:prompt_tokens", m.prompt_tokens, "Number of prefill tokens processed.")
-    w.counter("vllm:generation_tokens", m.generation_tokens, "Number of generation tokens processed.")
-    w.labelled_counter("vllm:request_success", "finished_reason",
-                       {"length": m.finished["length"], "stop": m.finished["stop"],
-                        "abort": m.finished["abort"]},
-                       "Count of successfully processed requests.")
-    w.histogram("vllm:time_to_first_token_seconds", m.ttft, "Histogram of time to first token in seconds.")
-    w.histogram("vllm:inter_token_latency_seconds", m.itl, "Histogram of inter-token latency in seconds.")
-    w.histogram("vllm:time_per_output_token_seconds", m.tpot, "Histogram of time per output token in seconds.")
-    w.histogram("vllm:e2e_request_latency_seconds", m.e2e, "Histogram of e2e request latency in seconds.")
-    w.histogram("vllm:request_queue_time_seconds", m.queue, "Histogram of time spent in WAITING phase for request.")
+    w.counter(
+        "vllm:generation_tokens", m.generation_tokens, "Number of generation tokens processed."
+    )
+    w.labelled_counter(
+        "vllm:request_success",
+        "finished_reason",
+        {"length": m.finished["length"], "stop": m.finished["stop"], "abort": m.finished["abort"]},
+        "Count of successfully processed requests.",
+    )
+    w.histogram(
+        "vllm:time_to_first_token_seconds", m.ttft, "Histogram of time to first token in seconds."
+    )
+    w.histogram(
+        "vllm:inter_token_latency_seconds", m.itl, "Histogram of inter-token latency in seconds."
+    )
+    w.histogram(
+        "vllm:time_per_output_token_seconds",
+        m.tpot,
+        "Histogram of time per output token in seconds.",
+    )
+    w.histogram(
+        "vllm:e2e_request_latency_seconds", m.e2e, "Histogram of e2e request latency in seconds."
+    )
+    w.histogram(
+        "vllm:request_queue_time_seconds",
+        m.queue,
+        "Histogram of time spent in WAITING phase for request.",
+    )
     if spec:
         w.counter("vllm:spec_decode_num_drafts", m.spec_drafts, "Number of spec decoding drafts.")
-        w.counter("vllm:spec_decode_num_draft_tokens", m.spec_draft_tokens, "Number of draft tokens.")
-        w.counter("vllm:spec_decode_num_accepted_tokens", m.spec_accepted, "Number of accepted tokens.")
+        w.counter(
+            "vllm:spec_decode_num_draft_tokens", m.spec_draft_tokens, "Number of draft tokens."
+        )
+        w.counter(
+            "vllm:spec_decode_num_accepted_tokens", m.spec_accepted, "Number of accepted tokens."
+        )
         w.labelled_counter(
-            "vllm:spec_decode_num_accepted_tokens_per_pos", "position",
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "position",
             {str(i): n for i, n in enumerate(m.spec_accepted_per_pos)},
             "Accepted tokens per draft position.",
         )
@@ -179,21 +205,41 @@ def _sglang(model: str, m: Metrics, *, spec: bool) -> str:
     w.gauge("sglang:num_running_reqs", m.running(), "The number of running requests.")
     w.gauge("sglang:num_queue_reqs", m.waiting(), "The number of requests in the waiting queue.")
     w.gauge("sglang:token_usage", min(1.0, m.running() * 1024 / 417_792), "The token usage.")
-    w.gauge("sglang:max_total_num_tokens", 417_792, "Maximum total number of tokens in the KV cache pool.")
+    w.gauge(
+        "sglang:max_total_num_tokens",
+        417_792,
+        "Maximum total number of tokens in the KV cache pool.",
+    )
     w.gauge("sglang:cache_hit_rate", 0.0, "The prefix cache hit rate.")
     gen = m.generation_tokens / m.decode_seconds if m.decode_seconds else 0.0
     w.gauge("sglang:gen_throughput", gen, "The generation throughput (token/s).")
     if spec:
-        w.gauge("sglang:spec_accept_length", m.accept_length, "The average acceptance length of speculative decoding.")
+        w.gauge(
+            "sglang:spec_accept_length",
+            m.accept_length,
+            "The average acceptance length of speculative decoding.",
+        )
         rate = m.spec_accepted / m.spec_draft_tokens if m.spec_draft_tokens else 0.0
-        w.gauge("sglang:spec_accept_rate", rate, "The average acceptance rate of speculative decoding.")
+        w.gauge(
+            "sglang:spec_accept_rate", rate, "The average acceptance rate of speculative decoding."
+        )
     w.counter("sglang:prompt_tokens", m.prompt_tokens, "Number of prefill tokens processed.")
-    w.counter("sglang:generation_tokens", m.generation_tokens, "Number of generation tokens processed.")
+    w.counter(
+        "sglang:generation_tokens", m.generation_tokens, "Number of generation tokens processed."
+    )
     w.counter("sglang:num_requests", m.requests, "Number of requests processed.")
     w.counter("sglang:num_aborted_requests", m.aborted, "Number of requests aborted.")
-    w.histogram("sglang:time_to_first_token_seconds", m.ttft, "Histogram of time to first token in seconds.")
-    w.histogram("sglang:inter_token_latency_seconds", m.itl, "Histogram of inter-token latency in seconds.")
-    w.histogram("sglang:e2e_request_latency_seconds", m.e2e, "Histogram of End-to-end request latency in seconds")
+    w.histogram(
+        "sglang:time_to_first_token_seconds", m.ttft, "Histogram of time to first token in seconds."
+    )
+    w.histogram(
+        "sglang:inter_token_latency_seconds", m.itl, "Histogram of inter-token latency in seconds."
+    )
+    w.histogram(
+        "sglang:e2e_request_latency_seconds",
+        m.e2e,
+        "Histogram of End-to-end request latency in seconds",
+    )
     w.histogram("sglang:queue_time_seconds", m.queue, "Histogram of queueing time in seconds.")
     return "\n".join(w.out) + "\n"
 
@@ -202,11 +248,17 @@ def _llamacpp(m: Metrics, *, spec: bool, kv_tokens: int) -> str:
     w = _Writer({})
     w.counter("llamacpp:prompt_tokens", m.prompt_tokens, "Number of prompt tokens processed.")
     w.counter("llamacpp:prompt_seconds", m.prompt_seconds, "Prompt process time")
-    w.counter("llamacpp:tokens_predicted", m.generation_tokens, "Number of generation tokens processed.")
+    w.counter(
+        "llamacpp:tokens_predicted", m.generation_tokens, "Number of generation tokens processed."
+    )
     w.counter("llamacpp:tokens_predicted_seconds", m.decode_seconds, "Predict process time")
     w.counter("llamacpp:n_decode", m.decode_steps, "Total number of llama_decode() calls")
     busy = m.busy_slots / m.decode_steps if m.decode_steps else 0.0
-    w.gauge("llamacpp:n_busy_slots_per_decode", busy, "Average number of busy slots per llama_decode() call")
+    w.gauge(
+        "llamacpp:n_busy_slots_per_decode",
+        busy,
+        "Average number of busy slots per llama_decode() call",
+    )
     pps = m.prompt_tokens / m.prompt_seconds if m.prompt_seconds else 0.0
     w.gauge("llamacpp:prompt_tokens_seconds", pps, "Average prompt throughput in tokens/s.")
     tps = m.generation_tokens / m.decode_seconds if m.decode_seconds else 0.0
@@ -215,7 +267,15 @@ def _llamacpp(m: Metrics, *, spec: bool, kv_tokens: int) -> str:
     w.gauge("llamacpp:requests_deferred", m.waiting(), "Number of requests deferred.")
     w.gauge("llamacpp:n_tokens_max", kv_tokens, "Largest observed n_tokens.")
     if spec:
-        w.counter("llamacpp:spec_decode_num_drafts", m.spec_drafts, "Number of spec decoding drafts.")
-        w.counter("llamacpp:spec_decode_num_draft_tokens", m.spec_draft_tokens, "Number of draft tokens.")
-        w.counter("llamacpp:spec_decode_num_accepted_tokens", m.spec_accepted, "Number of accepted tokens.")
+        w.counter(
+            "llamacpp:spec_decode_num_drafts", m.spec_drafts, "Number of spec decoding drafts."
+        )
+        w.counter(
+            "llamacpp:spec_decode_num_draft_tokens", m.spec_draft_tokens, "Number of draft tokens."
+        )
+        w.counter(
+            "llamacpp:spec_decode_num_accepted_tokens",
+            m.spec_accepted,
+            "Number of accepted tokens.",
+        )
     return "\n".join(w.out) + "\n"

@@ -53,8 +53,9 @@ class Runner:
     def __init__(self, config: SimConfig) -> None:
         self.config = config
         self.children = Children(config.engine, roles_for(config.engine, config.tp))
-        self.log_format = LogFormat(engine=config.engine, pid=os.getpid(),
-                                    children=self.children.pids())
+        self.log_format = LogFormat(
+            engine=config.engine, pid=os.getpid(), children=self.children.pids()
+        )
         self.sock: socket.socket | None = None
         self.server: asyncio.Server | None = None
         self.exit_code: int | None = None
@@ -114,9 +115,7 @@ class Runner:
         assert self.sock is not None and self.app is not None
         loop = asyncio.get_running_loop()
         # create_server(start_serving=True) calls listen() on the bound socket now
-        task = loop.create_task(
-            loop.create_server(self.app.protocol, sock=self.sock, backlog=4096)
-        )
+        task = loop.create_task(loop.create_server(self.app.protocol, sock=self.sock, backlog=4096))
         task.add_done_callback(self._served)
         self.listening = True
 
@@ -151,11 +150,14 @@ class Runner:
         config = self.config
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        script = build_script(config, ScriptContext(pid=os.getpid(),
-                                                    children=self.children.pids()))
-        fail_wall = t0 + config.fail_at_s if config.fail_at_s is not None and \
-            config.fail_phase is None and config.fail not in ("crash-after-ready",
-                                                              "engine-dead") else None
+        script = build_script(config, ScriptContext(pid=os.getpid(), children=self.children.pids()))
+        fail_wall = (
+            t0 + config.fail_at_s
+            if config.fail_at_s is not None
+            and config.fail_phase is None
+            and config.fail not in ("crash-after-ready", "engine-dead")
+            else None
+        )
         cursor = t0
         try:
             for phase, seconds in config.phases:
@@ -237,8 +239,10 @@ class Runner:
         """Keep printing the same progress, never advancing."""
         loop = asyncio.get_running_loop()
         start = loop.time()
-        period = min(10.0, max(0.2, 10.0 * (self.config.startup_s / 60.0 if
-                                            self.config.startup_s < 60 else 1.0)))
+        period = min(
+            10.0,
+            max(0.2, 10.0 * (self.config.startup_s / 60.0 if self.config.startup_s < 60 else 1.0)),
+        )
         while True:
             elapsed = int(loop.time() - start) + 5
             text = heartbeat.replace("{elapsed}", f"{elapsed // 60:02d}:{elapsed % 60:02d}")
@@ -261,14 +265,20 @@ class Runner:
 
     def _engine_dead(self) -> None:
         log = self.log_format
-        self.line(log.main("AsyncLLM output_handler failed.", level="ERROR", src="async_llm.py:480"))
-        self.line(f"(APIServer pid={log.pid}) vllm.v1.engine.exceptions.EngineDeadError: "
-                  "EngineCore encountered an issue. See stack trace (above) for the root cause.")
+        self.line(
+            log.main("AsyncLLM output_handler failed.", level="ERROR", src="async_llm.py:480")
+        )
+        self.line(
+            f"(APIServer pid={log.pid}) vllm.v1.engine.exceptions.EngineDeadError: "
+            "EngineCore encountered an issue. See stack trace (above) for the root cause."
+        )
         asyncio.get_running_loop().call_later(WATCHDOG_S, self._watchdog_exit)
 
     def _watchdog_exit(self) -> None:
         log = self.log_format
-        self.line(log.main("Engine is gracefully shutting down.", level="ERROR", src="launcher.py:99"))
+        self.line(
+            log.main("Engine is gracefully shutting down.", level="ERROR", src="launcher.py:99")
+        )
         self._uvicorn_shutdown()
         self.exit_code = 1
         assert self.done is not None
@@ -296,28 +306,41 @@ class Runner:
         assert self.app is not None
         m, log, every = self.app.metrics, self.log_format, STATS_EVERY_S
         if self.config.engine == "vllm":
-            self.line(log.main(
-                f"Engine 000: Avg prompt throughput: {prompt / every:.1f} tokens/s, Avg "
-                f"generation throughput: {gen / every:.1f} tokens/s, Running: {m.running()} "
-                f"reqs, Waiting: {m.waiting()} reqs, GPU KV cache usage: "
-                f"{100 * min(1.0, m.running() * 1024 / 426_560):.1f}%, Prefix cache hit rate: "
-                "0.0%", src="loggers.py:127"))
+            self.line(
+                log.main(
+                    f"Engine 000: Avg prompt throughput: {prompt / every:.1f} tokens/s, Avg "
+                    f"generation throughput: {gen / every:.1f} tokens/s, Running: {m.running()} "
+                    f"reqs, Waiting: {m.waiting()} reqs, GPU KV cache usage: "
+                    f"{100 * min(1.0, m.running() * 1024 / 426_560):.1f}%, Prefix cache hit rate: "
+                    "0.0%",
+                    src="loggers.py:127",
+                )
+            )
             if drafts:
-                self.line(log.main(
-                    f"SpecDecoding metrics: Mean acceptance length: {1 + acc / drafts:.2f}, "
-                    f"Accepted throughput: {acc / every:.2f} tokens/s, Drafted throughput: "
-                    f"{drafts * self.config.spec_draft_tokens / every:.2f} tokens/s, Accepted: "
-                    f"{acc} tokens, Drafted: {drafts * self.config.spec_draft_tokens} tokens, "
-                    f"Avg Draft acceptance rate: "
-                    f"{100 * acc / (drafts * self.config.spec_draft_tokens):.1f}%",
-                    src="metrics.py:96"))
+                self.line(
+                    log.main(
+                        f"SpecDecoding metrics: Mean acceptance length: {1 + acc / drafts:.2f}, "
+                        f"Accepted throughput: {acc / every:.2f} tokens/s, Drafted throughput: "
+                        f"{drafts * self.config.spec_draft_tokens / every:.2f} tokens/s, Accepted: "
+                        f"{acc} tokens, Drafted: {drafts * self.config.spec_draft_tokens} tokens, "
+                        f"Avg Draft acceptance rate: "
+                        f"{100 * acc / (drafts * self.config.spec_draft_tokens):.1f}%",
+                        src="metrics.py:96",
+                    )
+                )
         elif self.config.engine == "sglang":
             accept = f"accept len: {1 + acc / drafts:.2f}, " if drafts else ""
-            self.line(log.rank(0, (
-                f"Decode batch, #running-req: {m.running()}, #token: {m.running() * 1024}, "
-                f"token usage: {min(1.0, m.running() * 1024 / 417_792):.2f}, {accept}"
-                f"cuda graph: True, gen throughput (token/s): {gen / every:.2f}, "
-                f"#queue-req: {m.waiting()}")))
+            self.line(
+                log.rank(
+                    0,
+                    (
+                        f"Decode batch, #running-req: {m.running()}, #token: {m.running() * 1024}, "
+                        f"token usage: {min(1.0, m.running() * 1024 / 417_792):.2f}, {accept}"
+                        f"cuda graph: True, gen throughput (token/s): {gen / every:.2f}, "
+                        f"#queue-req: {m.waiting()}"
+                    ),
+                )
+            )
 
     # --- the end ------------------------------------------------------------------------
 

@@ -52,7 +52,9 @@ class App:
         self.metrics.running = lambda: self.scheduler.running
         self.metrics.waiting = self.scheduler.waiting_count
         self.connections: set[Connection] = set()
-        self.server_name = b"uvicorn" if config.engine in ("sglang", "vllm", "generic") else b"llama.cpp"
+        self.server_name = (
+            b"uvicorn" if config.engine in ("sglang", "vllm", "generic") else b"llama.cpp"
+        )
         self.created = int(time.time())
         # wall-clock = loop clock + offset, for the record file
         self.epoch_offset = time.time() - self.loop.time()
@@ -91,14 +93,16 @@ class App:
     def _route(self, conn: Connection, req: HttpRequest) -> None:
         engine = self.config.engine
         path, method = req.path, req.method
-        if engine == "llamacpp" and self.state is State.LOADING and path not in (
-            "/models", "/v1/models", "/api/tags"
+        if (
+            engine == "llamacpp"
+            and self.state is State.LOADING
+            and path not in ("/models", "/v1/models", "/api/tags")
         ):
-            conn.respond(503, b'{"error":{"code":503,"message":"Loading model",'
-                              b'"type":"unavailable_error"}}')
+            conn.respond(
+                503, b'{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}'
+            )
             return
-        if path in ("/v1/completions", "/v1/chat/completions", "/completions",
-                    "/chat/completions"):
+        if path in ("/v1/completions", "/v1/chat/completions", "/completions", "/chat/completions"):
             if method != "POST":
                 self._error(conn, 405, f"Method {method} not allowed on {path}; use POST.")
                 return
@@ -115,22 +119,31 @@ class App:
         elif path in ("/v1/models", "/models"):
             conn.respond(200, self._models())
         elif path == "/metrics":
-            text = render(engine, self.config.model, self.metrics,
-                          spec=self.config.spec_enabled, kv_tokens=KV_TOKENS)
+            text = render(
+                engine,
+                self.config.model,
+                self.metrics,
+                spec=self.config.spec_enabled,
+                kv_tokens=KV_TOKENS,
+            )
             conn.respond(200, text.encode(), b"text/plain; version=0.0.4; charset=utf-8")
         elif path == "/ping":
             conn.respond(200, b"")
         elif path == "/version":
             conn.respond(200, b'{"version":"0.11.1"}')
         elif path in ("/get_model_info", "/model_info"):
-            body = {"model_path": self.config.model, "tokenizer_path": self.config.model,
-                    "is_generation": True}
+            body = {
+                "model_path": self.config.model,
+                "tokenizer_path": self.config.model,
+                "is_generation": True,
+            }
             conn.respond(200, json.dumps(body).encode())
         else:
             self._error(conn, 404, f"Route {method} {path} not found.", "NotFoundError")
 
-    def _error(self, conn: Connection, status: int, message: str,
-               kind: str = "BadRequestError") -> None:
+    def _error(
+        self, conn: Connection, status: int, message: str, kind: str = "BadRequestError"
+    ) -> None:
         conn.respond(status, error_body(status, message, kind))
 
     def _health(self, conn: Connection) -> None:
@@ -148,10 +161,17 @@ class App:
 
     def _models(self) -> bytes:
         owner = {"sglang": "sglang", "vllm": "vllm", "llamacpp": "llamacpp"}.get(
-            self.config.engine, "generic")
-        card = {"id": self.config.model, "object": "model", "created": self.created,
-                "owned_by": owner, "root": self.config.model, "parent": None,
-                "max_model_len": self.config.max_model_len}
+            self.config.engine, "generic"
+        )
+        card = {
+            "id": self.config.model,
+            "object": "model",
+            "created": self.created,
+            "owned_by": owner,
+            "root": self.config.model,
+            "parent": None,
+            "max_model_len": self.config.max_model_len,
+        }
         return json.dumps({"object": "list", "data": [card]}, separators=(",", ":")).encode()
 
     # --- generation ---------------------------------------------------------------------
@@ -165,24 +185,37 @@ class App:
             self._engine_dead(conn)
             return
         try:
-            parsed = parse_request(req.body, chat=chat, engine=self.config.engine,
-                                   model=self.config.model,
-                                   max_model_len=self.config.max_model_len)
+            parsed = parse_request(
+                req.body,
+                chat=chat,
+                engine=self.config.engine,
+                model=self.config.model,
+                max_model_len=self.config.max_model_len,
+            )
         except ApiError as exc:
             conn.respond(exc.status, error_body(exc.status, exc.message, exc.kind, exc.param))
             return
         if self.model.fails():
             self.metrics.errors += 1
-            conn.respond(500, error_body(500, "The engine failed to generate this request.",
-                                         "InternalServerError"))
+            conn.respond(
+                500,
+                error_body(
+                    500, "The engine failed to generate this request.", "InternalServerError"
+                ),
+            )
             return
         gen = Generation(self, conn, parsed)
         self.scheduler.submit(gen)
 
     def _engine_dead(self, conn: Connection) -> None:
-        conn.respond(500, error_body(
-            500, "EngineCore encountered an issue. See stack trace (above) for the root cause.",
-            "InternalServerError"))
+        conn.respond(
+            500,
+            error_body(
+                500,
+                "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+                "InternalServerError",
+            ),
+        )
         if self.state is not State.ENGINE_DEAD:
             self.state = State.ENGINE_DEAD
             if self.on_engine_dead is not None:
@@ -201,28 +234,61 @@ class App:
         if self.record is not None:
             off = self.epoch_offset
             line = {
-                "id": gen.enc.rid, "stream": gen.stream, "prompt_tokens": gen.prompt_tokens,
-                "completion_tokens": gen.emitted, "finish_reason": gen.reason,
+                "id": gen.enc.rid,
+                "stream": gen.stream,
+                "prompt_tokens": gen.prompt_tokens,
+                "completion_tokens": gen.emitted,
+                "finish_reason": gen.reason,
                 "arrival_s": round(gen.arrival + off, 6),
                 "admitted_s": round(gen.admitted + off, 6),
-                "first_token_s": round(gen.first_at + off, 6), "end_s": round(now + off, 6),
+                "first_token_s": round(gen.first_at + off, 6),
+                "end_s": round(now + off, 6),
                 "ttft_ms": round((gen.first_at - gen.arrival) * 1000, 3),
                 "chunk_s": [round(t + off, 6) for t in gen.chunk_times],
             }
             self.record.write(json.dumps(line, separators=(",", ":")) + "\n")
 
 
-_GET_ROUTES = ("/health", "/health_generate", "/v1/health", "/v1/models", "/models", "/metrics",
-               "/version", "/get_model_info", "/model_info")
+_GET_ROUTES = (
+    "/health",
+    "/health_generate",
+    "/v1/health",
+    "/v1/models",
+    "/models",
+    "/metrics",
+    "/version",
+    "/get_model_info",
+    "/model_info",
+)
 
 
 class Generation:
     """One request's life: queued, admitted, tokens at deadlines, the end."""
 
-    __slots__ = ("admitted", "app", "arrival", "base", "chat", "chunk_times", "conn", "enc",
-                 "emitted", "first_at", "include_usage", "last_write", "next_at",
-                 "prompt_tokens", "reason", "remaining", "cancelled", "started", "stall_after",
-                 "stream", "texts", "timer")
+    __slots__ = (
+        "admitted",
+        "app",
+        "arrival",
+        "base",
+        "chat",
+        "chunk_times",
+        "conn",
+        "enc",
+        "emitted",
+        "first_at",
+        "include_usage",
+        "last_write",
+        "next_at",
+        "prompt_tokens",
+        "reason",
+        "remaining",
+        "cancelled",
+        "started",
+        "stall_after",
+        "stream",
+        "texts",
+        "timer",
+    )
 
     def __init__(self, app: App, conn: Connection, req: Request) -> None:
         self.app = app

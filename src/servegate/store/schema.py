@@ -110,7 +110,9 @@ INITIAL = Migration(
             UNIQUE (variant_id, load, repeat)
         )""",
         "CREATE INDEX point_campaign ON point (campaign_id)",
+        # a rowid table: rows carry a blob of chunk times, too big for WITHOUT ROWID
         """CREATE TABLE sample (
+            id INTEGER PRIMARY KEY,
             point_id INTEGER NOT NULL REFERENCES point(id) ON DELETE CASCADE,
             idx INTEGER NOT NULL,
             send_s REAL,
@@ -119,8 +121,8 @@ INITIAL = Migration(
             output_tokens INTEGER,
             error_kind TEXT,
             chunk_ms BLOB,
-            PRIMARY KEY (point_id, idx)
-        ) WITHOUT ROWID""",
+            UNIQUE (point_id, idx)
+        )""",
     ),
 )
 

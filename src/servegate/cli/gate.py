@@ -1,0 +1,407 @@
+"""``servegate launch``, ``wait``, ``stop`` and ``ps``: thin layers over the library.
+
+Results go to stdout (the verdict line, then the log tail on CRASH or TIMEOUT; or one
+JSON object with ``--json``); notes go to stderr. Exit codes: 0 READY, 1 CRASH,
+124 TIMEOUT, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from servegate.errors import GateError, ServerNotFound, UsageError
+from servegate.gate.verdict import Verdict
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_EXIT_CODES = "Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
+
+
+def _gate_options(func: F) -> F:
+    """The GATE OPTIONS shared by launch and wait."""
+    options = [
+        click.option(
+            "--engine",
+            default="generic",
+            show_default=True,
+            help="Profile: sglang, vllm, llamacpp, tgi, trtllm or generic.",
+        ),
+        click.option("--ready", multiple=True, metavar="REGEX", help="Extra ready-line regex."),
+        click.option("--crash", multiple=True, metavar="REGEX", help="Extra fatal-line regex."),
+        click.option("--port", type=int, help="Probe this port (default: the command's --port)."),
+        click.option("--health-url", metavar="URL", help="Probe exactly this URL (any 2xx)."),
+        click.option(
+            "--timeout",
+            "timeout_s",
+            type=float,
+            default=900.0,
+            show_default=True,
+            help="Hard cap in seconds.",
+        ),
+        click.option(
+            "--stall",
+            "stall_s",
+            type=float,
+            default=300.0,
+            show_default=True,
+            help="TIMEOUT after this many seconds without new output (0: never).",
+        ),
+        click.option(
+            "--tail",
+            type=int,
+            default=50,
+            show_default=True,
+            help="Log lines shown on CRASH or TIMEOUT (--json keeps 300).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON."),
+        click.option(
+            "--host",
+            default="local",
+            show_default=True,
+            help="Where the server runs; this version runs servers locally.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _check_host(host: str) -> None:
+    if host not in ("local", "localhost", "127.0.0.1"):
+        raise UsageError(
+            f"--host {host!r} is not supported: this version gates local servers only "
+            "(drop --host, or use --url for a server elsewhere with servegate wait)."
+        )
+
+
+def _stall(stall_s: float) -> float | None:
+    return None if stall_s == 0 else stall_s
+
+
+def _render(verdict: Verdict, *, tail: int, as_json: bool, extra: dict[str, Any]) -> None:
+    if as_json:
+        click.echo(json.dumps({**verdict.to_json(), **extra}))
+        return
+    click.echo(verdict.line())
+    if verdict.status != "ready" and tail > 0 and verdict.tail:
+        lines = verdict.tail[-tail:]
+        where = f" of {verdict.log_path}" if verdict.log_path else ""
+        click.echo(f"--- last {len(lines)} lines{where} ---")
+        for line in lines:
+            click.echo(line)
+
+
+def _exit(code: int) -> NoReturn:
+    # SystemExit, not click's Exit: with standalone_mode=False click would turn Exit into
+    # a return value, which ``python -m servegate`` does not pass on as the exit status
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"invalid --env {pair!r}: use --env NAME=VALUE.")
+        env[key] = value
+    return env
+
+
+class _Stop(Exception):
+    """SIGTERM arrived while a foreground server runs."""
+
+
+_LAUNCH_EPILOG = (
+    "\b\n"
+    'Example:\n'
+    '  servegate launch --engine sglang --port 30000 -- \\\n'
+    '      python3 -m sglang.launch_server --model-path /models/m --port 30000\n'
+    '  servegate launch --engine vllm --timeout 1200 --stall 600 -- vllm serve /models/m\n'
+    "  servegate launch --ready 'Serving HTTP' --port 8123 -- python3 -m http.server 8123\n"
+    '\n'
+    "\b\n"
+    'Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input.'
+)
+
+
+@click.command(
+    epilog=_LAUNCH_EPILOG,
+    context_settings={"ignore_unknown_options": False, "allow_interspersed_args": False},
+)
+@_gate_options
+@click.option("--name", help="Track the server under this name (default: the engine's).")
+@click.option("--log", "log_path", metavar="FILE", help="Its log file (default: in the state folder).")
+@click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable.")
+@click.option("--cwd", metavar="DIR", help="Its working folder.")
+@click.option("--keep", is_flag=True, help="On CRASH or TIMEOUT, leave the processes running.")
+@click.option("--foreground", is_flag=True, help="Stay attached; Ctrl-C or SIGTERM stops it.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def launch(
+    engine: str,
+    ready: tuple[str, ...],
+    crash: tuple[str, ...],
+    port: int | None,
+    health_url: str | None,
+    timeout_s: float,
+    stall_s: float,
+    tail: int,
+    as_json: bool,
+    host: str,
+    name: str | None,
+    log_path: str | None,
+    env_pairs: tuple[str, ...],
+    cwd: str | None,
+    keep: bool,
+    foreground: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Start COMMAND (after --) and gate it: READY, CRASH or TIMEOUT.
+
+    READY: exit 0 and leave it running, tracked under --name (servegate ps lists it,
+    servegate stop NAME ends its whole tree). CRASH or TIMEOUT: stop the whole tree
+    (unless --keep), print the reason and the log tail, exit 1 or 124. --foreground
+    stays attached after READY; the tree stops on Ctrl-C, SIGTERM, or when servegate
+    itself dies, even by SIGKILL.
+    """
+    from servegate.launch import launch as launch_server
+
+    _check_host(host)
+    env = _parse_env(env_pairs)
+    click.echo(f"launching {' '.join(command)[:200]}", err=True)
+    try:
+        server = launch_server(
+            list(command),
+            engine=engine,
+            port=port,
+            timeout_s=timeout_s,
+            stall_s=_stall(stall_s),
+            env=env,
+            cwd=cwd,
+            log_path=log_path,
+            name=name,
+            keep=keep,
+            ready=ready,
+            crash=crash,
+            health_url=health_url,
+            attached=foreground,
+        )
+    except GateError as exc:
+        _render(exc.verdict, tail=tail, as_json=as_json, extra={})
+        if keep:
+            click.echo("the processes were left running (--keep): see servegate ps", err=True)
+        _exit(exc.exit_code)
+    _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name})
+    if not foreground:
+        click.echo(
+            f"{server.name}: pid {server.pid}, {server.url or 'no URL'}, log {server.log_path}; "
+            f"stop it with: servegate stop {server.name}",
+            err=True,
+        )
+        _exit(0)
+    _run_foreground(server)
+
+
+def _run_foreground(server: Any) -> NoReturn:
+    """Stay with a READY server until it exits, Ctrl-C, or SIGTERM; then stop the tree."""
+
+    def on_term(signum: int, frame: object) -> None:
+        raise _Stop
+
+    signal.signal(signal.SIGTERM, on_term)
+    click.echo(f"{server.name} is serving at {server.url}; Ctrl-C stops it", err=True)
+    try:
+        code = server.wait_exit()
+    except (KeyboardInterrupt, _Stop):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        report = server.stop()
+        click.echo(f"{server.name}: {report.line()}", err=True)
+        _exit(0)
+    report = server.stop()
+    click.echo(f"{server.name}: the server exited (code {code}); {report.line()}", err=True)
+    _exit(1)
+
+
+_WAIT_EPILOG = (
+    "\b\n"
+    'Example:\n'
+    '  nohup python3 -m sglang.launch_server --model-path /models/m > server.log 2>&1 &\n'
+    '  servegate wait --engine sglang --log server.log --pid $! --port 30000\n'
+    '\n'
+    "\b\n"
+    'Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input.'
+)
+
+
+@click.command(epilog=_WAIT_EPILOG)
+@_gate_options
+@click.option("--log", "log_path", metavar="FILE", help="Its log file, followed from the start.")
+@click.option("--pid", type=int, help="Its main process: exiting is a CRASH.")
+@click.option("--url", metavar="URL", help="Its base URL, e.g. http://127.0.0.1:30000.")
+def wait(
+    engine: str,
+    ready: tuple[str, ...],
+    crash: tuple[str, ...],
+    port: int | None,
+    health_url: str | None,
+    timeout_s: float,
+    stall_s: float,
+    tail: int,
+    as_json: bool,
+    host: str,
+    log_path: str | None,
+    pid: int | None,
+    url: str | None,
+) -> None:
+    """Gate a server someone else started, from its log, PID and/or URL. Never kills.
+
+    The log is read from its start and followed (truncation and rotation too); the
+    clock starts when the process did, if --pid is given.
+    """
+    from servegate.gate import wait as wait_server
+
+    _check_host(host)
+    try:
+        verdict = wait_server(
+            log_path=log_path,
+            pid=pid,
+            url=url,
+            engine=engine,
+            ready=ready,
+            crash=crash,
+            port=port,
+            health_url=health_url,
+            timeout_s=timeout_s,
+            stall_s=_stall(stall_s),
+        )
+    except GateError as exc:
+        _render(exc.verdict, tail=tail, as_json=as_json, extra={})
+        _exit(exc.exit_code)
+    _render(verdict, tail=tail, as_json=as_json, extra={})
+    _exit(0)
+
+
+_STOP_EPILOG = (
+    "\b\n"
+    'Example:\n'
+    '  servegate stop sglang\n'
+    '  servegate stop --pid 12345 --grace 30\n'
+    '\n'
+    "\b\n"
+    'Exit codes: 0 stopped, 1 something survived or the port stayed busy,\n'
+    '2 no such server.'
+)
+
+
+@click.command(epilog=_STOP_EPILOG)
+@click.argument("name", required=False)
+@click.option("--pid", type=int, help="Stop the server with this main PID instead.")
+@click.option(
+    "--grace",
+    "grace_s",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds between SIGTERM and SIGKILL.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> None:
+    """Stop a server and its whole process tree, and confirm its port is free.
+
+    Snapshots every descendant first (also those that left the group with setsid),
+    sends SIGTERM to the group, waits --grace seconds, then SIGKILLs the group and
+    every snapshotted survivor. Prints what was killed and how long it took.
+    """
+    from servegate.launch import state
+    from servegate.launch.tree import stop_tree
+
+    if (name is None) == (pid is None):
+        raise UsageError("pass a server NAME or --pid PID (one of them): see servegate ps.")
+    if grace_s < 0:
+        raise UsageError(f"--grace must be 0 or more seconds, not {grace_s}.")
+    tracked = None
+    if name is not None:
+        tracked = state.load(state.check_name(name))
+        if tracked is None or not tracked.alive():
+            if tracked is not None:
+                state.remove(tracked.name)
+            raise ServerNotFound(f"no running server named {name!r}: see servegate ps.")
+    else:
+        assert pid is not None
+        tracked = next((t for t in state.list_tracked() if t.pid == pid), None)
+    if tracked is not None:
+        label = tracked.name
+        report = stop_tree(
+            pid=tracked.pid,
+            pgid=tracked.pgid,
+            roots=(tracked.keeper_pid,) if tracked.keeper_pid else (),
+            recorded=tracked.descendants,
+            marker=tracked.marker,
+            grace_s=grace_s,
+            port=tracked.port,
+        )
+        state.remove(tracked.name)
+    else:
+        assert pid is not None
+        label = f"pid {pid}"
+        report = _stop_untracked(pid, grace_s, stop_tree)
+    if as_json:
+        click.echo(json.dumps({"name": label, **report.to_json()}))
+    else:
+        click.echo(f"{label}: {report.line()}")
+        if report.killed:
+            click.echo(f"killed: {' '.join(map(str, report.killed))}")
+    _exit(0 if not report.survivors and report.port_free is not False else 1)
+
+
+def _stop_untracked(pid: int, grace_s: float, stop_tree: Any) -> Any:
+    if pid <= 1 or pid == os.getpid():
+        raise UsageError(f"refusing to stop PID {pid}: pass a server's PID.")
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        raise ServerNotFound(f"no process has PID {pid}: see servegate ps.") from None
+    # signal its group only if it leads one; otherwise just its own tree
+    return stop_tree(pid=pid, pgid=pgid if pgid == pid else None, grace_s=grace_s)
+
+
+_PS_EPILOG = (
+    "\b\n"
+    'Example:\n'
+    '  servegate ps\n'
+    '  servegate ps --json'
+)
+
+
+@click.command(epilog=_PS_EPILOG)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def ps(as_json: bool) -> None:
+    """List the servers servegate launched that still run (prints nothing if none).
+
+    Records of servers that have ended are removed as a side effect.
+    """
+    from servegate.launch import state
+
+    servers = state.list_tracked()
+    if as_json:
+        click.echo(json.dumps([t.to_json() for t in servers]))
+        return
+    if not servers:
+        return
+    now = time.time()
+    rows = [("NAME", "PID", "ENGINE", "URL", "UPTIME", "LOG")]
+    for t in servers:
+        uptime = f"{now - t.create_time:.0f}s"
+        rows.append((t.name, str(t.pid), t.engine, t.url or "-", uptime, t.log_path))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
+        click.echo("  ".join([*cells, row[-1]]))

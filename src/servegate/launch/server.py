@@ -1,0 +1,343 @@
+"""Start a server and gate it: ``launch()`` returns a READY ``Server`` or raises.
+
+    with launch(["python3", "-m", "servegate", "sim", "--port", "8123"],
+                engine="sglang", port=8123) as server:
+        print(server.url)
+
+The server runs under a keeper process (``servegate.launch.keeper``) that drains its
+output into the log file, gates it and, unless detached, stops the whole tree when the
+launching process ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import IO, Any
+
+import psutil
+
+from servegate.errors import PortInUseError, ServegateError, UsageError
+from servegate.gate import check_log_path, raise_for_verdict
+from servegate.gate.options import GateOptions, model_from_command, port_from_command
+from servegate.gate.verdict import Verdict, iso
+from servegate.launch import state
+from servegate.launch.tree import (
+    MARKER_VAR,
+    ProcInfo,
+    StopReport,
+    is_alive,
+    port_is_free,
+    snapshot,
+    stop_tree,
+)
+
+__all__ = ["Server", "launch"]
+
+# keepers of servers detached from this process (they outlive it by design)
+_DETACHED: list[subprocess.Popen[bytes]] = []
+
+
+class Server:
+    """A launched, READY server: where it is, whether it lives, and how to stop it."""
+
+    def __init__(
+        self,
+        *,
+        tracked: state.Tracked,
+        verdict: Verdict,
+        keeper: subprocess.Popen[bytes] | None,
+        control: int | None,
+        essential: Sequence[ProcInfo] = (),
+    ) -> None:
+        self.tracked = tracked
+        self.verdict = verdict
+        self._keeper = keeper
+        self._control = control
+        self._essential = tuple(essential)
+        self._stop_report: StopReport | None = None
+
+    name = property(lambda self: self.tracked.name, doc="The name ``ps`` and ``stop`` use.")
+    pid = property(lambda self: self.tracked.pid, doc="The main process.")
+    port = property(lambda self: self.tracked.port, doc="The port the server serves on.")
+    url = property(lambda self: self.tracked.url, doc="``http://host:port``, when known.")
+    log_path = property(lambda self: self.tracked.log_path, doc="Its log file.")
+
+    def __repr__(self) -> str:
+        return f"Server(name={self.name!r}, pid={self.pid}, url={self.url!r})"
+
+    def alive(self) -> bool:
+        """True while the main process and every essential child run."""
+        return self.tracked.alive() and all(is_alive(child) for child in self._essential)
+
+    def detach(self) -> None:
+        """Let the server outlive this process; ``servegate stop NAME`` ends it later."""
+        if self._control is None:
+            return
+        try:
+            os.write(self._control, b"detach\n")
+        except OSError:
+            pass
+        os.close(self._control)
+        self._control = None
+        keeper = self._keeper
+        if keeper is not None:
+            if keeper.stdout is not None:
+                keeper.stdout.close()
+            _DETACHED.append(keeper)  # still running, on purpose: keep it referenced
+            self._keeper = None
+        tree = snapshot([self.pid], session=self.tracked.pgid)
+        self.tracked = self.tracked.with_descendants(tuple(tree))
+        state.save(self.tracked)
+
+    def stop(self, grace_s: float = 10.0) -> StopReport:
+        """Stop the whole tree (SIGTERM, grace, SIGKILL); report what was killed."""
+        if self._stop_report is not None:
+            return self._stop_report
+        report = stop_tree(
+            pid=self.tracked.pid,
+            pgid=self.tracked.pgid,
+            roots=(self.tracked.keeper_pid,) if self.tracked.keeper_pid else (),
+            recorded=self.tracked.descendants,
+            marker=self.tracked.marker,
+            grace_s=grace_s,
+            port=self.tracked.port,
+        )
+        self._close_channels()
+        state.remove(self.tracked.name)
+        self._stop_report = report
+        return report
+
+    def _close_channels(self) -> None:
+        if self._control is not None:
+            os.close(self._control)
+            self._control = None
+        keeper = self._keeper
+        if keeper is not None:
+            if keeper.stdout is not None:
+                keeper.stdout.close()
+            try:
+                keeper.wait(timeout=10.0)
+            except subprocess.TimeoutExpired:
+                keeper.kill()
+                keeper.wait()
+            self._keeper = None
+
+    def wait_exit(self) -> int | None:
+        """Block until the server exits on its own; its exit code when known."""
+        keeper = self._keeper
+        if keeper is None or keeper.stdout is None:
+            return None
+        for raw in keeper.stdout:
+            message = json.loads(raw)
+            if message.get("event") == "exit":
+                code = message.get("code")
+                return int(code) if code is not None else None
+        return None
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _check_command(command: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+    if not command:
+        raise UsageError(
+            "missing command: put the server's command after --, "
+            "e.g. servegate launch --port 8000 -- vllm serve MODEL."
+        )
+    if cwd is not None and not os.path.isdir(cwd):
+        raise UsageError(f"--cwd {cwd!r} is not a folder: pass an existing folder.")
+    program = command[0]
+    if os.sep in program:
+        path = program if cwd is None or os.path.isabs(program) else os.path.join(cwd, program)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise UsageError(f"{program!r} is not an executable file: check the path.")
+    elif shutil.which(program, path=env.get("PATH", os.environ.get("PATH"))) is None:
+        raise UsageError(f"command {program!r} not found on PATH: check its spelling or PATH.")
+    for key in env:
+        if not key or "=" in key:
+            raise UsageError(f"invalid --env name {key!r}: use --env NAME=VALUE.")
+
+
+def _read_message(stream: IO[bytes]) -> dict[str, Any] | None:
+    raw = stream.readline()
+    if not raw:
+        return None
+    result: dict[str, Any] = json.loads(raw)
+    return result
+
+
+def launch(
+    command: Sequence[str],
+    *,
+    engine: str = "generic",
+    port: int | None = None,
+    timeout_s: float = 900.0,
+    stall_s: float | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    log_path: str | None = None,
+    name: str | None = None,
+    keep: bool = False,
+    ready: Sequence[str] = (),
+    crash: Sequence[str] = (),
+    health_url: str | None = None,
+    host: str = "127.0.0.1",
+    model: str | None = None,
+    attached: bool = True,
+) -> Server:
+    """Start ``command`` and block until it is READY; return the running ``Server``.
+
+    Args:
+        command: the server's argument list (no shell).
+        engine: profile name: sglang, vllm, llamacpp, tgi, trtllm or generic.
+        port: the port it serves on; default: ``--port N`` in the command, else the
+            profile's default port. It must be free before the launch.
+        timeout_s: hard cap on the start; stall_s: no new output for this long (None: no
+            stall limit).
+        env: extra environment variables; cwd: its working folder.
+        log_path: its log file (default: NAME.log in the state folder); truncated.
+        name: the name ``servegate ps`` / ``stop`` know it by (default: the engine's).
+        keep: on CRASH or TIMEOUT, leave the process tree running (tracked) for a look.
+        ready, crash: extra ready / fatal line regexes; health_url: probe this URL.
+        host: the address it serves on; model: model name for vLLM's 1-token check.
+        attached: True: the server dies with this process (see ``Server.detach``).
+
+    Raises:
+        UsageError: bad arguments, or the port is already taken; nothing is started.
+        ServerCrashed: CRASH; ``.verdict`` says why. The tree is stopped unless ``keep``.
+        ServerTimeout: TIMEOUT; same.
+    """
+    command = [str(arg) for arg in command]
+    env = dict(env or {})
+    _check_command(command, env, cwd)
+    if port is None:
+        port = port_from_command(command)
+    options = GateOptions(
+        engine=engine,
+        ready=tuple(ready),
+        crash=tuple(crash),
+        port=port,
+        host=host,
+        health_url=health_url,
+        timeout_s=timeout_s,
+        stall_s=stall_s,
+        model=model or model_from_command(command),
+    )
+    profile_port = options.resolve().profile.default_port
+    if options.port is None and options.health_url is None and profile_port is not None:
+        options = GateOptions(**{**options.to_json(), "port": profile_port})
+    resolved = options.resolve()
+    if options.port is not None and not port_is_free(options.port):
+        raise PortInUseError(
+            f"port {options.port} is already in use: stop what holds it "
+            "(servegate ps / servegate stop) or pick another --port.",
+            port=options.port,
+        )
+    name = state.unique_name(state.check_name(name or resolved.profile.name))
+    if log_path is None:
+        log_path = str(state.state_dir() / f"{name}.log")
+    log_path = os.path.abspath(log_path)
+    check_log_path(log_path)
+    with open(log_path, "wb"):
+        pass  # a fresh log for a fresh start
+    marker = uuid.uuid4().hex
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env[MARKER_VAR] = marker
+    spec = {
+        "command": command,
+        "env": env,
+        "cwd": cwd,
+        "log_path": log_path,
+        "gate": options.to_json(),
+    }
+    control_r, control_w = os.pipe()
+    try:
+        keeper = subprocess.Popen(
+            [sys.executable, "-m", "servegate.launch.keeper", json.dumps(spec)],
+            stdin=control_r,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(control_r)
+    assert keeper.stdout is not None
+    try:
+        started = _read_message(keeper.stdout)
+        if started is None or started.get("event") != "started":
+            detail = (started or {}).get("message", "the keeper process ended")
+            raise UsageError(f"could not start {command[0]!r}: {detail}.")
+        pid = int(started["pid"])
+        try:
+            create_time = psutil.Process(pid).create_time()
+        except psutil.Error:
+            create_time = float(started["started_wall"])
+        tracked = state.Tracked(
+            name=name,
+            pid=pid,
+            pgid=int(started["pgid"]),
+            create_time=create_time,
+            keeper_pid=int(started["keeper_pid"]),
+            command=tuple(command),
+            engine=resolved.profile.name,
+            url=resolved.url,
+            port=options.port,
+            log_path=log_path,
+            started_at=iso(float(started["started_wall"])),
+            marker=marker,
+            attached=attached,
+        )
+        state.save(tracked)
+        message = _read_message(keeper.stdout)
+    except BaseException:
+        # interrupted (Ctrl-C) or the keeper failed: nothing may be left behind
+        _abort(keeper, control_w, name)
+        raise
+    if message is None or message.get("event") != "verdict":
+        _abort(keeper, control_w, name)
+        detail = (message or {}).get("message", "it ended")
+        raise ServegateError(f"the keeper process failed before a verdict ({detail}).")
+    verdict = Verdict.from_json(message["verdict"])
+    essential = [p for p in snapshot([pid], include_roots=False) if p.pid in message["essential"]]
+    server = Server(
+        tracked=tracked, verdict=verdict, keeper=keeper, control=control_w, essential=essential
+    )
+    if verdict.status != "ready":
+        if keep:
+            server.detach()
+        else:
+            server.stop(grace_s=5.0)
+        raise_for_verdict(verdict)
+    if not attached:
+        server.detach()
+    return server
+
+
+def _abort(keeper: subprocess.Popen[bytes], control_w: int, name: str) -> None:
+    """Stop a launch half-way: the keeper takes its tree down when its stdin closes."""
+    os.close(control_w)
+    try:
+        keeper.wait(timeout=15.0)
+    except subprocess.TimeoutExpired:
+        keeper.send_signal(signal.SIGKILL)
+        keeper.wait()
+    if keeper.stdout is not None:
+        keeper.stdout.close()
+    state.remove(name)

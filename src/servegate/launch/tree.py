@@ -1,0 +1,271 @@
+"""Process trees: snapshot every descendant, stop them all, confirm the port is free.
+
+Killing the process group is necessary but not enough: TGI shards and TensorRT-LLM MPI
+workers run in groups of their own, and any child may call setsid(). So the tree is
+snapshotted first (descendants of the roots, members of the server's session, and any
+process carrying the server's environment marker), then the group gets SIGTERM, then
+after the grace period the group and every snapshotted survivor get SIGKILL.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import signal
+import socket
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+__all__ = [
+    "MARKER_VAR",
+    "ProcInfo",
+    "StopReport",
+    "is_alive",
+    "port_is_free",
+    "snapshot",
+    "stop_tree",
+    "wait_port_free",
+]
+
+MARKER_VAR = "SERVEGATE_SERVER_ID"  # set in every launched server's environment
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcInfo:
+    """One process of a server's tree; ``create_time`` guards against PID reuse."""
+
+    pid: int
+    create_time: float
+    cmd: str
+
+    def to_json(self) -> dict[str, Any]:
+        """As JSON for the state file."""
+        return {"pid": self.pid, "create_time": self.create_time, "cmd": self.cmd}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProcInfo:
+        """From ``to_json()``."""
+        return cls(pid=int(data["pid"]), create_time=float(data["create_time"]), cmd=data["cmd"])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReport:
+    """What stopping a server did and how long it took."""
+
+    killed: tuple[int, ...]  # PIDs that were alive when the stop began and are gone now
+    survivors: tuple[int, ...]  # PIDs still alive afterwards (should be empty)
+    escalated: bool  # SIGKILL was needed after the grace period
+    duration_s: float
+    port: int | None
+    port_free: bool | None  # None when no port is known
+
+    def to_json(self) -> dict[str, Any]:
+        """As a JSON object."""
+        return {
+            "killed": list(self.killed),
+            "survivors": list(self.survivors),
+            "escalated": self.escalated,
+            "duration_s": round(self.duration_s, 4),
+            "port": self.port,
+            "port_free": self.port_free,
+        }
+
+    def line(self) -> str:
+        """One line for people."""
+        how = "SIGKILL after the grace period" if self.escalated else "SIGTERM"
+        text = f"stopped {len(self.killed)} process(es) in {self.duration_s:.2f}s ({how})"
+        if self.port is not None:
+            text += f"; port {self.port} " + ("free" if self.port_free else "STILL IN USE")
+        if self.survivors:
+            text += f"; still alive: {', '.join(map(str, self.survivors))}"
+        return text
+
+
+def _info(proc: psutil.Process) -> ProcInfo | None:
+    try:
+        return ProcInfo(
+            pid=proc.pid,
+            create_time=proc.create_time(),
+            cmd=" ".join(proc.cmdline())[:300] or proc.name(),
+        )
+    except psutil.Error:
+        return None
+
+
+def is_alive(info: ProcInfo) -> bool:
+    """True while the very process of ``info`` runs (not a zombie, not a reused PID)."""
+    try:
+        proc = psutil.Process(info.pid)
+        return (
+            abs(proc.create_time() - info.create_time) < 0.05
+            and proc.status() != psutil.STATUS_ZOMBIE
+        )
+    except psutil.Error:
+        return False
+
+
+def snapshot(
+    roots: Iterable[int],
+    *,
+    session: int | None = None,
+    marker: str | None = None,
+    include_roots: bool = True,
+) -> list[ProcInfo]:
+    """Every live process of a server's tree, found three ways (see the module doc)."""
+    found: dict[int, ProcInfo] = {}
+    for root in roots:
+        try:
+            proc = psutil.Process(root)
+        except psutil.Error:
+            continue
+        members = [proc] if include_roots else []
+        try:
+            members += proc.children(recursive=True)
+        except psutil.Error:
+            pass
+        for member in members:
+            info = _info(member)
+            if info is not None:
+                found[info.pid] = info
+    if session is not None or marker is not None:
+        me = os.getpid()
+        for proc in psutil.process_iter():
+            if proc.pid in found or proc.pid == me:
+                continue
+            try:
+                hit = session is not None and os.getsid(proc.pid) == session
+                if not hit and marker is not None:
+                    hit = proc.environ().get(MARKER_VAR) == marker
+            except (psutil.Error, OSError):
+                continue
+            if hit:
+                info = _info(proc)
+                if info is not None:
+                    found[info.pid] = info
+    return [info for info in found.values() if is_alive(info)]
+
+
+def _signal_group(pgid: int | None, sig: int) -> None:
+    if pgid is None or pgid <= 1:
+        return
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal(info: ProcInfo, sig: int) -> None:
+    if not is_alive(info):
+        return
+    try:
+        os.kill(info.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_gone(infos: Sequence[ProcInfo], timeout_s: float) -> list[ProcInfo]:
+    """Wait (on pidfds, no polling) until every process exits or the time is up."""
+    fds: dict[int, ProcInfo] = {}
+    left: list[ProcInfo] = []
+    for info in infos:
+        if not is_alive(info):
+            continue
+        try:
+            fds[os.pidfd_open(info.pid)] = info
+        except OSError:
+            continue
+    try:
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        deadline = time.monotonic() + timeout_s
+        pending = set(fds)
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            for fd, _ in poller.poll(remaining * 1000):
+                pending.discard(fd)
+                poller.unregister(fd)
+        left = [fds[fd] for fd in pending]
+    finally:
+        for fd in fds:
+            os.close(fd)
+    # a process that exited but is not reaped yet counts as gone (is_alive says so)
+    return [info for info in left if is_alive(info)]
+
+
+def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
+    """True when a server could bind ``port`` now (what the next launch needs)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
+    return True
+
+
+def wait_port_free(port: int, timeout_s: float = 3.0, host: str = "0.0.0.0") -> bool:
+    """Wait up to ``timeout_s`` for ``port`` to be free; True if it is."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if port_is_free(port, host):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def stop_tree(
+    *,
+    pid: int,
+    pgid: int | None,
+    roots: Sequence[int] = (),
+    recorded: Sequence[ProcInfo] = (),
+    marker: str | None = None,
+    grace_s: float = 10.0,
+    port: int | None = None,
+) -> StopReport:
+    """Snapshot, SIGTERM the group, wait ``grace_s``, SIGKILL group and survivors."""
+    started = time.monotonic()
+    procs = {info.pid: info for info in recorded if is_alive(info)}
+    for info in snapshot([pid, *roots], session=pgid, marker=marker):
+        procs[info.pid] = info
+    for root in roots:  # the roots given (a keeper) end on their own once the server is gone
+        procs.pop(root, None)
+    targets = list(procs.values())
+    _signal_group(pgid, signal.SIGTERM)
+    main = procs.get(pid)
+    if main is not None and (pgid is None or pgid != pid):
+        _signal(main, signal.SIGTERM)
+    survivors = _wait_gone(targets, grace_s)
+    escalated = bool(survivors)
+    if escalated:
+        # a fresh look too: children may have been born during the grace period
+        for info in snapshot([s.pid for s in survivors], session=pgid, marker=marker):
+            if info.pid not in procs:
+                procs[info.pid] = info
+                survivors.append(info)
+        _signal_group(pgid, signal.SIGKILL)
+        for info in survivors:
+            _signal(info, signal.SIGKILL)
+        survivors = _wait_gone(survivors, 5.0)
+    left = {info.pid for info in survivors}
+    port_free = wait_port_free(port) if port is not None else None
+    return StopReport(
+        killed=tuple(sorted(p for p in procs if p not in left)),
+        survivors=tuple(sorted(left)),
+        escalated=escalated,
+        duration_s=time.monotonic() - started,
+        port=port,
+        port_free=port_free,
+    )

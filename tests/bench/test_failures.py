@@ -1,0 +1,85 @@
+"""Failures are counted by kind, never raised mid-run, and never lose measured samples."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from tests.conftest import free_port
+
+from servegate.bench import BenchSettings, run_point
+from servegate.errors import BenchError
+
+# The probe request is the server's request 1; measured requests are 2..21.
+MEASURED = range(2, 22)
+
+
+@pytest.mark.parametrize(
+    ("flag", "kind"),
+    [
+        ("--fail-every", "http_500"),
+        ("--malformed-every", "malformed_stream"),
+        ("--reset-every", "connection_reset"),
+        ("--error-event-every", "stream_error"),
+    ],
+)
+def test_failure_kinds_are_counted(sse_server: Callable[..., str], flag: str, kind: str) -> None:
+    """Every 4th request failing one way shows up as exactly that many failures of its kind."""
+    url = sse_server(flag, "4")
+    result = run_point(
+        BenchSettings(url=url, concurrency=1, requests=20, input_len=5, output_len=5)
+    )
+    expected = sum(1 for n in MEASURED if n % 4 == 0)
+    assert result.failures == {kind: expected}
+    assert (result.completed, result.failed) == (20 - expected, expected)
+    assert len(result.samples) == 20
+    assert result.failure_details[kind]
+
+
+def test_hanging_request_times_out(sse_server: Callable[..., str]) -> None:
+    """A stream that stops sending is cut at --timeout and counted as a timeout."""
+    url = sse_server("--hang-every", "3", "--ttft-ms", "1", "--itl-ms", "1")
+    result = run_point(
+        BenchSettings(url=url, concurrency=2, requests=6, input_len=5, output_len=5, timeout_s=0.5)
+    )
+    assert result.failures == {"timeout": 2}  # requests 3 and 6
+    assert result.completed == 4
+    timed_out = [s for s in result.samples if s.error == "timeout"]
+    assert all(0.45 <= s.end_s <= 2.0 for s in timed_out)
+    assert all(len(s.chunks_s) == 2 for s in timed_out)  # what came before the hang is kept
+
+
+def test_server_dying_mid_run_keeps_what_was_measured(sse_server: Callable[..., str]) -> None:
+    """When the server exits mid-run, earlier samples stay and the rest fail by kind."""
+    url = sse_server("--die-after", "102", "--ttft-ms", "1", "--itl-ms", "1")
+    result = run_point(
+        BenchSettings(url=url, concurrency=2, requests=40, input_len=5, output_len=10)
+    )
+    assert len(result.samples) == 40
+    assert 8 <= result.completed <= 11
+    assert set(result.failures) <= {"connection_reset", "connect_error"}
+    assert result.failures.get("connect_error", 0) >= 25
+    assert result.summary["output_throughput"] > 0
+
+
+def test_unreachable_url_is_one_sentence() -> None:
+    """Nothing listening: BenchError naming --url, before any load is sent."""
+    with pytest.raises(BenchError, match=r"cannot reach .*check --url"):
+        run_point(BenchSettings(url=f"http://127.0.0.1:{free_port()}", requests=5))
+
+
+def test_not_openai_server_is_one_sentence(sse_server: Callable[..., str]) -> None:
+    """A server without the OpenAI API: BenchError saying so, naming --url."""
+    url = sse_server("--not-openai")
+    with pytest.raises(BenchError, match=r"does not look OpenAI-compatible.*--url"):
+        run_point(BenchSettings(url=url, requests=5))
+    with pytest.raises(BenchError, match=r"does not serve the OpenAI completions API"):
+        run_point(BenchSettings(url=url, model="m", requests=5))
+
+
+def test_rejected_ignore_eos_is_retried_without(sse_server: Callable[..., str]) -> None:
+    """A server that refuses ignore_eos is benchmarked without it, with a warning."""
+    url = sse_server("--reject-ignore-eos")
+    result = run_point(BenchSettings(url=url, concurrency=2, requests=4, input_len=5, output_len=3))
+    assert result.completed == 4
+    assert any("rejected ignore_eos" in w for w in result.warnings)

@@ -1,0 +1,65 @@
+"""``servegate demo``: the shipped campaign, and the demo run end to end (shortened)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from tests.campaign.helpers import query
+
+from servegate.campaign import demo
+from servegate.campaign.config import parse_campaign
+
+
+def test_shipped_demo_has_the_four_variants_on_the_simulator() -> None:
+    """The demo compares baseline, a faster decode, an OOM at start and speculative decoding."""
+    campaign = parse_campaign(demo.demo_text(), path=Path("demo.toml"))
+    assert campaign.baseline == "baseline"
+    assert [v.name for v in campaign.variants] == [
+        "baseline",
+        "faster-decode",
+        "oom-at-start",
+        "spec-decode",
+    ]
+    assert len(campaign.groups) == 4
+    argv = {v.name: v.render(port=1)[0] for v in campaign.variants}
+    assert argv["baseline"][1:4] == ["-m", "servegate", "sim"]
+    assert "--profile" in argv["baseline"]
+    assert argv["oom-at-start"][-4:] == ["--fail", "oom", "--fail-at", "load_weights"]
+    assert argv["spec-decode"][-2:] == ["--spec-accept-length", "2.5"]
+    assert campaign.port is None  # a free port for every start
+
+
+def test_demo_runs_the_campaign_and_writes_the_html_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo writes its file, runs it into a fresh database, prints the table and HTML path."""
+    short = demo.demo_text()
+    short = re.sub(r"concurrency = \[.*\]", "concurrency = [2]", short)
+    short = short.replace("duration_s = 1.0", "requests = 4").replace("repeats = 3", "repeats = 1")
+    short = short.replace("--jitter 0.05", "--jitter 0.05 --time-scale 0.2")
+    monkeypatch.setattr(demo, "demo_text", lambda: short)
+    folder = tmp_path / "servegate-demo"
+    folder.mkdir()
+    (folder / "servegate.db").write_text("left over from an older demo")
+
+    assert demo.run_demo(folder) == 0
+
+    out = capsys.readouterr().out
+    for name in ("baseline", "faster-decode", "oom-at-start", "spec-decode"):
+        assert name in out
+    html_line = next(line for line in out.splitlines() if line.startswith("HTML report: "))
+    html = Path(html_line.removeprefix("HTML report: "))
+    assert html == (folder / "report.html").resolve()
+    assert "plotly" in html.read_text()[:2_000_000].lower()
+    assert (folder / "demo.toml").read_text() == short
+    db = folder / "servegate.db"
+    assert query(db, "SELECT status FROM campaign") == [("done",)]
+    crash = query(
+        db,
+        "SELECT a.status FROM attempt a JOIN variant v ON v.id = a.variant_id "
+        "WHERE v.name = 'oom-at-start'",
+    )
+    assert crash == [("crash",)]
+    assert int(query(db, "SELECT count(*) FROM point")[0][0]) == 3  # type: ignore[call-overload]

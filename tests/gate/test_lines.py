@@ -1,0 +1,55 @@
+"""Line assembly and the kept tail: \\r, partial lines, garbage, endless lines."""
+
+from __future__ import annotations
+
+from servegate.gate.lines import MAX_LINE_BYTES, LineAssembler, Tail, decode_line
+
+
+def test_partial_lines_are_joined_across_reads() -> None:
+    """A line split over three reads comes out whole, once."""
+    asm = LineAssembler()
+    assert asm.feed(b"The server is fi") == b""
+    assert asm.feed(b"red up and ready") == b""
+    assert asm.feed(b" to roll!\nnext") == b"The server is fired up and ready to roll!\n"
+    assert asm.flush() == b"next\n"
+
+
+def test_carriage_return_ends_a_line() -> None:
+    """Progress bars redrawn with \\r produce complete lines without any \\n."""
+    asm = LineAssembler()
+    assert asm.feed(b"10%\r20%\r30") == b"10%\r20%\r"
+
+
+def test_endless_line_is_capped_and_scanning_goes_on() -> None:
+    """10 MB without a newline keeps only the first MAX_LINE_BYTES, then the next line."""
+    asm = LineAssembler()
+    out = [asm.feed(b"x" * (1024 * 1024)) for _ in range(10)]
+    kept = b"".join(out)
+    assert len(kept) == MAX_LINE_BYTES + 1
+    assert asm.feed(b"yyy\nready\n") == b"ready\n"
+
+
+def test_decode_survives_binary_garbage() -> None:
+    """Invalid UTF-8 and NUL bytes decode to text instead of raising."""
+    assert decode_line(b"\xff\xfe\x00ok\n") == "\ufffd\ufffdok"
+
+
+def test_tail_keeps_the_last_lines_and_the_final_state_of_bars() -> None:
+    """The tail holds the last N lines; a \\r-redrawn bar shows only its last state."""
+    tail = Tail(3)
+    tail.add_block(b"a\nb\n")
+    tail.add_block(b"c\nbar 10%\rbar 100%\n")
+    tail.add_block(b"d\n")
+    assert tail.last() == ("c", "bar 100%", "d")
+    assert tail.last(1) == ("d",)
+
+
+def test_tail_memory_is_bounded() -> None:
+    """After many blocks only about N lines are held."""
+    tail = Tail(300)
+    for i in range(5000):
+        tail.add_block(b"line %d\n" % i)
+    lines = tail.last()
+    assert len(lines) == 300
+    assert lines[-1] == "line 4999"
+    assert sum(len(piece) for piece, _ in tail._pieces) < 300 * 20

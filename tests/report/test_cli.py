@@ -1,0 +1,122 @@
+"""``servegate report`` as a user runs it: a real process on a real database file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from .campaign import build
+
+
+def _servegate(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "servegate", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_report_prints_the_newest_campaign_from_the_default_database(tmp_path: Path) -> None:
+    """No arguments: servegate.db in the working directory, its newest campaign, on stdout."""
+    build(tmp_path / "servegate.db", name="older", repeats=2, requests=10)
+    build(tmp_path / "servegate.db", name="newest", repeats=2, requests=10)
+    out = _servegate("report", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "newest: output throughput" in out.stdout
+    assert "fast: 1.0" in out.stdout
+    assert "older" not in out.stdout
+
+
+def test_unknown_campaign_exits_2_listing_the_known_ones(tmp_path: Path) -> None:
+    """A name not in the database is a usage error that lists what is there."""
+    build(tmp_path / "runs.db", name="fusion", repeats=1, requests=5)
+    out = _servegate("report", "--db", "runs.db", "fusoin", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "Error: no campaign 'fusoin' in runs.db; known campaigns: fusion."
+    )
+    assert out.stdout == ""
+
+
+def test_missing_database_exits_2_and_creates_nothing(tmp_path: Path) -> None:
+    """Reporting from a file that does not exist never creates an empty database."""
+    out = _servegate("report", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "no database at servegate.db" in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_exports_go_to_files_and_one_may_go_to_stdout(tmp_path: Path) -> None:
+    """--markdown - prints markdown only; JSON, CSV and HTML land in their files."""
+    build(tmp_path / "servegate.db", repeats=2, requests=10)
+    out = _servegate(
+        "report",
+        "--markdown",
+        "-",
+        "--json",
+        "r.json",
+        "--csv",
+        "r.csv",
+        "--html",
+        "r.html",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("# Campaign `demo`")
+    assert "┃" not in out.stdout  # the terminal table stays out of the markdown
+    assert json.loads((tmp_path / "r.json").read_text())["schema"] == "servegate.report/1"
+    assert (tmp_path / "r.csv").read_text().startswith("campaign,variant,status,load,metric")
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert "wrote r.html" in out.stderr
+
+
+def test_two_exports_to_stdout_is_a_usage_error(tmp_path: Path) -> None:
+    """Only one export can take stdout."""
+    build(tmp_path / "servegate.db", repeats=1, requests=5)
+    out = _servegate("report", "--json", "-", "--csv", "-", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "only one output can go to stdout" in out.stderr
+
+
+def test_html_without_plotly_exits_2_naming_the_extra(tmp_path: Path) -> None:
+    """With plotly hidden, --html fails before any work and names pip install."""
+    build(tmp_path / "servegate.db", repeats=1, requests=5)
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['plotly'] = None\nsys.modules['plotly.graph_objects'] = None\n"
+    )
+    out = _servegate(
+        "report", "--html", "r.html", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(hide)}
+    )
+    assert out.returncode == 2
+    assert "pip install 'servegate[html]'" in out.stderr
+    assert out.stdout == ""
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    """Exit 2 with a message; the file keeps its version."""
+    db = tmp_path / "servegate.db"
+    build(db, repeats=1, requests=5)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 42")
+    conn.close()
+    out = _servegate("report", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "newer servegate" in out.stderr
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 42
+    finally:
+        conn.close()
