@@ -18,8 +18,7 @@ from servegate.campaign.interrupt import Interrupts
 from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.runner import RunOptions, run_campaign
 from servegate.cli import main
-from servegate.report.compare import compare
-from servegate.report.data import load_campaign as load_stored
+from servegate.report import build_report
 from servegate.store import Store
 
 SECRET = "hf_test_secret_0123456789"
@@ -70,7 +69,7 @@ def test_campaign_is_stored_compared_and_the_crash_recorded(tmp_path: Path) -> N
         assert info is not None and info.status == "done"
         assert SECRET not in info.config_text
         attempts = store.attempts(info.id)
-        report = compare(load_stored(store, info.id), resamples=200)
+        report = build_report(store, info.id, resamples=200)
     by_variant = {a.variant: a for a in attempts}
     assert sorted(by_variant) == ["baseline", "faster", "oom"]  # chat shared baseline's server
     oom = by_variant["oom"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import sqlite3
 import subprocess
 import sys
@@ -120,3 +121,41 @@ def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 42
     finally:
         conn.close()
+
+
+def _on_a_terminal(cwd: Path, env: dict[str, str]) -> str:
+    """Run ``servegate report`` with stdout on a pseudo-terminal; return what it printed."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servegate", "report"],
+        stdout=follower,
+        stderr=subprocess.DEVNULL,
+        cwd=cwd,
+        env={**env, "COLUMNS": "160", "TERM": "xterm-256color"},
+    )
+    os.close(follower)  # the child holds the only copy: reading ends when it exits
+    chunks = []
+    try:
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other side is closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(leader)
+        assert proc.wait(timeout=120) == 0
+    return b"".join(chunks).decode()
+
+
+def test_colour_on_a_terminal_and_none_with_no_color(tmp_path: Path) -> None:
+    """On a terminal the calls are coloured; NO_COLOR turns colour off."""
+    build(tmp_path / "servegate.db", repeats=2, requests=10)
+    env = {k: v for k, v in os.environ.items() if k not in {"NO_COLOR", "FORCE_COLOR"}}
+    coloured = _on_a_terminal(tmp_path, env)
+    plain = _on_a_terminal(tmp_path, {**env, "NO_COLOR": "1"})
+    assert "\x1b[32m" in coloured  # green: a better variant
+    assert "fast: 1.0" in plain
+    assert "\x1b[32m" not in plain

@@ -12,18 +12,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from servegate.report.compare import Report, compare
-from servegate.report.console import render_console
-from servegate.report.data import load_campaign as load_stored
-from servegate.report.html import render_html
+from servegate.report import Report, build_report, render_console, render_html
 from servegate.store import Store
 
-__all__ = ["build_report", "html_available", "print_results", "write_html"]
-
-
-def build_report(store: Store, campaign_id: int) -> Report:
-    """The comparison of every variant with the baseline, from the store."""
-    return compare(load_stored(store, campaign_id))
+__all__ = ["html_available", "print_results", "write_html"]
 
 
 def print_results(store: Store, campaign_id: int, console: Console | None = None) -> Report:

@@ -101,9 +101,9 @@ def report(
     from servegate.store import Store  # noqa: PLC0415
 
     if html_out is not None:
-        from servegate.report.html import _plotly  # noqa: PLC0415
+        from servegate.report.html import require_plotly  # noqa: PLC0415
 
-        _plotly()  # fail before any work when the html extra is missing
+        require_plotly()  # fail before any work when the html extra is missing
     with Store.open(db) as store:
         result = reports.build_report(store, campaign, confidence=confidence, seed=seed)
     if not to_stdout:

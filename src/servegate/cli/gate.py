@@ -13,12 +13,14 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from servegate.errors import GateError, ServerNotFound, UsageError
-from servegate.gate.verdict import Verdict
+
+if TYPE_CHECKING:
+    from servegate.gate.verdict import Verdict
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -120,6 +122,10 @@ class _Stop(Exception):
     """SIGTERM arrived while a foreground server runs."""
 
 
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Stop
+
+
 _LAUNCH_EPILOG = (
     "\b\n"
     'Example:\n'
@@ -176,6 +182,8 @@ def launch(
 
     _check_host(host)
     env = _parse_env(env_pairs)
+    if foreground:
+        signal.signal(signal.SIGTERM, _on_sigterm)
     click.echo(f"launching {' '.join(command)[:200]}", err=True)
     try:
         server = launch_server(
@@ -194,11 +202,16 @@ def launch(
             health_url=health_url,
             attached=foreground,
         )
+    except _Stop:
+        click.echo("stopped by SIGTERM before a verdict; the tree was stopped", err=True)
+        _exit(143)
     except GateError as exc:
         _render(exc.verdict, tail=tail, as_json=as_json, extra={})
         if keep:
             click.echo("the processes were left running (--keep): see servegate ps", err=True)
         _exit(exc.exit_code)
+    if foreground:
+        _run_foreground(server, tail=tail, as_json=as_json)
     _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name})
     if not foreground:
         click.echo(
@@ -210,15 +223,12 @@ def launch(
     _run_foreground(server)
 
 
-def _run_foreground(server: Any) -> NoReturn:
+def _run_foreground(server: Any, *, tail: int, as_json: bool) -> NoReturn:
     """Stay with a READY server until it exits, Ctrl-C, or SIGTERM; then stop the tree."""
-
-    def on_term(signum: int, frame: object) -> None:
-        raise _Stop
-
-    signal.signal(signal.SIGTERM, on_term)
-    click.echo(f"{server.name} is serving at {server.url}; Ctrl-C stops it", err=True)
     try:
+        _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name})
+        sys.stdout.flush()
+        click.echo(f"{server.name} is serving at {server.url}; Ctrl-C stops it", err=True)
         code = server.wait_exit()
     except (KeyboardInterrupt, _Stop):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -67,7 +67,7 @@ class Gate:
         now_mono, now_wall = time.monotonic(), time.time()
         self.started_mono = sources.started_mono or now_mono
         self.started_wall = sources.started_wall or now_wall - (now_mono - self.started_mono)
-        self.last_progress = now_mono
+        self.last_progress = self.started_mono  # silence is measured from the start
         self.exit_code: int | None = None
         self._verdict: Verdict | None = None
         self._sel = selectors.DefaultSelector()

@@ -11,7 +11,21 @@ See ``server.launch`` for the arguments, ``tree`` for how a tree is stopped, and
 
 from __future__ import annotations
 
-from servegate.launch.server import Server, launch
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from servegate.launch.tree import StopReport
 
+if TYPE_CHECKING:
+    from servegate.launch.server import Server, launch
+
 __all__ = ["Server", "StopReport", "launch"]
+
+
+def __getattr__(name: str) -> Any:
+    # the launcher pulls in the gate (numpy); ps and stop need only state and tree
+    if name in ("Server", "launch"):
+        value = getattr(importlib.import_module("servegate.launch.server"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'servegate.launch' has no attribute {name!r}")

@@ -54,7 +54,8 @@ pre { background: #f6f6f6; padding: 8px; font-size: 12px; overflow-x: auto; }
 """
 
 
-def _plotly() -> Any:
+def require_plotly() -> Any:
+    """plotly.graph_objects, or UsageError naming the extra that provides it."""
     try:
         import plotly.graph_objects as go  # noqa: PLC0415 (optional dependency)
     except ImportError:
@@ -319,7 +320,7 @@ def _failures(report: Report) -> str:
 
 def render_html(report: Report) -> str:
     """The whole report as one HTML document with plotly.js inline."""
-    go = _plotly()
+    go = require_plotly()
     figures = [
         ("throughput", _throughput_figure(go, report), 420),
         ("ttft", _latency_figure(go, report, "ttft"), 380),

@@ -251,18 +251,22 @@ def parse_phase(text: str) -> tuple[str, float]:
 def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
     """Defaults, then the profile, then the flags that were given, validated."""
     values: dict[str, Any] = dict(DEFAULTS)
-    phases: dict[str, float] = {}
+    profile_phases: dict[str, float] = {}
     if profile is not None:
         loaded = load_profile(profile)
-        phases.update(loaded.pop("phases", {}))
+        profile_phases = loaded.pop("phases", {})
         values.update(loaded)
     given = {k: v for k, v in flags.items() if v is not None}
-    phases.update(given.pop("phases", {}))
+    flag_phases: dict[str, float] = given.pop("phases", {})
     values.update(given)
 
     engine = values["engine"]
     if engine not in ENGINES:
         raise UsageError(f"--engine {engine}: unknown engine; choose one of {', '.join(ENGINES)}.")
+    # a profile may be used with any engine: its phases that this engine lacks are ignored
+    known = {name for name, _ in PHASES[engine]}
+    phases = {k: v for k, v in profile_phases.items() if k in known}
+    phases.update(flag_phases)
     _check_nonneg(values, ("startup", "ttft_ms", "prefill_tok_s", "itl_ms", "batch_slowdown"))
     _check_nonneg(values, ("jitter", "health_check_timeout"))
     if values["time_scale"] <= 0:

@@ -16,7 +16,9 @@ import os
 import resource
 import signal
 import socket
+import sys
 import time
+import traceback
 
 from servegate.sim.children import Children, roles_for
 from servegate.sim.config import SimConfig
@@ -133,12 +135,23 @@ class Runner:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._shutdown)
         startup = loop.create_task(self._startup())
+        startup.add_done_callback(self._startup_done)
         await self.done.wait()
         startup.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await startup
         self._teardown()
         return self.exit_code if self.exit_code is not None else 0
+
+    def _startup_done(self, task: asyncio.Task[None]) -> None:
+        """A bug in the script must end the process (exit 3), never leave it hanging."""
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        traceback.print_exception(exc, file=sys.stderr)
+        self.exit_code = 3
+        assert self.done is not None
+        self.done.set()
 
     async def _sleep_until(self, when: float) -> None:
         loop = asyncio.get_running_loop()
@@ -383,7 +396,8 @@ class Runner:
             # an abort without a core file in the working directory
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        signal.signal(signum, signal.SIG_DFL)
+        if signum != signal.SIGKILL:
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
 
