@@ -85,18 +85,31 @@ if [[ "${SKIP_CAMPAIGN:-0}" != "1" ]] && python3 -m servegate run --help >/dev/n
         --name h200-ready -- "$BIN" -m "$MODEL" -ngl 99 -c 8192 -fa off --host 127.0.0.1 \
         --port "$P" >"$RES/launch-ready.json" 2>"$RES/launch-ready.err"
     echo "exit=$?" >>"$RES/launch-ready.err"
+    python3 -m servegate ps >"$RES/ps.txt" 2>&1
     python3 -m servegate stop h200-ready >"$RES/stop.txt" 2>&1
+    P=$(port)
+    python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$P)); s.listen(); time.sleep(30)" &
+    HOLDER=$!
+    sleep 0.5
+    python3 -m servegate launch --engine llamacpp --port "$P" --timeout 60 --json -- \
+        "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$P" \
+        >"$RES/launch-port-taken.json" 2>"$RES/launch-port-taken.err"
+    echo "exit=$?" >>"$RES/launch-port-taken.err"
+    kill "$HOLDER" 2>/dev/null
     P=$(port)
     python3 -m servegate launch --engine llamacpp --port "$P" --timeout 60 --json -- \
         "$BIN" -m /nonexistent/model.gguf --host 127.0.0.1 --port "$P" \
         >"$RES/launch-bad-model.json" 2>"$RES/launch-bad-model.err"
     echo "exit=$?" >>"$RES/launch-bad-model.err"
-    stamp "servegate run: campaign"
+    stamp "servegate run: campaign (NVML sampled every 0.1 s meanwhile)"
+    python3 "$REPO/bench/real_nvml_sampler.py" "$RES/nvml.csv" --interval 0.1 &
+    SAMPLER=$!
     sed -e "s#@BIN@#$BIN#g" -e "s#@MODEL@#$MODEL#g" \
         "$REPO/examples/real/h200-llamacpp-parallel.toml" >"$WORK/campaign.toml"
     timeout 330 python3 -m servegate run "$WORK/campaign.toml" --db "$RES/h200.db" \
         >"$RES/campaign.out" 2>"$RES/campaign.err"
     echo "exit=$?" >>"$RES/campaign.err"
+    kill "$SAMPLER"; wait "$SAMPLER"
     python3 -m servegate report --db "$RES/h200.db" --markdown "$RES/report.md" \
         >"$RES/report.out" 2>&1
     nvidia-smi --query-gpu=memory.used --format=csv >"$RES/gpu-after.csv" 2>&1

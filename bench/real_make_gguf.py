@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import gguf
 import numpy as np
 
 BYTE_TOKENS = 256
@@ -57,8 +58,6 @@ def make_vocab(size: int, rng: np.random.Generator) -> tuple[list[str], list[flo
 
 def write(path: Path, args: argparse.Namespace) -> int:
     """Write the model and return its size in bytes."""
-    import gguf  # imported here so that --help works without it
-
     rng = np.random.default_rng(args.seed)
     head_dim = args.hidden // args.heads
     writer = gguf.GGUFWriter(str(path), "llama")

@@ -53,10 +53,15 @@ async def worker(port: int, body: bytes, count: list[int], totals: dict[str, int
 
 
 async def drive(port: int, concurrency: int, requests: int, max_tokens: int) -> dict[str, float]:
-    body = json.dumps({
-        "model": "m", "prompt": "hello world", "max_tokens": max_tokens, "ignore_eos": True,
-        "stream": True, "stream_options": {"include_usage": True},
-    }).encode()
+    body = json.dumps(
+        {
+            "prompt": "hello world",
+            "max_tokens": max_tokens,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+    ).encode()
     count = [requests]
     totals = {"tokens": 0, "chunks": 0, "requests": 0}
     start = time.perf_counter()
@@ -92,10 +97,29 @@ def main() -> None:
     port = free_port()
     pin = ["taskset", "-c", args.server_core] if shutil.which("taskset") else []
     server = subprocess.Popen(
-        [*pin, sys.executable, "-m", "servegate", "sim", "--engine", args.engine,
-         "--port", str(port), "--startup", "0.2", "--ttft-ms", "0", "--itl-ms", "0",
-         "--batch-slowdown", "0", "--max-running", "1024",
-         "--spec-accept-length", args.spec_accept_length],
+        [
+            *pin,
+            sys.executable,
+            "-m",
+            "servegate",
+            "sim",
+            "--engine",
+            args.engine,
+            "--port",
+            str(port),
+            "--startup",
+            "0.2",
+            "--ttft-ms",
+            "0",
+            "--itl-ms",
+            "0",
+            "--batch-slowdown",
+            "0",
+            "--max-running",
+            "1024",
+            "--spec-accept-length",
+            args.spec_accept_length,
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:

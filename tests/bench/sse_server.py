@@ -16,10 +16,58 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import time
 
 _CHAT_ROLE = {"role": "assistant", "content": ""}
+
+
+SELECTED = [0.0]  # perf_counter() right after the event loop's last select
+
+
+def _time_selects(loop: asyncio.AbstractEventLoop) -> None:
+    """Record when each select returns, so requests read in one burst share its time."""
+    selector = getattr(loop, "_selector", None)
+    if selector is None:
+        return
+    select = selector.select
+
+    def timed(timeout: float | None = None) -> object:
+        events = select(timeout)
+        SELECTED[0] = time.perf_counter()
+        return events
+
+    selector.select = timed
+
+
+_MAX_TOKENS = re.compile(rb'"max_tokens":\s*(\d+)')
+_CACHE: dict[tuple[bool, bool, str], tuple[bytes, bytes, bytes]] = {}
+
+
+def _events(chat: bool, until_close: bool, model: str) -> tuple[bytes, bytes, bytes]:
+    """(role event, content event, JSON head) for an API, built once."""
+    key = (chat, until_close, model)
+    if key not in _CACHE:
+        frame = _raw if until_close else _chunk
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        head = {"id": "c1", "object": kind, "model": model}
+        if chat:
+            role = frame(
+                json.dumps(head | {"choices": [{"index": 0, "delta": _CHAT_ROLE}]}).encode()
+            )
+            choice: dict[str, object] = {"index": 0, "delta": {"content": " tok"}}
+        else:
+            role = b""
+            choice = {"index": 0, "text": " tok", "finish_reason": None}
+        content = frame(json.dumps(head | {"choices": [choice]}).encode())
+        _CACHE[key] = (role, content, json.dumps(head).encode()[:-1])
+    return _CACHE[key]
+
+
+def _raw(payload: bytes) -> bytes:
+    """One SSE event without chunked framing (a body read until the connection closes)."""
+    return b"data: " + payload + b"\r\n\r\n"
 
 
 def _chunk(payload: bytes) -> bytes:
@@ -79,6 +127,7 @@ class Server(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.busy = False
         self.handles: list[asyncio.TimerHandle] = []
+        self.arrived = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -90,6 +139,8 @@ class Server(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        # the record starts when the loop saw the bytes: the select that found them
+        self.arrived = SELECTED[0] or time.perf_counter()
         self.buf += data
         self._next()
 
@@ -111,7 +162,7 @@ class Server(asyncio.Protocol):
         self.buf = self.buf[head_end + 4 + length :]
         method, path = head.split(" ")[:2]
         self.busy = True
-        self._handle(method, path, body, time.perf_counter())
+        self._handle(method, path, body, self.arrived)
 
     def _reply(self, status: str, ctype: str, body: bytes) -> None:
         assert self.transport is not None
@@ -154,14 +205,15 @@ class Server(asyncio.Protocol):
         if a.fail_every and n % a.fail_every == 0:
             self._reply("500 Internal Server Error", "application/json", b'{"error": "boom"}')
             return
-        request = json.loads(body)
-        if a.reject_ignore_eos and "ignore_eos" in request:
+        # bytes searches instead of json.loads: the less work per request, the less time a
+        # burst of requests waits unrecorded in this server's socket buffers
+        if a.reject_ignore_eos and b'"ignore_eos"' in body:
             self._reply("400 Bad Request", "application/json", b'{"error": "ignore_eos"}')
             return
         chat = path.endswith("chat/completions")
-        prompt = request["messages"][-1]["content"] if chat else request.get("prompt", "")
-        prompt_tokens = len(str(prompt).split())
-        wanted = int(request.get("max_tokens") or 16)
+        prompt_tokens = body.count(b" ") + 1  # words of a compact JSON body
+        found = _MAX_TOKENS.search(body)
+        wanted = int(found.group(1)) if found else 16
         if a.short:
             wanted = min(wanted, a.short)
         per_chunk = a.tokens_per_chunk
@@ -195,39 +247,28 @@ class Server(asyncio.Protocol):
         assert transport is not None
         stats = self.stats
         stats.requests += 1
-        transport.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
-        )
-        model = a.model
-        if chat:
-            head = {"id": "c1", "object": "chat.completion.chunk", "model": model}
-            role = _chunk(
-                json.dumps(head | {"choices": [{"index": 0, "delta": _CHAT_ROLE}]}).encode()
+        if a.until_close:
+            transport.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
             )
-            content = _chunk(
-                json.dumps(
-                    head | {"choices": [{"index": 0, "delta": {"content": " tok"}}]}
-                ).encode()
-            )
-            transport.write(role)
         else:
-            head = {"id": "c1", "object": "text_completion", "model": model}
-            role = b""
-            content = _chunk(
-                json.dumps(
-                    head | {"choices": [{"index": 0, "text": " tok", "finish_reason": None}]}
-                ).encode()
+            transport.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
             )
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": tokens + a.usage_offset,
-            "total_tokens": prompt_tokens + tokens,
-        }
+        role, content, head = _events(chat, a.until_close, a.model)
+        if role:
+            transport.write(role)
+        frame = _raw if a.until_close else _chunk
+        usage = b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}' % (
+            prompt_tokens,
+            tokens + a.usage_offset,
+            prompt_tokens + tokens,
+        )
         tail = b""
         if not a.no_usage:
-            tail += _chunk(json.dumps(head | {"choices": [], "usage": usage}).encode())
-        tail += _chunk(b"[DONE]") + b"0\r\n\r\n"
+            tail += frame(head + b',"choices":[],"usage":' + usage + b"}")
+        tail += frame(b"[DONE]") + (b"" if a.until_close else b"0\r\n\r\n")
         per_chunk = a.tokens_per_chunk
         stats.prompt_tokens += prompt_tokens
 
@@ -235,6 +276,8 @@ class Server(asyncio.Protocol):
             if self.transport is None:
                 return
             self.transport.write(tail)
+            if a.until_close:
+                self.transport.close()
             stats.drafts += events if a.spec_accept else 0
             stats.accepted += int(events * (a.spec_accept - 1)) if a.spec_accept else 0
             self._done()
@@ -336,10 +379,14 @@ def main() -> None:
     parser.add_argument("--die-after", type=int, default=0, help="exit after this many tokens")
     parser.add_argument("--reject-ignore-eos", action="store_true")
     parser.add_argument("--not-openai", action="store_true")
+    parser.add_argument(
+        "--until-close", action="store_true", help="no chunked coding: close to end the body"
+    )
     args = parser.parse_args()
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
+        _time_selects(loop)
         stats, counter = Stats(), [0]
         server = await loop.create_server(
             lambda: Server(args, stats, counter), args.host, args.port, backlog=4096

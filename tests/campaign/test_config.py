@@ -404,6 +404,24 @@ def test_unknown_engine_is_a_config_error() -> None:
     assert "c.toml:6: [server] engine" in str(err)
 
 
+def test_remote_host_is_refused_with_the_way_to_run_it() -> None:
+    """An ssh:// host is refused before anything starts, saying to run on the GPU host."""
+    err = error_of(
+        """
+        [campaign]
+        name = "c"
+        baseline = "b"
+        [server]
+        host = "ssh://root@gpu-1:22"
+        command = "srv"
+        [[variant]]
+        name = "b"
+        """
+    )
+    assert str(err).startswith("c.toml:6: [server] host = 'ssh://root@gpu-1:22'")
+    assert 'with host = "local"' in str(err)
+
+
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     """A path with no file behind it is a usage error naming the path."""
     with pytest.raises(ConfigError, match="no such campaign file"):

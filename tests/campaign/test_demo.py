@@ -31,6 +31,7 @@ def test_shipped_demo_has_the_four_variants_on_the_simulator() -> None:
     assert campaign.port is None  # a free port for every start
 
 
+@pytest.mark.slow
 def test_demo_runs_the_campaign_and_writes_the_html_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -86,6 +86,7 @@ def test_campaign_is_stored_compared_and_the_crash_recorded(tmp_path: Path) -> N
     assert faster.estimate.variant > 1.3 * faster.estimate.baseline
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_repeats_nothing_and_leaves_no_process(tmp_path: Path) -> None:
     """SIGKILL mid-campaign kills every server; --resume measures only what was missing."""
     path = write_campaign(
@@ -292,3 +293,34 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path: Path) -> None:
     assert SECRET not in out.stdout
     assert "variant chat: c=1, c=4 x 2 repeats (chat)" in out.stdout
     assert not (tmp_path / "c.db").exists()
+
+
+def test_error_rate_above_the_threshold_exits_1(tmp_path: Path) -> None:
+    """Failed requests above --max-error-rate make the run's exit code 1, naming the point.
+
+    The prompts are longer than the simulated model's context, so the server answers
+    every measured request with HTTP 400 (its probe request is short and passes).
+    """
+    path = write_campaign(
+        tmp_path,
+        """
+        [[variant]]
+        name = "baseline"
+        args = "--max-model-len 100"
+        bench = { input_len = 200 }
+        """,
+        bench="concurrency = [2]\nrequests = 10\nrepeats = 1",
+    )
+    with open(os.devnull, "w") as sink, Store.open(tmp_path / "c.db") as store:
+        with Interrupts() as interrupts:
+            outcome = run_campaign(
+                load_campaign(path),
+                store,
+                options=RunOptions(max_error_rate=0.05, log_dir=tmp_path / "logs"),
+                progress=CampaignProgress(sink),
+                interrupts=interrupts,
+            )
+        points = store.points(outcome.campaign_id)
+    assert [p.failed > 0 for p in points] == [True]
+    assert outcome.exit_code == 1
+    assert "above --max-error-rate 0.05 (worst: baseline c=2 repeat 1" in outcome.breaches[0]

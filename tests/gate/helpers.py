@@ -16,7 +16,9 @@ MISBEHAVE = str(SCRIPTS / "misbehave.py")
 PY = sys.executable
 
 
-def servegate(*args: str, timeout: float = 60.0, **kwargs: object) -> subprocess.CompletedProcess[str]:
+def servegate(
+    *args: str, timeout: float = 60.0, **kwargs: object
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m servegate ARGS`` and capture its output."""
     return subprocess.run(
         [PY, "-m", "servegate", *args],

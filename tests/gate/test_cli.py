@@ -12,13 +12,27 @@ from pathlib import Path
 
 import pytest
 
+from servegate.launch import state
+
 from .helpers import FAKE, MISBEHAVE, PY, alive, read_pid, servegate, verdict_of
 
 
 def test_detached_launch_ps_stop(port: int, tmp_path: Path) -> None:
     """launch exits 0 on READY leaving the server tracked; ps lists it; stop ends it."""
-    result = servegate("launch", "--engine", "sglang", "--port", str(port), "--name", "api",
-                       "--", PY, FAKE, "sglang", str(port))
+    result = servegate(
+        "launch",
+        "--engine",
+        "sglang",
+        "--port",
+        str(port),
+        "--name",
+        "api",
+        "--",
+        PY,
+        FAKE,
+        "sglang",
+        str(port),
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("SERVER READY after ")
     assert "servegate stop api" in result.stderr
@@ -42,16 +56,16 @@ def test_ps_prints_nothing_when_nothing_is_tracked() -> None:
 
 def test_crash_output_and_tail(tmp_path: Path) -> None:
     """CRASH prints the verdict line, then the last --tail lines; exit 1; nothing left."""
-    result = servegate("launch", "--ready", "never", "--tail", "1", "--",
-                       PY, MISBEHAVE, "oom-hang")
+    result = servegate("launch", "--ready", "never", "--tail", "1", "--", PY, MISBEHAVE, "oom-hang")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0].startswith("CRASH after ")
     assert "GPU out of memory (oom) - lower the memory fraction" in lines[0] or (
-        "CUDA out of memory (oom)" in lines[0])
+        "CUDA out of memory (oom)" in lines[0]
+    )
     assert lines[1].startswith("--- last 1 lines of ")
     assert lines[2].startswith("torch.OutOfMemoryError")
-    assert servegate("ps").stdout == ""
+    assert state.list_tracked() == []
 
 
 def test_json_verdict_schema() -> None:
@@ -59,18 +73,38 @@ def test_json_verdict_schema() -> None:
     result = servegate("launch", "--json", "--ready", "never", "--", PY, MISBEHAVE, "exit", "7")
     assert result.returncode == 1
     data = verdict_of(result)
-    expected = {"schema", "status", "elapsed_s", "started_at", "decided_at", "detected_by",
-                "reason", "kind", "hint", "matched_line", "exit_code", "pid", "engine", "url",
-                "log_path", "phases", "tail"}
+    expected = {
+        "schema",
+        "status",
+        "elapsed_s",
+        "started_at",
+        "decided_at",
+        "detected_by",
+        "reason",
+        "kind",
+        "hint",
+        "matched_line",
+        "exit_code",
+        "pid",
+        "engine",
+        "url",
+        "log_path",
+        "phases",
+        "tail",
+    }
     assert expected <= set(data)
-    assert (data["schema"], data["status"], data["exit_code"]) == ("servegate.verdict/1",
-                                                                   "crash", 7)
+    assert (data["schema"], data["status"], data["exit_code"]) == (
+        "servegate.verdict/1",
+        "crash",
+        7,
+    )
 
 
 def test_timeout_exit_code() -> None:
     """TIMEOUT exits 124."""
-    result = servegate("launch", "--ready", "never", "--stall", "0.5", "--", PY, MISBEHAVE,
-                       "stall", "hello")
+    result = servegate(
+        "launch", "--ready", "never", "--stall", "0.5", "--", PY, MISBEHAVE, "stall", "hello"
+    )
     assert result.returncode == 124
     assert result.stdout.startswith("TIMEOUT after ")
     assert "no progress for 0.5s" in result.stdout.splitlines()[0]
@@ -94,7 +128,7 @@ def test_bad_input_exits_2(args: list[str], message: str) -> None:
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
     assert result.stderr.count("\n") <= 2
-    assert servegate("ps").stdout == ""
+    assert state.list_tracked() == []
 
 
 def test_port_taken_is_exit_2(port: int) -> None:
@@ -102,8 +136,9 @@ def test_port_taken_is_exit_2(port: int) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
         sock.listen()
-        result = servegate("launch", "--engine", "sglang", "--port", str(port), "--",
-                           PY, FAKE, "sglang", str(port))
+        result = servegate(
+            "launch", "--engine", "sglang", "--port", str(port), "--", PY, FAKE, "sglang", str(port)
+        )
     assert result.returncode == 2
     assert f"port {port} is already in use" in result.stderr
 
@@ -120,15 +155,32 @@ def test_foreground_stops_the_tree_on_sigterm(port: int, tmp_path: Path) -> None
     """launch --foreground stays attached after READY; SIGTERM stops the tree, exit 0."""
     pidfile = tmp_path / "escapee"
     proc = subprocess.Popen(
-        [PY, "-m", "servegate", "launch", "--foreground", "--ready", "generic server ready",
-         "--", PY, MISBEHAVE, "escape", str(port), str(pidfile)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            PY,
+            "-m",
+            "servegate",
+            "launch",
+            "--foreground",
+            "--ready",
+            "generic server ready",
+            "--",
+            PY,
+            MISBEHAVE,
+            "escape",
+            str(port),
+            str(pidfile),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().startswith("SERVER READY")
     escapee = read_pid(pidfile)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "stopped 2 process(es)" in err
     assert not alive(escapee)
 
 
@@ -147,7 +199,7 @@ def test_sigkilled_launcher_takes_its_tree_along(port: int, tmp_path: Path) -> N
     escapee = read_pid(pidfile)
     assert alive(server_pid) and alive(escapee)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    proc.communicate()
     deadline = time.monotonic() + 15
     while (alive(server_pid) or alive(escapee)) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -157,8 +209,18 @@ def test_sigkilled_launcher_takes_its_tree_along(port: int, tmp_path: Path) -> N
 
 def test_garbage_and_a_10mb_line_are_survived(port: int) -> None:
     """Binary junk and a 10 MB line without newline do not stop the ready line's match."""
-    result = servegate("launch", "--ready", "generic server ready", "--name", "junk", "--",
-                       PY, MISBEHAVE, "garbage", str(port))
+    result = servegate(
+        "launch",
+        "--ready",
+        "generic server ready",
+        "--name",
+        "junk",
+        "--",
+        PY,
+        MISBEHAVE,
+        "garbage",
+        str(port),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert servegate("stop", "junk").returncode == 0
 
@@ -167,9 +229,22 @@ def test_garbage_and_a_10mb_line_are_survived(port: int) -> None:
 def test_one_gigabyte_of_log(port: int, tmp_path: Path) -> None:
     """1 GB of output is drained and scanned; the ready line after it is still seen."""
     log = tmp_path / "flood.log"
-    result = servegate("launch", "--ready", "generic server ready", "--log", str(log),
-                       "--name", "flood", "--", PY, MISBEHAVE, "flood", str(port), "1024",
-                       timeout=120)
+    result = servegate(
+        "launch",
+        "--ready",
+        "generic server ready",
+        "--log",
+        str(log),
+        "--name",
+        "flood",
+        "--",
+        PY,
+        MISBEHAVE,
+        "flood",
+        str(port),
+        "1024",
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert log.stat().st_size > 1024 * 1024 * 1024
     assert servegate("stop", "flood").returncode == 0

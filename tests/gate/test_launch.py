@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import time
 import urllib.request
 from pathlib import Path
@@ -12,8 +13,8 @@ import pytest
 
 import servegate
 from servegate.errors import PortInUseError, ServerCrashed, ServerTimeout
-from servegate.launch import launch
-from servegate.launch import state
+from servegate.launch import launch, state
+from servegate.launch.tree import stop_tree
 
 from .helpers import FAKE, MISBEHAVE, PY, alive, read_pid
 
@@ -21,8 +22,9 @@ from .helpers import FAKE, MISBEHAVE, PY, alive, read_pid
 def test_ready_then_stop(port: int, tmp_path: Path) -> None:
     """A server printing SGLang's startup lines is READY, tracked, then fully stopped."""
     log = tmp_path / "server.log"
-    with launch([PY, FAKE, "sglang", str(port)], engine="sglang", port=port,
-                timeout_s=30, log_path=str(log)) as server:
+    with launch(
+        [PY, FAKE, "sglang", str(port)], engine="sglang", port=port, timeout_s=30, log_path=str(log)
+    ) as server:
         verdict = server.verdict
         assert verdict.status == "ready"
         assert verdict.detected_by == "log"
@@ -58,8 +60,9 @@ def test_vllm_ready_needs_one_real_completion(port: int) -> None:
 
 def test_port_is_parsed_from_the_command(port: int) -> None:
     """Without port=, the command's --port N is probed (and checked free before)."""
-    with launch([PY, FAKE, "llamacpp", str(port), "--port", str(port)], engine="llamacpp",
-                timeout_s=30) as server:
+    with launch(
+        [PY, FAKE, "llamacpp", str(port), "--port", str(port)], engine="llamacpp", timeout_s=30
+    ) as server:
         assert server.port == port
 
 
@@ -89,8 +92,14 @@ def test_killed_by_signal() -> None:
 def test_oom_then_hang_is_a_crash_not_a_timeout() -> None:
     """A fatal signature ends the wait although the process hangs on; the tree is stopped."""
     with pytest.raises(ServerCrashed) as info:
-        launch([PY, MISBEHAVE, "oom-hang"], engine="sglang", port=None, ready=["x"],
-               timeout_s=60, health_url="http://127.0.0.1:9/health")
+        launch(
+            [PY, MISBEHAVE, "oom-hang"],
+            engine="sglang",
+            port=None,
+            ready=["x"],
+            timeout_s=60,
+            health_url="http://127.0.0.1:9/health",
+        )
     verdict = info.value.verdict
     assert verdict.kind == "oom"
     assert verdict.detected_by == "signature"
@@ -100,16 +109,21 @@ def test_oom_then_hang_is_a_crash_not_a_timeout() -> None:
 
 def test_harmless_traceback_is_not_a_crash(port: int) -> None:
     """A server that prints a traceback and carries on becomes READY."""
-    with launch([PY, MISBEHAVE, "traceback-ok", str(port)], ready=["generic server ready"],
-                timeout_s=30) as server:
+    with launch(
+        [PY, MISBEHAVE, "traceback-ok", str(port)], ready=["generic server ready"], timeout_s=30
+    ) as server:
         assert server.verdict.status == "ready"
 
 
 def test_essential_child_exit_is_a_crash() -> None:
     """SGLang's scheduler dying while the parent lives is CRASH kind child-exit."""
     with pytest.raises(ServerCrashed) as info:
-        launch([PY, MISBEHAVE, "lose-child"], engine="sglang",
-               health_url="http://127.0.0.1:9/health", timeout_s=60)
+        launch(
+            [PY, MISBEHAVE, "lose-child"],
+            engine="sglang",
+            health_url="http://127.0.0.1:9/health",
+            timeout_s=60,
+        )
     verdict = info.value.verdict
     assert (verdict.kind, verdict.detected_by) == ("child-exit", "child-exit")
     assert "scheduler" in verdict.reason
@@ -118,9 +132,13 @@ def test_essential_child_exit_is_a_crash() -> None:
 def test_stall_names_the_phase() -> None:
     """No output for --stall seconds is a TIMEOUT whose reason names the last phase."""
     with pytest.raises(ServerTimeout) as info:
-        launch([PY, MISBEHAVE, "stall", "Capture cuda graph begin. This can take minutes."],
-               engine="sglang", health_url="http://127.0.0.1:9/health", timeout_s=60,
-               stall_s=1.0)
+        launch(
+            [PY, MISBEHAVE, "stall", "Capture cuda graph begin. This can take minutes."],
+            engine="sglang",
+            health_url="http://127.0.0.1:9/health",
+            timeout_s=60,
+            stall_s=1.0,
+        )
     verdict = info.value.verdict
     assert verdict.reason.startswith("no progress for 1.0s during capture_cuda_graphs")
     assert (verdict.kind, verdict.detected_by) == ("stall", "stall")
@@ -131,10 +149,28 @@ def test_stall_names_the_phase() -> None:
 def test_deadline_despite_chatter() -> None:
     """Output keeps the stall timer quiet but not the hard cap."""
     with pytest.raises(ServerTimeout) as info:
-        launch([PY, MISBEHAVE, "chatter"], engine="tgi", health_url="http://127.0.0.1:9/h",
-               timeout_s=1.5, stall_s=1.0)
+        launch(
+            [PY, MISBEHAVE, "chatter"],
+            engine="tgi",
+            health_url="http://127.0.0.1:9/h",
+            timeout_s=1.5,
+            stall_s=1.0,
+        )
     assert info.value.verdict.detected_by == "deadline"
     assert "during start_shards" in info.value.verdict.reason
+
+
+def test_a_repeated_heartbeat_is_not_progress() -> None:
+    """A line repeated with only its clock changing does not hold off the stall timer."""
+    with pytest.raises(ServerTimeout) as info:
+        launch(
+            [PY, MISBEHAVE, "heartbeat"],
+            engine="tgi",
+            health_url="http://127.0.0.1:9/h",
+            timeout_s=30,
+            stall_s=1.0,
+        )
+    assert info.value.verdict.reason.startswith("no progress for 1.0s during start_shards")
 
 
 def test_keep_leaves_the_tree_for_inspection() -> None:
@@ -145,18 +181,24 @@ def test_keep_leaves_the_tree_for_inspection() -> None:
     assert pid is not None and alive(pid)
     tracked = state.load("kept")
     assert tracked is not None
-    from servegate.launch.tree import stop_tree
-
-    report = stop_tree(pid=tracked.pid, pgid=tracked.pgid, roots=(tracked.keeper_pid or 0,),
-                       marker=tracked.marker, grace_s=2.0)
+    report = stop_tree(
+        pid=tracked.pid,
+        pgid=tracked.pgid,
+        roots=(tracked.keeper_pid or 0,),
+        marker=tracked.marker,
+        grace_s=2.0,
+    )
     assert pid in report.killed and not alive(pid)
 
 
 def test_stop_kills_processes_that_escaped_the_group(port: int, tmp_path: Path) -> None:
     """A grandchild that called setsid() is snapshotted and killed by stop()."""
     pidfile = tmp_path / "escapee"
-    server = launch([PY, MISBEHAVE, "escape", str(port), str(pidfile)],
-                    ready=["generic server ready"], timeout_s=30)
+    server = launch(
+        [PY, MISBEHAVE, "escape", str(port), str(pidfile)],
+        ready=["generic server ready"],
+        timeout_s=30,
+    )
     escapee = read_pid(pidfile)
     assert alive(escapee)
     report = server.stop(grace_s=1.0)
@@ -166,8 +208,6 @@ def test_stop_kills_processes_that_escaped_the_group(port: int, tmp_path: Path) 
 
 def test_port_taken_before_launch_starts_nothing(port: int) -> None:
     """A busy port is a usage error before anything starts."""
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
         sock.listen()

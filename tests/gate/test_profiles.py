@@ -42,18 +42,38 @@ def test_contract_fields() -> None:
         ("vllm", "(APIServer pid=1) INFO:     Application startup complete.", "ready:"),
         ("llamacpp", "main: server is listening on http://127.0.0.1:8080 - starting", "ready:"),
         ("tgi", "INFO text_generation_router::server: router/src/server.rs:1: Connected", "ready:"),
-        ("sglang", "RuntimeError: Not enough memory. Please try to increase "
-         "--mem-fraction-static.", "fatal:oom"),
-        ("sglang", "Received sigquit from a child process. It usually means the child failed.",
-         "fatal:child-exit"),
-        ("vllm", "RuntimeError: Engine core initialization failed. See root cause above.",
-         "fatal:engine-init"),
-        ("vllm", "ValueError: Free memory on device cuda:0 (15.32/22.04 GiB) on startup is less "
-         "than desired GPU memory utilization (0.88, 19.39 GiB).", "fatal:gpu-busy"),
-        ("vllm", "RuntimeError: No supported CUDA architectures found for major versions [12].",
-         "fatal:cuda-arch"),
-        ("sglang", "[Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
-         "address already in use", "fatal:port-in-use"),
+        (
+            "sglang",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+            "fatal:oom",
+        ),
+        (
+            "sglang",
+            "Received sigquit from a child process. It usually means the child failed.",
+            "fatal:child-exit",
+        ),
+        (
+            "vllm",
+            "RuntimeError: Engine core initialization failed. See root cause above.",
+            "fatal:engine-init",
+        ),
+        (
+            "vllm",
+            "ValueError: Free memory on device cuda:0 (15.32/22.04 GiB) on startup is less "
+            "than desired GPU memory utilization (0.88, 19.39 GiB).",
+            "fatal:gpu-busy",
+        ),
+        (
+            "vllm",
+            "RuntimeError: No supported CUDA architectures found for major versions [12].",
+            "fatal:cuda-arch",
+        ),
+        (
+            "sglang",
+            "[Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
+            "address already in use",
+            "fatal:port-in-use",
+        ),
         ("llamacpp", "main: exiting due to model loading error", "fatal:model-load"),
         ("tgi", "Error: ShardCannotStart", "fatal:engine-init"),
         ("tgi", "ERROR text_generation_launcher: Shard 1 failed to start", "fatal:shard"),

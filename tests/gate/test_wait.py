@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ import pytest
 from servegate.errors import ServerCrashed, ServerTimeout, UsageError
 from servegate.gate import wait
 
-from .helpers import FAKE, MISBEHAVE, PY, alive
+from .helpers import FAKE, PY, alive
 
 
 @pytest.fixture
@@ -29,15 +30,14 @@ def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 def _nohup(args: list[str], log: Path, procs: list[subprocess.Popen[bytes]]) -> int:
     with log.open("wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                env={"PYTHONUNBUFFERED": "1", **_env()})
+        proc = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env={"PYTHONUNBUFFERED": "1", **_env()}
+        )
     procs.append(proc)
     return proc.pid
 
 
 def _env() -> dict[str, str]:
-    import os
-
     return dict(os.environ)
 
 
@@ -61,7 +61,9 @@ def test_wait_url_only(port: int, tmp_path: Path, procs: list) -> None:
 def test_wait_sees_the_exit_of_a_pid(tmp_path: Path, procs: list) -> None:
     """A watched PID that exits is a CRASH, with the last traceback line as the reason."""
     log = tmp_path / "c.log"
-    pid = _nohup([PY, "-c", "import time; time.sleep(0.3); raise ValueError('bad flag')"], log, procs)
+    pid = _nohup(
+        [PY, "-c", "import time; time.sleep(0.3); raise ValueError('bad flag')"], log, procs
+    )
     with pytest.raises(ServerCrashed) as info:
         wait(log_path=str(log), pid=pid, ready=["never"], timeout_s=30)
     verdict = info.value.verdict
@@ -94,8 +96,13 @@ def test_wait_stall_on_a_silent_log(tmp_path: Path) -> None:
     log = tmp_path / "silent.log"
     log.write_bytes(b"Load weight begin. avail mem=50 GB\n")
     with pytest.raises(ServerTimeout) as info:
-        wait(log_path=str(log), engine="sglang", health_url="http://127.0.0.1:9/health",
-             timeout_s=30, stall_s=0.5)
+        wait(
+            log_path=str(log),
+            engine="sglang",
+            health_url="http://127.0.0.1:9/health",
+            timeout_s=30,
+            stall_s=0.5,
+        )
     assert info.value.verdict.reason.startswith("no progress for 0.5s during load_weights")
 
 

@@ -17,29 +17,79 @@ import random
 import sys
 from pathlib import Path
 
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
 VOCAB_SIZE = 512
-WORDS = (
-    "the a server model token cache engine request batch latency gate ready crash timeout "
-    "launch stop port health metric prefill decode weight layer head attention memory "
-    "river stone cloud lamp garden window paper music market winter summer yellow green "
-    "quick slow bright dark open close north south east west one two three four five"
-).split()
+WORDS = [
+    "the",
+    "a",
+    "server",
+    "model",
+    "token",
+    "cache",
+    "engine",
+    "request",
+    "batch",
+    "latency",
+    "gate",
+    "ready",
+    "crash",
+    "timeout",
+    "launch",
+    "stop",
+    "port",
+    "health",
+    "metric",
+    "prefill",
+    "decode",
+    "weight",
+    "layer",
+    "head",
+    "attention",
+    "memory",
+    "river",
+    "stone",
+    "cloud",
+    "lamp",
+    "garden",
+    "window",
+    "paper",
+    "music",
+    "market",
+    "winter",
+    "summer",
+    "yellow",
+    "green",
+    "quick",
+    "slow",
+    "bright",
+    "dark",
+    "open",
+    "close",
+    "north",
+    "south",
+    "east",
+    "west",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+]
 
 
 def corpus(lines: int, seed: int) -> list[str]:
     """Generated sentences, enough for the BPE merges to cover common words."""
     rng = random.Random(seed)
     return [
-        " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 16))) + "."
-        for _ in range(lines)
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 16))) + "." for _ in range(lines)
     ]
 
 
 def build_tokenizer(out: Path, seed: int) -> None:
     """Train a byte-level BPE and save it in the transformers layout."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -58,9 +108,6 @@ def build_tokenizer(out: Path, seed: int) -> None:
 
 def build_model(out: Path, max_positions: int, seed: int) -> None:
     """Random float32 weights for a two-layer Llama with 64-wide heads."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=VOCAB_SIZE,

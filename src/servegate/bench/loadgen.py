@@ -20,15 +20,15 @@ from collections.abc import Callable, Iterator, MutableSequence
 from dataclasses import dataclass
 from time import perf_counter
 
-import aiohttp
-
 from servegate.bench.dataset import Prompt
+from servegate.bench.http import Pool, ReadClock, request_bytes
 from servegate.bench.sample import RequestSample
-from servegate.bench.stream import send_request
+from servegate.bench.stream import patterns, send_request
 
 LAG_INTERVAL_S = 0.01
 READ_BUFSIZE = 1 << 20  # socket reads of up to 1 MiB: a whole burst of events per read
 PRECONNECT_MAX = 1024
+OPEN_LOOP_CONNECTIONS = 64  # opened ahead under a rate without a concurrency cap
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,7 +45,6 @@ class WorkerPlan:
     schedule: list[tuple[int, float, Prompt]] | None  # (index, offset_s, prompt), open loop
     warmup: list[Prompt]
     duration_s: float | None  # closed loop: stop sending after this long, cycling prompts
-    preconnect_url: str | None = None  # GET this once per stream to open connections early
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,22 +68,21 @@ async def run_worker(
     ``counters[3*slot : 3*slot+3]`` are kept at (done, failed, content chunks) for live
     progress in another process or thread.
     """
-    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=60)
-    timeout = aiohttp.ClientTimeout(total=plan.timeout_s)
-    async with aiohttp.ClientSession(
-        connector=connector, read_bufsize=READ_BUFSIZE, auto_decompress=False
-    ) as session:
-        base = plan.slot * 3
+    pool = Pool(plan.endpoint, ReadClock.install(asyncio.get_running_loop()))
+    frame = request_bytes(pool, plan.headers)
+    fast = patterns(plan.keys)
+    base = plan.slot * 3
+    try:
 
         async def one(index: int, prompt: Prompt, t0: float, sched: float | None) -> RequestSample:
             sample = await send_request(
-                session,
-                endpoint=plan.endpoint,
+                pool,
+                frame,
                 prompt=prompt,
                 index=index,
-                headers=plan.headers,
-                timeout=timeout,
+                timeout_s=plan.timeout_s,
                 keys=plan.keys,
+                fast=fast,
                 t0=t0,
                 scheduled_s=sched,
             )
@@ -101,9 +99,13 @@ async def run_worker(
             )
             for i in range(3):
                 counters[base + i] = 0
-        if plan.preconnect_url is not None:
-            streams = plan.concurrency or min(len(plan.schedule or ()), PRECONNECT_MAX)
-            await _preconnect(session, plan.preconnect_url, min(streams, PRECONNECT_MAX), timeout)
+        # open the connections before the clock starts, so the first wave's TTFT does not
+        # include TCP setup serialised in this event loop
+        if plan.schedule is None:
+            streams = plan.concurrency or 1
+        else:
+            streams = min(plan.concurrency or OPEN_LOOP_CONNECTIONS, len(plan.schedule))
+        await pool.fill(min(streams, PRECONNECT_MAX))
         t0 = start()
         delay = t0 - perf_counter()
         if delay > 0:
@@ -133,6 +135,8 @@ async def run_worker(
             gc.set_threshold(*threshold)
             gc.unfreeze()
             monitor.cancel()
+    finally:
+        pool.close()
     return WorkerResult(
         samples=samples,
         cpu_s=cpu1 - cpu0,
@@ -202,23 +206,3 @@ async def _lag_monitor(lags: list[float]) -> None:
         before = perf_counter()
         await asyncio.sleep(LAG_INTERVAL_S)
         lags.append((perf_counter() - before - LAG_INTERVAL_S) * 1000.0)
-
-
-async def _preconnect(
-    session: aiohttp.ClientSession, url: str, streams: int, timeout: aiohttp.ClientTimeout
-) -> None:
-    """Open ``streams`` keep-alive connections before the clock starts.
-
-    Without this the first wave of a high-concurrency point pays TCP connection setup
-    inside its TTFT, serialised in the client's event loop; a cheap GET per stream leaves
-    the connections in the pool for the measured requests.
-    """
-
-    async def get() -> None:
-        try:
-            async with session.get(url, timeout=timeout) as resp:
-                await resp.read()
-        except (aiohttp.ClientError, TimeoutError):
-            return  # the measured requests will report it
-
-    await asyncio.gather(*(get() for _ in range(streams)))

@@ -212,7 +212,6 @@ def _plans(
         "timeout_s": s.timeout_s,
         "keys": keys,
         "duration_s": s.duration_s,
-        "preconnect_url": s.base_url + "/v1/models",
     }
     plans: list[WorkerPlan] = []
     if s.open_loop:

@@ -1,23 +1,25 @@
 """Send one streaming request and time its server-sent events: the per-chunk hot path.
 
-The client's own cost grows with output tokens per second, so this path is kept lean:
-the socket is read in large pieces and each read gets one timestamp; events are split
-with bytes operations; whether an event carries generated content is decided by looking
-at the bytes after its ``"text"`` (or ``"content"``) key, not by parsing JSON. JSON is
-parsed only for the rare events that need it: the usage chunk and error events. A chunk
-with an empty or null text (a role-only chat delta, the final usage chunk) never counts
-as a token.
+The client's own cost grows with output tokens per second, so this path is kept lean.
+Each socket read arrives once (see `servegate.bench.http`) with one timestamp. The usual
+read (only complete ``data: {...}`` events, no usage, no error) is not even split into
+events: the content chunks in it are counted with byte-pattern counts (the ``"text":"``
+occurrences minus the empty ones). Anything unusual takes the general path, which splits
+the events and looks at the bytes after each one's ``"text"`` (or ``"content"``) key.
+JSON is parsed only for the usage chunk and error events. A chunk with an empty or null
+text (a role-only chat delta, the final usage chunk) never counts as a token.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from time import perf_counter
 from typing import Any, NamedTuple
 
-import aiohttp
-
 from servegate.bench.dataset import Prompt
+from servegate.bench.http import HttpFailure, Pool, Sink
 from servegate.bench.sample import RequestSample
 
 COMPLETION_KEYS = (b'"text"',)
@@ -87,89 +89,160 @@ def _stream_error(payload: bytes) -> str | None:
     return None
 
 
+class _Stream(Sink):
+    """The event parser of one response: content-chunk times, usage, failures."""
+
+    def __init__(self, keys: tuple[bytes, ...], fast: _Patterns | None) -> None:
+        self.keys = keys
+        self.fast = fast
+        self.times: list[float] = []
+        self.usage: _Usage | None = None
+        self.rest = b""  # an incomplete event carried to the next read
+        self.body = b""  # the start of a non-200 body, for the failure detail
+
+    def feed(self, payload: bytes, now: float) -> None:
+        if self.status != 200:
+            if len(self.body) < _DETAIL_MAX:
+                self.body += payload[:_DETAIL_MAX]
+            return
+        data = self.rest + payload if self.rest else payload
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n")
+        cut = data.rfind(b"\n\n")
+        if cut < 0:
+            self.rest = data
+            return
+        end = cut + 2
+        self.rest = data[end:]
+        count = _fast_count(data, end, self.fast) if self.fast is not None else None
+        if count is None:
+            self._events(data[:cut].split(b"\n\n"), now)
+        elif count:
+            self.times += [now] * count
+
+    def close(self, now: float) -> None:
+        if self.status == 200 and self.rest.strip():
+            self._events([self.rest.strip()], now)  # a last event without its blank line
+            self.rest = b""
+
+    def _events(self, events: list[bytes], now: float) -> None:
+        """The general path: classify each event on its own."""
+        keys = self.keys
+        for event in events:
+            try:
+                found = _event(event, keys)
+            except StreamFailure as exc:
+                raise HttpFailure(exc.kind, exc.detail) from None
+            if found is True:
+                self.times.append(now)
+            elif isinstance(found, _Usage):
+                self.usage = found
+                if found.content:
+                    self.times.append(now)
+
+
+class _Patterns(NamedTuple):
+    """Byte patterns that count content events of one key without splitting events."""
+
+    key: bytes
+    filled: tuple[bytes, bytes]
+    empty: tuple[bytes, bytes]
+    null: tuple[bytes, bytes]
+    bail: tuple[bytes, ...]
+
+
+def patterns(keys: tuple[bytes, ...]) -> _Patterns:
+    """The fast-path patterns for an API's content keys."""
+    key = keys[0]
+    return _Patterns(
+        key=key,
+        filled=(key + b':"', key + b': "'),
+        empty=(key + b':""', key + b': ""'),
+        null=(key + b":null", key + b": null"),
+        bail=(b'"usage"', b'"error"', *(k.strip(b'"') for k in keys[1:])),
+    )
+
+
+def _fast_count(data: bytes, end: int, p: _Patterns) -> int | None:
+    """Content events in ``data[:end]`` by counting patterns, or None when unsure.
+
+    Sure means: every event is a single ``data:`` line holding a JSON object (or
+    ``[DONE]``), nothing carries usage or an error, and every occurrence of the key is
+    followed by a string or null. Anything else takes the general path.
+    """
+    for word in p.bail:
+        if data.find(word, 0, end) >= 0:
+            return None
+    events = data.count(b"\n\n", 0, end)
+    if data.count(b"}\n\n", 0, end) + data.count(b"[DONE]\n\n", 0, end) != events:
+        return None
+    if data.count(b"data:", 0, end) != events:
+        return None
+    filled = data.count(p.filled[0], 0, end) + data.count(p.filled[1], 0, end)
+    null = data.count(p.null[0], 0, end) + data.count(p.null[1], 0, end)
+    if data.count(p.key, 0, end) != filled + null:
+        return None
+    return filled - data.count(p.empty[0], 0, end) - data.count(p.empty[1], 0, end)
+
+
 async def send_request(
-    session: aiohttp.ClientSession,
+    pool: Pool,
+    frame: Callable[[bytes], bytes],
     *,
-    endpoint: str,
     prompt: Prompt,
     index: int,
-    headers: dict[str, str],
-    timeout: aiohttp.ClientTimeout,
+    timeout_s: float,
     keys: tuple[bytes, ...],
+    fast: _Patterns | None,
     t0: float,
     scheduled_s: float | None = None,
 ) -> RequestSample:
     """Post one request, read its stream to the end and return its sample; never raises."""
-    times: list[float] = []
-    append = times.append
-    usage: _Usage | None = None
+    stream = _Stream(keys, fast)
     error: str | None = None
     detail: str | None = None
+    loop = asyncio.get_running_loop()
     send = perf_counter()
-    try:
-        async with session.post(
-            endpoint, data=prompt.body, headers=headers, timeout=timeout
-        ) as resp:
-            if resp.status != 200:
-                body = await resp.content.read(_DETAIL_MAX)
-                error = f"http_{resp.status}"
-                detail = body.decode("utf-8", "replace").strip() or resp.reason or ""
-            else:
-                content = resp.content
-                buf = b""
-                while True:
-                    data = await content.readany()
-                    if not data:
-                        break
-                    now = perf_counter()
-                    if buf:
-                        data = buf + data
-                    if b"\r" in data:
-                        data = data.replace(b"\r\n", b"\n")
-                    events = data.split(b"\n\n")
-                    buf = events.pop()
-                    for event in events:
-                        found = _event(event, keys)
-                        if found is True:
-                            append(now)
-                        elif isinstance(found, _Usage):
-                            usage = found
-                            if found.content:
-                                append(now)
-                if buf.strip():
-                    # a last event without its blank line
-                    found = _event(buf.strip(), keys)
-                    if found is True:
-                        append(perf_counter())
-                    elif isinstance(found, _Usage):
-                        usage = found
-                        if found.content:
-                            append(perf_counter())
-                if not times:
-                    error, detail = "empty_stream", "the stream ended without generated content"
-    except StreamFailure as exc:
-        error, detail = exc.kind, exc.detail
-    except TimeoutError:
-        error, detail = "timeout", f"no complete response within {timeout.total} s"
-    except aiohttp.ClientConnectorError as exc:
-        error, detail = "connect_error", str(exc)[:_DETAIL_MAX]
-    except (
-        aiohttp.ServerDisconnectedError,
-        aiohttp.ClientPayloadError,
-        ConnectionResetError,
-        aiohttp.ClientOSError,
-    ) as exc:
-        error, detail = "connection_reset", (str(exc) or type(exc).__name__)[:_DETAIL_MAX]
-    except aiohttp.ClientResponseError as exc:
-        error, detail = "bad_response", str(exc)[:_DETAIL_MAX]
-    except aiohttp.ClientError as exc:
-        error, detail = "client_error", (str(exc) or type(exc).__name__)[:_DETAIL_MAX]
+    deadline = send + timeout_s
+    data = frame(prompt.body)
+    for _attempt in range(2):
+        try:
+            conn, reused = await asyncio.wait_for(pool.acquire(), timeout_s)
+        except TimeoutError:
+            error, detail = "timeout", f"no connection within {timeout_s:g} s"
+            break
+        except OSError as exc:
+            error, detail = "connect_error", (str(exc) or type(exc).__name__)[:_DETAIL_MAX]
+            break
+        done = conn.request(data, stream)
+        timer = loop.call_at(loop.time() + (deadline - perf_counter()), conn.abort, "timeout")
+        try:
+            error = await done
+        except HttpFailure as exc:
+            error, detail = exc.kind, exc.detail
+        finally:
+            timer.cancel()
+            pool.release(conn)
+        if error == "connection_reset" and reused and not conn.received:
+            error = None  # a kept-alive connection the server had closed: retry on a new one
+            continue
+        break
+    if error == "timeout" and detail is None:
+        detail = f"no complete response within {timeout_s:g} s"
+    elif error == "connection_reset":
+        detail = "the connection closed before the response ended"
+    elif error is None and stream.status != 200:
+        error = f"http_{stream.status}"
+        detail = stream.body.decode("utf-8", "replace").strip()[:_DETAIL_MAX]
+    elif error is None and not stream.times:
+        error, detail = "empty_stream", "the stream ended without generated content"
     end = perf_counter()
+    usage = stream.usage
     return RequestSample(
         index=index,
         send_s=send - t0,
         scheduled_s=scheduled_s,
-        chunks_s=tuple([t - send for t in times]),
+        chunks_s=tuple([t - send for t in stream.times]),
         end_s=end - send,
         usage_output_tokens=usage.output_tokens if usage else None,
         usage_input_tokens=usage.input_tokens if usage else None,

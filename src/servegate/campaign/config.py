@@ -13,11 +13,9 @@ fix; after ``load_campaign`` returns, the runner works only with plain frozen va
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import itertools
 import json
-import re
 import shlex
 import string
 import sys
@@ -25,10 +23,19 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from servegate.campaign.locate import key_line, variant_line
+from servegate.campaign.schema import (
+    BenchOverride,
+    BenchTable,
+    CampaignFile,
+    MatrixTable,
+    Scalar,
+    VariantTable,
+    config_error,
+)
 from servegate.engines import ENGINE_NAMES, get_profile
 from servegate.errors import ConfigError, UsageError
 
@@ -44,103 +51,7 @@ __all__ = [
 ]
 
 BUILTIN_PLACEHOLDERS = ("host", "model", "port", "python")
-
-Scalar = str | int | float | bool
-
-
-# --- the file, as pydantic models (extra keys forbidden) ---------------------------------
-
-
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
-
-
-class CampaignTable(_Table):
-    """``[campaign]``: the name results are stored under, and the reference variant."""
-
-    name: str = Field(min_length=1, max_length=200)
-    baseline: str = Field(min_length=1)
-    description: str = ""
-
-
-class ServerTable(_Table):
-    """``[server]``: how to start the server; variants change args, env or command."""
-
-    engine: str = "generic"
-    host: str = "local"
-    command: str = Field(min_length=1)
-    port: int | Literal["auto"] | None = None
-    model: str | None = None
-    env: dict[str, Scalar] = Field(default_factory=dict)
-    cwd: str | None = None
-    timeout_s: float = Field(default=900.0, gt=0)
-    stall_s: float | None = Field(default=None, gt=0)
-    stop_grace_s: float = Field(default=10.0, ge=0)
-    release_timeout_s: float = Field(default=60.0, ge=0)
-
-
-class BenchTable(_Table):
-    """``[bench]``: the load points and how often each is measured."""
-
-    api: Literal["completions", "chat"] = "completions"
-    concurrency: list[int] | int = Field(default_factory=lambda: [1])
-    rate: list[float] | float | None = None
-    requests: int = Field(default=200, ge=1)
-    duration_s: float | None = Field(default=None, gt=0)
-    warmup: int = Field(default=8, ge=0)
-    input_len: int = Field(default=1024, ge=1)
-    output_len: int = Field(default=256, ge=1)
-    repeats: int = Field(default=3, ge=1)
-    seed: int = 0
-
-
-class BenchOverride(_Table):
-    """A variant's ``bench`` sub-table: only the settings it changes."""
-
-    api: Literal["completions", "chat"] | None = None
-    concurrency: list[int] | int | None = None
-    rate: list[float] | float | None = None
-    requests: int | None = Field(default=None, ge=1)
-    duration_s: float | None = Field(default=None, gt=0)
-    warmup: int | None = Field(default=None, ge=0)
-    input_len: int | None = Field(default=None, ge=1)
-    output_len: int | None = Field(default=None, ge=1)
-    repeats: int | None = Field(default=None, ge=1)
-    seed: int | None = None
-
-
-class VariantTable(_Table):
-    """``[[variant]]``: one change against the template (args, env, command or bench)."""
-
-    name: str = Field(min_length=1, max_length=100)
-    description: str = ""
-    args: str | list[str] = ""
-    env: dict[str, Scalar] = Field(default_factory=dict)
-    command: str | None = None
-    vars: dict[str, Scalar] = Field(default_factory=dict)
-    bench: BenchOverride | None = None
-
-
-class MatrixTable(_Table):
-    """``[matrix]``: every combination of the axes' values becomes one variant."""
-
-    axes: dict[str, list[Scalar]]
-    name: str | None = None
-    args: str | list[str] = ""
-    env: dict[str, Scalar] = Field(default_factory=dict)
-    command: str | None = None
-
-
-class CampaignFile(_Table):
-    """The whole file."""
-
-    campaign: CampaignTable
-    server: ServerTable
-    bench: BenchTable = Field(default_factory=BenchTable)
-    vars: dict[str, Scalar] = Field(default_factory=dict)
-    variant: list[VariantTable] = Field(default_factory=list)
-    matrix: MatrixTable | None = None
-
+LOCAL_ADDRESS = "127.0.0.1"  # {host}: where the runner reaches a local server
 
 # --- the resolved plan, as frozen values -------------------------------------------------
 
@@ -286,13 +197,21 @@ def parse_campaign(text: str, *, path: Path | None = None) -> Campaign:
     try:
         model = CampaignFile.model_validate(data)
     except ValidationError as exc:
-        raise _config_error(exc, data, text, where) from None
+        raise config_error(exc, data, text, where) from None
     return _resolve(model, text=text, path=path, where=where)
 
 
 def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -> Campaign:
     server = model.server
     engine = _check_engine(server.engine, where, text)
+    if server.host != "local":
+        raise ConfigError(
+            f"{where}{key_line(text, 'server', 'host')}: [server] host = {server.host!r}: "
+            "this servegate runs servers on the machine it runs on; run it on the GPU host "
+            '(over ssh) with host = "local".',
+            path=where,
+            key="server.host",
+        )
     tables = list(model.variant) + _expand_matrix(model.matrix, where)
     if not tables:
         raise ConfigError(
@@ -304,7 +223,7 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
     seen: dict[str, int] = {}
     for index, table in enumerate(tables):
         if table.name in seen:
-            line = _variant_line(text, table.name, nth=2)
+            line = variant_line(text, table.name, nth=2)
             raise ConfigError(
                 f"{where}{line}: two variants are named {table.name!r}; "
                 "give each variant a unique name.",
@@ -314,14 +233,14 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
         seen[table.name] = index
     if model.campaign.baseline not in seen:
         raise ConfigError(
-            f"{where}{_key_line(text, 'campaign', 'baseline')}: baseline = "
+            f"{where}{key_line(text, 'campaign', 'baseline')}: baseline = "
             f"{model.campaign.baseline!r} names no variant; set [campaign] baseline to one of "
             f"{', '.join(repr(name) for name in seen)}.",
             path=where,
             key="campaign.baseline",
         )
 
-    builtins = {"python": sys.executable, "host": _host_address(server.host)}
+    builtins = {"python": sys.executable, "host": LOCAL_ADDRESS}
     if server.model is not None:
         builtins["model"] = server.model
     campaign_vars = {key: _scalar(value) for key, value in model.vars.items()}
@@ -557,14 +476,6 @@ def _scalar(value: Scalar) -> str:
     return str(value)
 
 
-def _host_address(host: str) -> str:
-    """The address a server on ``host`` is reached at: 127.0.0.1 for ``local``."""
-    if host == "local":
-        return "127.0.0.1"
-    match = re.match(r"^ssh://(?:[^@/]+@)?(\[[^\]]+\]|[^:/]+)", host)
-    return match.group(1).strip("[]") if match else host
-
-
 def _group_key(argv: Sequence[str], env: Mapping[str, str]) -> str:
     """A short stable key for a command and environment: variants with it share a server."""
     blob = json.dumps({"argv": list(argv), "env": dict(sorted(env.items()))})
@@ -574,7 +485,7 @@ def _group_key(argv: Sequence[str], env: Mapping[str, str]) -> str:
 def _check_engine(engine: str, where: str, text: str) -> str:
     if engine not in ENGINE_NAMES:
         raise ConfigError(
-            f"{where}{_key_line(text, 'server', 'engine')}: [server] engine = {engine!r} has no "
+            f"{where}{key_line(text, 'server', 'engine')}: [server] engine = {engine!r} has no "
             f"profile; use one of {', '.join(ENGINE_NAMES)} (generic for any other server).",
             path=where,
             key="server.engine",
@@ -586,149 +497,3 @@ def _default_port(engine: str) -> int | None:
     """The engine's usual port; None (pick a free one per start) when it has none."""
     port = get_profile(engine).default_port
     return None if port is None else int(port)
-
-
-# --- error messages ----------------------------------------------------------------------
-
-
-def _config_error(exc: ValidationError, data: dict[str, Any], text: str, where: str) -> ConfigError:
-    """The first pydantic error as one sentence naming the key, its line and the fix."""
-    error = exc.errors()[0]
-    loc = tuple(error["loc"])
-    key = _key_name(loc, data)
-    line = _loc_line(text, loc, data)
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        allowed = _allowed_keys(loc[:-1])
-        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        hint = f"did you mean {guess[0]!r}? " if guess else ""
-        message = (
-            f"unknown key {key}; {hint}the keys allowed there are {', '.join(allowed)}"
-            if allowed
-            else f"unknown key {key}; remove it"
-        )
-    elif kind == "missing":
-        message = f"missing key {key}; add it"
-    else:
-        message = f"{key}: {error['msg']} (got {error.get('input')!r}); fix the value"
-    return ConfigError(f"{where}{line}: {message}.", path=where, key=key)
-
-
-def _key_name(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
-    """A dotted key, with list items named by their variant name when there is one."""
-    parts: list[str] = []
-    node: Any = data
-    for part in loc:
-        if isinstance(part, int):
-            name = node[part].get("name") if isinstance(node, list) and part < len(node) else None
-            parts[-1] += f"[{name!r}]" if isinstance(name, str) else f"[{part + 1}]"
-        else:
-            parts.append(str(part))
-        node = node[part] if isinstance(node, dict | list) and _has(node, part) else None
-    return ".".join(parts)
-
-
-def _has(node: dict[str, Any] | list[Any], part: Any) -> bool:
-    if isinstance(node, dict):
-        return part in node
-    return isinstance(part, int) and part < len(node)
-
-
-_MODELS: dict[str, type[BaseModel]] = {
-    "": CampaignFile,
-    "campaign": CampaignTable,
-    "server": ServerTable,
-    "bench": BenchTable,
-    "variant": VariantTable,
-    "variant.bench": BenchOverride,
-    "matrix": MatrixTable,
-}
-
-
-def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
-    path = ".".join(str(part) for part in loc if not isinstance(part, int))
-    model = _MODELS.get(path)
-    return sorted(model.model_fields) if model is not None else []
-
-
-def _loc_line(text: str, loc: tuple[Any, ...], data: dict[str, Any]) -> str:
-    """``:N`` for the line where the key at ``loc`` is written, or "" when unsure."""
-    if not loc:
-        return ""
-    if loc[0] == "variant" and len(loc) >= 3 and isinstance(loc[1], int):
-        return _nth_header_key_line(text, "variant", loc[1], str(loc[2]))
-    if len(loc) == 2 and isinstance(loc[0], str):
-        return _key_line(text, loc[0], str(loc[1]))
-    if len(loc) == 1:
-        return _header_line(text, str(loc[0]))
-    return ""
-
-
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
-
-
-def _headers(text: str) -> list[tuple[int, bool, str]]:
-    """(line number, is an array of tables, name) for each TOML table header."""
-    found = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _HEADER.match(line)
-        if match:
-            found.append((number, match.group(1) == "[[", match.group(2)))
-    return found
-
-
-def _key_in_section(text: str, start: int, key: str) -> int | None:
-    """The line of ``key = ...`` in the table whose header is on line ``start``."""
-    lines = text.splitlines()
-    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
-    for number in range(start + 1, len(lines) + 1):
-        line = lines[number - 1]
-        if _HEADER.match(line):
-            return None
-        if pattern.match(line):
-            return number
-    return None
-
-
-def _key_line(text: str, table: str, key: str) -> str:
-    for number, is_array, name in _headers(text):
-        if name == table and not is_array:
-            found = _key_in_section(text, number, key)
-            return f":{found or number}"
-    return ""
-
-
-def _header_line(text: str, table: str) -> str:
-    for number, _, name in _headers(text):
-        if name == table:
-            return f":{number}"
-    return ""
-
-
-def _nth_header_key_line(text: str, table: str, index: int, key: str) -> str:
-    numbers = [number for number, is_array, name in _headers(text) if is_array and name == table]
-    if index >= len(numbers):
-        return ""
-    found = _key_in_section(text, numbers[index], key)
-    return f":{found or numbers[index]}"
-
-
-def _variant_line(text: str, name: str, *, nth: int) -> str:
-    """The line of the ``nth`` ``name = "..."`` inside a [[variant]] table."""
-    count = 0
-    lines = text.splitlines()
-    for number, is_array, table in _headers(text):
-        if not (is_array and table == "variant"):
-            continue
-        found = _key_in_section(text, number, "name")
-        if found is None:
-            continue
-        try:
-            value = tomllib.loads(lines[found - 1].strip()).get("name")
-        except tomllib.TOMLDecodeError:
-            continue
-        if value == name:
-            count += 1
-            if count == nth:
-                return f":{found}"
-    return ""

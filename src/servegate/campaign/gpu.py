@@ -139,6 +139,13 @@ class GpuMonitor:
             )
         return tuple(out)
 
+    def idle_memory(self) -> tuple[GpuMemory, ...]:
+        """``memory()``, or () when NVML fails (the GPU checks are then skipped)."""
+        try:
+            return self.memory()
+        except self._nvml.NVMLError:
+            return ()
+
     def holders(self) -> tuple[int, ...]:
         """PIDs that NVML lists as running compute or graphics work on any GPU."""
         nvml = self._nvml

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+import pynvml
 
 from servegate.campaign.gpu import GpuMemory, GpuMonitor, wait_released
 
@@ -264,9 +265,12 @@ def _check_gpu(
 ) -> Check:
     if gpu is None or not idle:
         return Check(name="gpu", level=Level.SKIPPED, message="no NVIDIA GPU: memory not checked")
-    result = wait_released(
-        idle, gpu.memory, timeout_s=timeout_s, holders=gpu.holders, clock=clock, sleep=sleep
-    )
+    try:
+        result = wait_released(
+            idle, gpu.memory, timeout_s=timeout_s, holders=gpu.holders, clock=clock, sleep=sleep
+        )
+    except pynvml.NVMLError as exc:
+        return Check(name="gpu", level=Level.WARNING, message=f"NVML failed ({exc}): not checked")
     level = Level.OK if result.released else Level.ERROR
     return Check(name="gpu", level=level, message=result.describe())
 

@@ -93,4 +93,3 @@ def git_commit(directory: Path | None = None) -> str | None:
         return None
     commit = head.stdout.strip()
     return f"{commit}+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else commit
-

@@ -28,6 +28,13 @@ from typing import Any
 
 from servegate.bench import BenchSettings, PointResult, Progress, run_point
 from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant
+from servegate.campaign.crash import (
+    TAIL_LINES,
+    classify,
+    log_tail,
+    refine_crash,
+    verdict_line,
+)
 from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.preflight import Level, ProcessRef, process_tree, run_preflight
@@ -41,7 +48,7 @@ from servegate.store import Store
 
 __all__ = ["RunOptions", "RunOutcome", "check_programs", "run_campaign"]
 
-TAIL_LINES = 30
+_REFINE_LINES = 300  # log lines read after a CRASH to find its root cause
 _DEATH_WAIT_S = 2.0  # after failed requests: how long to wait for a dying server to exit
 
 
@@ -115,8 +122,6 @@ def run_campaign(
 
 def check_programs(campaign: Campaign) -> None:
     """Refuse, before anything starts, a variant whose program cannot be found."""
-    if campaign.host != "local":
-        return
     where = str(campaign.path or "the campaign file")
     for variant in campaign.variants:
         argv, env = variant.render(port=0)
@@ -169,7 +174,7 @@ class _Runner:
         self.gpu = GpuMonitor.open()
         try:
             if self.gpu is not None:
-                self.gpu_idle = self.gpu.memory()
+                self.gpu_idle = self.gpu.idle_memory()
                 total = sum(g.used_bytes for g in self.gpu_idle) / 2**30
                 self.progress.info(
                     f"{len(self.gpu_idle)} GPU(s); idle memory in use: {total:.1f} GiB"
@@ -204,11 +209,14 @@ class _Runner:
                 f"{campaign.path or 'the campaign file'} changed since campaign "
                 f"{campaign.name!r} was stored; finished measurements are kept and not repeated"
             )
-        if stored is not None and not self.options.resume and stored.status != "done":
-            self.progress.warning(
-                f"campaign {campaign.name!r} was left {stored.status} in {store.path}; "
-                "this run measures everything again (pass --resume to continue it instead)"
-            )
+        if stored is not None and not self.options.resume:
+            count = len(store.done_points(stored.id))
+            if count:
+                self.progress.warning(
+                    f"campaign {campaign.name!r} ({stored.status}) already has {count} "
+                    f"measurement(s) in {store.path}; this run measures every point again and "
+                    "replaces them as it goes (--resume keeps them and measures what is missing)"
+                )
         if stored is None and self.options.resume:
             self.progress.info(f"nothing stored for campaign {campaign.name!r}; starting it")
         with self.interrupts.shielded():
@@ -277,7 +285,7 @@ class _Runner:
             previous=self.state.previous,
             gpu=self.gpu,
             gpu_idle=self.gpu_idle,
-            model=campaign.model if campaign.host == "local" else None,
+            model=campaign.model,
             env=env,
             timeout_s=campaign.release_timeout_s,
         )
@@ -327,15 +335,14 @@ class _Runner:
                 keep=False,
             )
         except GateError as exc:
-            verdict = exc.verdict
+            lines = log_tail(log_path, _REFINE_LINES)
+            data = self._redacted(refine_crash(exc.verdict.to_json(), lines, self.profile.fatal))
             with self.interrupts.shielded():
-                self.store.record_verdict(aid, self._redacted_verdict(verdict))
-                self.store.finish_attempt(aid, verdict.status)
-            self._fail(group.variants, verdict.line())
-            self.progress.failure(
-                f"{tag} {names}: {self.redactor.text(verdict.line())}",
-                tuple(self.redactor.lines(verdict.tail[-10:])),
-            )
+                self.store.record_verdict(aid, data)
+                self.store.finish_attempt(aid, exc.verdict.status)
+            line = verdict_line(data)
+            self._fail(group.variants, line)
+            self.progress.failure(f"{tag} {names}: {line}", tuple(data["tail"][-10:]))
             self.state.previous = ()
             return
         except UsageError as exc:  # the port was taken between preflight and launch
@@ -363,7 +370,7 @@ class _Runner:
     ) -> None:
         """Benchmark a READY server, then stop it, whatever happens in between."""
         with self.interrupts.shielded():
-            self.store.record_verdict(aid, self._redacted_verdict(server.verdict))
+            self.store.record_verdict(aid, self._redacted(server.verdict.to_json()))
         self.progress.good(f"{tag} {names}: {server.verdict.line()} on {server.url}")
         status, reason = "done", None
         try:
@@ -465,16 +472,16 @@ class _Runner:
             if not server.alive():
                 return True
             time.sleep(0.05)
-        tail = _tail(Path(server.log_path), TAIL_LINES)
-        return _classify(tuple(tail), self.profile.fatal) is not None
+        tail = log_tail(Path(server.log_path), TAIL_LINES)
+        return classify(tuple(tail), self.profile.fatal) is not None
 
     def _died(
         self, server: Server, task: _Task, tag: str, *, measured: bool = False
     ) -> tuple[str, str]:
         """The server died between or during points: record why, with its log tail."""
-        tail = tuple(self.redactor.lines(_tail(Path(server.log_path), TAIL_LINES)))
+        tail = tuple(self.redactor.lines(log_tail(Path(server.log_path), TAIL_LINES)))
         when = "after" if measured else "before"
-        cause = _classify(tail, self.profile.fatal)
+        cause = classify(tail, self.profile.fatal)
         reason = (
             f"server died during the benchmark ({when} {task.variant.name} {task.point.label} "
             f"repeat {task.repeat + 1})"
@@ -489,9 +496,9 @@ class _Runner:
         for variant in variants:
             self.state.failed.setdefault(variant.name, reason)
 
-    def _redacted_verdict(self, verdict: Any) -> dict[str, Any]:
-        data: dict[str, Any] = dict(verdict.to_json())
-        for key in ("reason", "matched_line", "hint"):
+    def _redacted(self, verdict: dict[str, Any]) -> dict[str, Any]:
+        data = dict(verdict)
+        for key in ("reason", "matched_line", "hint", "gate_reason"):
             if isinstance(data.get(key), str):
                 data[key] = self.redactor.text(data[key])
         data["tail"] = self.redactor.lines(data.get("tail") or [])
@@ -542,26 +549,3 @@ def _free_port() -> int:
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")[:60] or "x"
-
-
-def _tail(path: Path, lines: int) -> list[str]:
-    """The last ``lines`` lines of a log file (empty when it cannot be read)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - 64 * 1024))
-            data = handle.read()
-    except OSError:
-        return []
-    text = data.decode("utf-8", errors="replace").replace("\r", "\n")
-    return [line for line in text.splitlines() if line.strip()][-lines:]
-
-
-def _classify(tail: tuple[str, ...], signatures: Any) -> str | None:
-    """The engine's fatal signature found in ``tail``, as 'title (kind) - hint'."""
-    for line in reversed(tail):
-        for signature in signatures:
-            if re.search(signature.pattern, line):
-                return f"{signature.title} ({signature.kind}) - {signature.hint}"
-    return None

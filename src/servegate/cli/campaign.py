@@ -27,12 +27,7 @@ __all__ = ["demo", "run"]
 Example:
   servegate run examples/sglang-allreduce-fusion.toml
   servegate run fusion.toml --only fusion --db results.db
-  servegate run fusion.toml --resume          # after Ctrl-C, a crash or a reboot
-
-\b
-Exit codes: 0 completed (crashed variants are results, not errors); 1 a threshold
-set with --max-failed-variants or --max-error-rate was crossed; 2 bad campaign file
-or flags (nothing is launched); 130 interrupted (what was measured is kept)."""
+  servegate run fusion.toml --resume          # after Ctrl-C, a crash or a reboot"""
 )
 @click.argument("campaign_file", metavar="CAMPAIGN.toml", type=click.Path(path_type=Path))
 @click.option(
@@ -86,6 +81,11 @@ def run(
     campaign goes on. Ctrl-C (or SIGTERM) stops the server and keeps what was measured;
     a second Ctrl-C stops at once. The results table is printed on stdout at the end;
     `servegate report` renders it again, as markdown, JSON, CSV or HTML.
+
+    Exit codes: 0 completed (a crashed variant is a result, not an error); 1 a
+    threshold set with --max-failed-variants or --max-error-rate was crossed; 2 bad
+    campaign file or flags (nothing is launched); 130 interrupted (what was measured
+    is kept; continue with --resume).
     """
     campaign = load_campaign(campaign_file)
     if only:
@@ -192,6 +192,8 @@ def demo(*, folder: Path, db: Path | None, quiet: bool) -> None:
     Four variants of a simulated SGLang server: the baseline, a faster decode, a
     variant that runs out of memory while loading weights, and speculative decoding.
     Ends with the comparison table and the path of the HTML report.
+
+    Exit codes: 0 done; 2 bad --dir or --db; 130 interrupted.
     """
     from servegate.campaign.demo import run_demo  # noqa: PLC0415
 

@@ -128,14 +128,14 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 _LAUNCH_EPILOG = (
     "\b\n"
-    'Example:\n'
-    '  servegate launch --engine sglang --port 30000 -- \\\n'
-    '      python3 -m sglang.launch_server --model-path /models/m --port 30000\n'
-    '  servegate launch --engine vllm --timeout 1200 --stall 600 -- vllm serve /models/m\n'
+    "Example:\n"
+    "  servegate launch --engine sglang --port 30000 -- \\\n"
+    "      python3 -m sglang.launch_server --model-path /models/m --port 30000\n"
+    "  servegate launch --engine vllm --timeout 1200 --stall 600 -- vllm serve /models/m\n"
     "  servegate launch --ready 'Serving HTTP' --port 8123 -- python3 -m http.server 8123\n"
-    '\n'
+    "\n"
     "\b\n"
-    'Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input.'
+    "Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
 )
 
 
@@ -145,13 +145,17 @@ _LAUNCH_EPILOG = (
 )
 @_gate_options
 @click.option("--name", help="Track the server under this name (default: the engine's).")
-@click.option("--log", "log_path", metavar="FILE", help="Its log file (default: in the state folder).")
-@click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable.")
+@click.option(
+    "--log", "log_path", metavar="FILE", help="Its log file (default: in the state folder)."
+)
+@click.option(
+    "--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable."
+)
 @click.option("--cwd", metavar="DIR", help="Its working folder.")
 @click.option("--keep", is_flag=True, help="On CRASH or TIMEOUT, leave the processes running.")
 @click.option("--foreground", is_flag=True, help="Stay attached; Ctrl-C or SIGTERM stops it.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def launch(
+def launch(  # noqa: PLR0917 (click passes options positionally)
     engine: str,
     ready: tuple[str, ...],
     crash: tuple[str, ...],
@@ -178,7 +182,7 @@ def launch(
     stays attached after READY; the tree stops on Ctrl-C, SIGTERM, or when servegate
     itself dies, even by SIGKILL.
     """
-    from servegate.launch import launch as launch_server
+    from servegate.launch import launch as launch_server  # noqa: PLC0415 (lazy: CLI speed)
 
     _check_host(host)
     env = _parse_env(env_pairs)
@@ -242,12 +246,12 @@ def _run_foreground(server: Any, *, tail: int, as_json: bool) -> NoReturn:
 
 _WAIT_EPILOG = (
     "\b\n"
-    'Example:\n'
-    '  nohup python3 -m sglang.launch_server --model-path /models/m > server.log 2>&1 &\n'
-    '  servegate wait --engine sglang --log server.log --pid $! --port 30000\n'
-    '\n'
+    "Example:\n"
+    "  nohup python3 -m sglang.launch_server --model-path /models/m > server.log 2>&1 &\n"
+    "  servegate wait --engine sglang --log server.log --pid $! --port 30000\n"
+    "\n"
     "\b\n"
-    'Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input.'
+    "Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
 )
 
 
@@ -256,7 +260,7 @@ _WAIT_EPILOG = (
 @click.option("--log", "log_path", metavar="FILE", help="Its log file, followed from the start.")
 @click.option("--pid", type=int, help="Its main process: exiting is a CRASH.")
 @click.option("--url", metavar="URL", help="Its base URL, e.g. http://127.0.0.1:30000.")
-def wait(
+def wait(  # noqa: PLR0917 (click passes options positionally)
     engine: str,
     ready: tuple[str, ...],
     crash: tuple[str, ...],
@@ -276,7 +280,7 @@ def wait(
     The log is read from its start and followed (truncation and rotation too); the
     clock starts when the process did, if --pid is given.
     """
-    from servegate.gate import wait as wait_server
+    from servegate.gate import wait as wait_server  # noqa: PLC0415 (lazy: CLI speed)
 
     _check_host(host)
     try:
@@ -301,13 +305,13 @@ def wait(
 
 _STOP_EPILOG = (
     "\b\n"
-    'Example:\n'
-    '  servegate stop sglang\n'
-    '  servegate stop --pid 12345 --grace 30\n'
-    '\n'
+    "Example:\n"
+    "  servegate stop sglang\n"
+    "  servegate stop --pid 12345 --grace 30\n"
+    "\n"
     "\b\n"
-    'Exit codes: 0 stopped, 1 something survived or the port stayed busy,\n'
-    '2 no such server.'
+    "Exit codes: 0 stopped, 1 something survived or the port stayed busy,\n"
+    "2 no such server."
 )
 
 
@@ -330,8 +334,8 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
     sends SIGTERM to the group, waits --grace seconds, then SIGKILLs the group and
     every snapshotted survivor. Prints what was killed and how long it took.
     """
-    from servegate.launch import state
-    from servegate.launch.tree import stop_tree
+    from servegate.launch import state  # noqa: PLC0415 (lazy: CLI speed)
+    from servegate.launch.tree import stop_tree  # noqa: PLC0415
 
     if (name is None) == (pid is None):
         raise UsageError("pass a server NAME or --pid PID (one of them): see servegate ps.")
@@ -383,12 +387,7 @@ def _stop_untracked(pid: int, grace_s: float, stop_tree: Any) -> Any:
     return stop_tree(pid=pid, pgid=pgid if pgid == pid else None, grace_s=grace_s)
 
 
-_PS_EPILOG = (
-    "\b\n"
-    'Example:\n'
-    '  servegate ps\n'
-    '  servegate ps --json'
-)
+_PS_EPILOG = "\b\nExample:\n  servegate ps\n  servegate ps --json"
 
 
 @click.command(epilog=_PS_EPILOG)
@@ -398,7 +397,7 @@ def ps(as_json: bool) -> None:
 
     Records of servers that have ended are removed as a side effect.
     """
-    from servegate.launch import state
+    from servegate.launch import state  # noqa: PLC0415 (lazy: CLI speed)
 
     servers = state.list_tracked()
     if as_json:

@@ -35,6 +35,10 @@ class Signature:
     kind: str  # short failure class: oom, nccl, cuda-arch, port-in-use, ...
     title: str  # the verdict's reason, e.g. "CUDA out of memory"
     hint: str  # one line: what to try
+    # True for lines that say *that* something failed while the cause is printed nearby
+    # ("Scheduler hit an exception: <traceback>"): the gate waits a moment for a more
+    # specific signature (OOM, NCCL...) before it settles for this one
+    wrapper: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -39,24 +39,28 @@ PROFILE = EngineProfile(
             kind="engine-init",
             title="the scheduler raised an exception",
             hint=_ROOT_CAUSE,
+            wrapper=True,
         ),
         Signature(
             pattern=r"DataParallelController hit an exception",
             kind="engine-init",
             title="the data-parallel controller raised an exception",
             hint=_ROOT_CAUSE,
+            wrapper=True,
         ),
         Signature(
             pattern=r"Detokenizer hit an exception",
             kind="engine-init",
             title="the detokenizer raised an exception",
             hint=_ROOT_CAUSE,
+            wrapper=True,
         ),
         Signature(
             pattern=r"Received sigquit from a child process",
             kind="child-exit",
             title="a child process failed (sigquit)",
             hint=_ROOT_CAUSE,
+            wrapper=True,
         ),
         Signature(
             pattern=r"scheduler died during initialization",
@@ -64,6 +68,7 @@ PROFILE = EngineProfile(
             title="a scheduler died during initialization",
             hint="exit code -9 usually means the OS OOM killer: check host memory; "
             "otherwise see the traceback above",
+            wrapper=True,
         ),
         Signature(
             pattern=r"Initialization failed\. warmup error",
@@ -71,12 +76,14 @@ PROFILE = EngineProfile(
             title="the warmup request failed",
             hint="the first generation failed: see the traceback above "
             "(JIT toolchain, kernels, sampling parameters)",
+            wrapper=True,
         ),
         Signature(
             pattern=r"crashed with exit code .* Triggering SIGQUIT",
             kind="child-exit",
             title="a subprocess crashed",
             hint=_ROOT_CAUSE,
+            wrapper=True,
         ),
         *COMMON_FATAL,
     ),

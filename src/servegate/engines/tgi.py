@@ -24,9 +24,14 @@ PROFILE = EngineProfile(
             kind="shard",
             title="a shard failed to start",
             hint=_SHARD_HINT,
+            wrapper=True,
         ),
         Signature(
-            pattern=r"Shard .* crashed", kind="shard", title="a shard crashed", hint=_SHARD_HINT
+            pattern=r"Shard .* crashed",
+            kind="shard",
+            title="a shard crashed",
+            hint=_SHARD_HINT,
+            wrapper=True,
         ),
         Signature(
             pattern=r"Shard process was signaled to shutdown with signal",
@@ -39,6 +44,7 @@ PROFILE = EngineProfile(
             kind="shard",
             title="the shard status channel disconnected",
             hint=_SHARD_HINT,
+            wrapper=True,
         ),
         Signature(
             pattern=r"Webserver Crashed",
@@ -69,6 +75,7 @@ PROFILE = EngineProfile(
             kind="engine-init",
             title="the launcher gave up",
             hint=_SHARD_HINT,
+            wrapper=True,
         ),
         *COMMON_FATAL,
     ),

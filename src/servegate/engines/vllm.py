@@ -46,18 +46,21 @@ PROFILE = EngineProfile(
             kind="engine-init",
             title="engine core initialization failed",
             hint=_ROOT_CAUSE,
+            wrapper=True,
         ),
         Signature(
             pattern=r"EngineCore failed to start",
             kind="engine-init",
             title="the engine core failed to start",
             hint=_ROOT_CAUSE,
+            wrapper=True,
         ),
         Signature(
             pattern=r"EngineDeadError",
             kind="engine-dead",
             title="the engine core died",
             hint=_ROOT_CAUSE,
+            wrapper=True,
         ),
         Signature(
             pattern=r"died unexpectedly, shutting down executor",
@@ -65,6 +68,7 @@ PROFILE = EngineProfile(
             title="a worker process died",
             hint="exit code -9 usually means the OS OOM killer; otherwise see the worker's "
             "traceback above",
+            wrapper=True,
         ),
         *COMMON_FATAL,
     ),

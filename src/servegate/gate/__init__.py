@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 import psutil
 
@@ -76,8 +77,6 @@ def wait(
     if log_path is None and pid is None and url is None:
         raise UsageError("wait needs something to watch: pass --log FILE, --pid PID or --url URL.")
     if url is not None and health_url is None:
-        from urllib.parse import urlsplit
-
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(

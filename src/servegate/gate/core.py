@@ -9,6 +9,7 @@ settles the question ends the loop, within milliseconds of it happening.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -31,6 +32,8 @@ _SNAPSHOT_EVERY_S = 0.5  # descendant scan period (also after output, at most th
 _BACKSTOP_S = 0.25  # re-check a followed file even without inotify events
 _PIPE_READ = 1 << 20
 _EXIT_DRAIN_S = 0.5  # after the main process exits, read what is left for this long at most
+_WRAPPER_WAIT_S = 0.5  # after a wrapper signature, wait this long for the specific cause
+_CHILD_GRACE_S = 0.3  # after an essential child dies, wait this long for the main to follow
 
 
 def exit_status(status: int) -> int:
@@ -82,6 +85,8 @@ class Gate:
         )
         self._next_snapshot = 0.0
         self._ready_line_at: float | None = None
+        self._wrapper: tuple[Signature, str, float] | None = None  # signature, line, until
+        self._child_gone: tuple[int, str, float] | None = None  # pid, label, until
         self.essential_pids: tuple[int, ...] = ()  # essential children alive at the verdict
 
     # -- the loop ---------------------------------------------------------------------
@@ -104,10 +109,8 @@ class Gate:
         self._sel.close()
         for fd in (self._wake_r, self._wake_w, self._pidfd):
             if fd is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self._pidfd = None
         self._wake_r = self._wake_w = -1
         if self._follower is not None:
@@ -180,6 +183,10 @@ class Gate:
         timers = [deadline]
         if self.options.stall_s is not None:
             timers.append(self.last_progress + self.options.stall_s)
+        if self._wrapper is not None:
+            timers.append(self._wrapper[2])
+        if self._child_gone is not None:
+            timers.append(self._child_gone[2])
         if self._children is not None:
             timers.append(self._next_snapshot)
         if self._follower is not None:
@@ -210,8 +217,7 @@ class Gate:
             if self.sources.tee is not None:
                 self.sources.tee.write(data)
                 self.sources.tee.flush()
-            self._progress()
-            self._hits(self.watcher.feed(data, self._rel()))
+            self._feed(data)
             if self._verdict is not None or until is None or time.monotonic() > until:
                 return
 
@@ -222,8 +228,7 @@ class Gate:
             if result.restarted:
                 self.watcher.reset()
             for chunk in result.chunks:
-                self._progress()
-                self._hits(self.watcher.feed(chunk, self._rel()))
+                self._feed(chunk)
                 if self._verdict is not None:
                     return
             if not result.more or (not to_end and not result.chunks):
@@ -232,6 +237,13 @@ class Gate:
                 # a big backlog: let other events in between, come back at once
                 os.write(self._wake_w, b"f")
                 return
+
+    def _feed(self, data: bytes) -> None:
+        novel = self.watcher.novel_blocks
+        hits = self.watcher.feed(data, self._rel())
+        if self.watcher.novel_blocks != novel:
+            self._progress()
+        self._hits(hits)
 
     def _progress(self) -> None:
         now = time.monotonic()
@@ -245,7 +257,11 @@ class Gate:
                 return
             if hit.what == "fatal":
                 assert hit.signature is not None
-                self._crash_signature(hit.signature, hit.line)
+                if not hit.signature.wrapper:
+                    self._crash_signature(hit.signature, hit.line)
+                elif self._wrapper is None:
+                    until = time.monotonic() + _WRAPPER_WAIT_S
+                    self._wrapper = (hit.signature, hit.line, until)
             elif self._ready_line_at is None:
                 self._ready_line_at = time.monotonic()
                 if self._prober is None:
@@ -289,6 +305,9 @@ class Gate:
                 pass
         if self._verdict is not None:
             return
+        if self._wrapper is not None:
+            self._settle_wrapper()
+            return
         code = self.exit_code
         last = self.watcher.last_error
         if code is not None and code < 0:
@@ -298,7 +317,7 @@ class Gate:
                 hint += "and the engine were built for each other"
             elif -code == signal.SIGKILL:
                 kind = "killed"
-                hint = "SIGKILL with no message is often the OS OOM killer: check dmesg and host memory"
+                hint = "SIGKILL without a message is often the OOM killer: check dmesg and memory"
             else:
                 kind, hint = "exit", "something sent the server a signal: check who stops it"
             reason = f"the server was killed by {sig}"
@@ -321,9 +340,13 @@ class Gate:
         if child is not None:
             self._sel.unregister(child.pidfd)
             self._children.forget(pid)
-        if self._pidfd is not None and self._main_exited():
-            self._on_exit()
-            return
+        if self._child_gone is None:
+            # children often die first when the main process exits: give it a moment
+            self._child_gone = (pid, label, time.monotonic() + _CHILD_GRACE_S)
+
+    def _settle_child(self) -> None:
+        assert self._child_gone is not None
+        pid, label, _ = self._child_gone
         self._decide(
             "crash",
             "child-exit",
@@ -334,10 +357,20 @@ class Gate:
             matched_line=self.watcher.last_error,
         )
 
-    def _main_exited(self) -> bool:
-        assert self._pidfd is not None
-        ready = self._sel.select(0)
-        return any(key.data == "exit" for key, _ in ready)
+    def _settle_wrapper(self) -> None:
+        assert self._wrapper is not None
+        signature, line, _ = self._wrapper
+        reason = signature.title
+        if self.watcher.last_error:
+            reason += f": {self.watcher.last_error[:200]}"
+        self._decide(
+            "crash",
+            "signature",
+            reason,
+            kind=signature.kind,
+            hint=signature.hint,
+            matched_line=line,
+        )
 
     def _snapshot(self, now: float) -> None:
         assert self._children is not None
@@ -352,6 +385,12 @@ class Gate:
                 return
         if self._children is not None and now >= self._next_snapshot:
             self._snapshot(now)
+        if self._wrapper is not None and now >= self._wrapper[2]:
+            self._settle_wrapper()
+            return
+        if self._child_gone is not None and now >= self._child_gone[2]:
+            self._settle_child()
+            return
         where = self.watcher.phases.describe()
         if now >= self.started_mono + self.options.timeout_s:
             reason = f"not ready within --timeout {self.options.timeout_s:.1f}s ({where})"

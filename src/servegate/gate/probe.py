@@ -8,6 +8,7 @@ is seen, then every few milliseconds, and wakes the loop through a pipe when it 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -110,10 +111,8 @@ class Prober:
         while not self._stopped.is_set():
             if self._check():
                 self.ok_at = time.monotonic()
-                try:
+                with contextlib.suppress(OSError):
                     os.write(self._wake_fd, b"p")
-                except OSError:
-                    pass
                 return
             interval = FAST_INTERVAL_S if self._fast else self._interval_s
             self._nudged.wait(interval)

@@ -8,6 +8,7 @@ bounded tail, so memory stays flat whatever the log's size.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,12 @@ _EXCEPTION_LINE = re.compile(
 )
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 _TRACEBACK_SCAN_LINES = 400
+# clock times, dates, durations and rates: what changes in a heartbeat line that makes
+# no progress ("Waiting for shard to be ready...", a progress bar stuck at 3/7)
+_TIMEISH = re.compile(
+    rb"\d{4}-\d\d-\d\d|\d+:\d\d(?::\d\d)?(?:[.,]\d+)?|\d+(?:\.\d+)?\s*(?:it/s|s/it|ms|s)\b|\?it/s"
+)
+_RECENT_LINES = 8
 
 
 def compile_user_pattern(pattern: str, flag: str) -> re.Pattern[str]:
@@ -180,6 +187,8 @@ class LogWatcher:
         self.ready_line: str | None = None  # first ready line seen
         self._assembler = LineAssembler()
         self._traceback_lines = 0  # lines left to scan for a traceback's last line
+        self.novel_blocks = 0  # blocks that brought something new (progress)
+        self._recent: deque[bytes] = deque(maxlen=_RECENT_LINES)
 
     def feed(self, data: bytes, now: float) -> list[LineHit]:
         """Take new bytes read at ``now`` (seconds since start); return decisive lines."""
@@ -198,6 +207,7 @@ class LogWatcher:
 
     def _block(self, block: bytes, now: float) -> list[LineHit]:
         self.tail.add_block(block)
+        self._note_novelty(block)
         hits: list[LineHit] = []
         traceback_end = -1
         if self._traceback_lines:
@@ -218,6 +228,20 @@ class LogWatcher:
             self._traceback_lines = _TRACEBACK_SCAN_LINES
             self._scan_traceback(block, traceback_end)
         return hits
+
+    def _note_novelty(self, block: bytes) -> None:
+        """Count the block as progress unless it only repeats a recent heartbeat line."""
+        end = len(block) - 1
+        start = max(block.rfind(b"\n", 0, end), block.rfind(b"\r", 0, end)) + 1
+        if start > 0 and block.count(b"\n", 0, start) > _RECENT_LINES:
+            self.novel_blocks += 1  # a burst of many lines is progress, whatever they say
+            self._recent.clear()
+            return
+        key = _TIMEISH.sub(b"#", block[start:end].strip())
+        if key in self._recent:
+            return
+        self._recent.append(key)
+        self.novel_blocks += 1
 
     def _classify(self, line: str, rules: Sequence[_Rule], now: float, hits: list[LineHit]) -> bool:
         """Apply every rule to one line; True when it opens a traceback."""

@@ -15,6 +15,7 @@ It is also a child subreaper, so orphaned grandchildren stay in its tree.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import json
@@ -36,10 +37,8 @@ _CALLER_GONE_GRACE_S = 5.0
 
 def _send(message: dict[str, Any]) -> None:
     """One JSON line to the launcher; it may be gone (detached), which is fine."""
-    try:
+    with contextlib.suppress(OSError):
         os.write(1, (json.dumps(message) + "\n").encode())
-    except OSError:
-        pass
 
 
 def _subreaper() -> None:
@@ -79,10 +78,8 @@ class Keeper:
         """Start the server; report its PID (or why it could not start)."""
         spec = self.spec
         out_r, out_w = os.pipe()
-        try:
+        with contextlib.suppress(OSError):  # a smaller pipe only means more wake-ups
             fcntl.fcntl(out_r, _F_SETPIPE_SZ, _PIPE_SIZE)
-        except OSError:
-            pass  # a smaller pipe only means more wake-ups
         env = dict(os.environ)
         env.update(spec["env"])
         self.log = open(spec["log_path"], "ab", buffering=0)  # noqa: SIM115
@@ -120,8 +117,8 @@ class Keeper:
     def gate(self) -> None:
         """Run the gate on the server's pipe; send the verdict."""
         # imported here so that the server starts before numpy and friends load
-        from servegate.gate.core import Gate, GateSources
-        from servegate.gate.options import GateOptions
+        from servegate.gate.core import Gate, GateSources  # noqa: PLC0415
+        from servegate.gate.options import GateOptions  # noqa: PLC0415
 
         assert self.server is not None and self.log is not None
         resolved = GateOptions.from_json(self.spec["gate"]).resolve()
@@ -217,7 +214,7 @@ class Keeper:
 
     def kill_tree(self, grace_s: float) -> None:
         """Stop everything below us: the server's group and every snapshotted process."""
-        from servegate.launch.tree import stop_tree
+        from servegate.launch.tree import stop_tree  # noqa: PLC0415 (after the server starts)
 
         assert self.server is not None
         stop_tree(

@@ -11,6 +11,7 @@ launching process ends, however it ends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -81,10 +82,8 @@ class Server:
         """Let the server outlive this process; ``servegate stop NAME`` ends it later."""
         if self._control is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             os.write(self._control, b"detach\n")
-        except OSError:
-            pass
         os.close(self._control)
         self._control = None
         keeper = self._keeper

@@ -9,6 +9,7 @@ after the grace period the group and every snapshotted survivor get SIGKILL.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import select
@@ -124,10 +125,8 @@ def snapshot(
         except psutil.Error:
             continue
         members = [proc] if include_roots else []
-        try:
+        with contextlib.suppress(psutil.Error):
             members += proc.children(recursive=True)
-        except psutil.Error:
-            pass
         for member in members:
             info = _info(member)
             if info is not None:
@@ -153,19 +152,15 @@ def snapshot(
 def _signal_group(pgid: int | None, sig: int) -> None:
     if pgid is None or pgid <= 1:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _signal(info: ProcInfo, sig: int) -> None:
     if not is_alive(info):
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(info.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _wait_gone(infos: Sequence[ProcInfo], timeout_s: float) -> list[ProcInfo]:

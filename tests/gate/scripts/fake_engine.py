@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (real engines print long lines; they are copied verbatim)
 """A stand-in inference server: prints an engine's startup lines, then serves probes.
 
     python fake_engine.py ENGINE PORT [--delay S] [--stamp FILE] [--port PORT]

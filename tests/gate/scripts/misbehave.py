@@ -1,22 +1,22 @@
 """Servers that fail in the ways real ones do, for the gate's tests.
 
-    python misbehave.py exit CODE          print a line, then exit with CODE (no traceback)
-    python misbehave.py signal NUM         print a line, then kill itself with signal NUM
-    python misbehave.py oom-hang           print a CUDA OOM traceback, then hang forever
-    python misbehave.py traceback-ok PORT  print a harmless traceback, then become ready
-    python misbehave.py lose-child         start an essential child that dies; live on
-    python misbehave.py stall PHASE_LINE   print a phase line, then go silent forever
-    python misbehave.py chatter            start a shard, then a line every 50 ms (never ready)
-    python misbehave.py escape PORT PIDFILE  a setsid grandchild escapes, then ready on PORT
-    python misbehave.py garbage PORT       binary junk and a 10 MB line, then ready on PORT
-    python misbehave.py flood PORT MB      write MB megabytes of log fast, then ready on PORT
+python misbehave.py exit CODE          print a line, then exit with CODE (no traceback)
+python misbehave.py signal NUM         print a line, then kill itself with signal NUM
+python misbehave.py oom-hang           print a CUDA OOM traceback, then hang forever
+python misbehave.py traceback-ok PORT  print a harmless traceback, then become ready
+python misbehave.py lose-child         start an essential child that dies; live on
+python misbehave.py stall PHASE_LINE   print a phase line, then go silent forever
+python misbehave.py chatter            start a shard, then a new line every 50 ms
+python misbehave.py heartbeat          start a shard, then the same heartbeat forever
+python misbehave.py escape PORT PIDFILE  a setsid grandchild escapes, then ready on PORT
+python misbehave.py garbage PORT       binary junk and a 10 MB line, then ready on PORT
+python misbehave.py flood PORT MB      write MB megabytes of log fast, then ready on PORT
 """
 
 from __future__ import annotations
 
 import http.server
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -83,13 +83,23 @@ def main() -> None:
         forever()
     elif mode == "chatter":
         print("INFO text_generation_launcher: Starting shard rank=0", flush=True)
+        for step in range(10**9):
+            print(f"loaded tensor {step}", flush=True)
+            time.sleep(0.05)
+    elif mode == "heartbeat":
+        print("INFO text_generation_launcher: Starting shard rank=0", flush=True)
+        start = time.monotonic()
         while True:
-            print("Waiting for shard to be ready... rank=0", flush=True)
+            waited = time.monotonic() - start
+            print(
+                f"{time.strftime('%H:%M:%S')} Waiting for shard to be ready... "
+                f"rank=0 elapsed={waited:.1f}s",
+                flush=True,
+            )
             time.sleep(0.05)
     elif mode == "escape":
         grandchild = subprocess.Popen(
-            [sys.executable, "-c", "import os, time; os.setsid(); time.sleep(3600)"],
-            start_new_session=True,
+            [sys.executable, "-c", "import os, time; os.setsid(); time.sleep(3600)"]
         )
         with open(args[1], "w") as f:
             f.write(str(grandchild.pid))

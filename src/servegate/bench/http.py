@@ -1,0 +1,365 @@
+"""A minimal HTTP/1.1 client for streaming responses: keep-alive connections as protocols.
+
+General-purpose clients pay per HTTP chunk: a buffer entry, a wake-up, flow-control
+bookkeeping. A token stream is one small chunk per token, so at tens of thousands of
+tokens per second that overhead becomes the client's ceiling. Here each connection is an
+`asyncio.Protocol`: every socket read arrives in `data_received`, gets one timestamp,
+is de-chunked with bytes operations and handed to the response's event parser, with no
+coroutine switch per chunk. Only what a benchmark needs is supported: one request at a
+time per connection, ``Content-Length``, chunked and read-until-close bodies, 1xx skips,
+TLS through the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+from urllib.parse import urlsplit
+
+MAX_HEAD = 65536
+
+_HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE, _DONE = range(5)
+
+
+class HttpFailure(Exception):
+    """The response broke HTTP framing or the response's own parser refused it."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+
+
+class Sink:
+    """What a connection feeds: the status, then body bytes with their read time."""
+
+    status: int = 0
+
+    def head(self, status: int) -> None:
+        """The response's status code."""
+        self.status = status
+
+    def feed(self, payload: bytes, now: float) -> None:
+        """Body bytes (de-chunked) read at ``now``; may raise HttpFailure."""
+
+    def close(self, now: float) -> None:
+        """The body ended normally; may raise HttpFailure."""
+
+
+class ReadClock:
+    """When the event loop last learned that sockets were readable.
+
+    All sockets found readable by one ``select`` had their data in the kernel at that
+    moment; stamping each read with it, rather than with the time its callback finally
+    runs, keeps a burst of simultaneous responses from being timed one callback apart.
+    """
+
+    def __init__(self) -> None:
+        self.at = perf_counter()
+
+    @classmethod
+    def install(cls, loop: asyncio.AbstractEventLoop) -> ReadClock | None:
+        """Hook the loop's selector; None when the loop has no selector to hook."""
+        selector = getattr(loop, "_selector", None)
+        select = getattr(selector, "select", None)
+        if selector is None or select is None:
+            return None
+        clock = cls()
+
+        def timed_select(timeout: float | None = None) -> Any:
+            events = select(timeout)
+            clock.at = perf_counter()
+            return events
+
+        selector.select = timed_select
+        return clock
+
+
+class Connection(asyncio.Protocol):
+    """One keep-alive connection carrying one streaming request at a time."""
+
+    def __init__(self, clock: ReadClock | None = None) -> None:
+        self.clock = clock
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.received = False  # any byte of the current response arrived
+        self._sink: Sink | None = None
+        self._done: asyncio.Future[str | None] | None = None
+        self._state = _DONE
+        self._buf = b""
+        self._left = 0  # bytes left in the current chunk, or of a Content-Length body
+        self._crlf = False  # a chunk's trailing CRLF is still to skip
+        self._keep = True
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._sink is None:
+            return
+        if self._state == _UNTIL_CLOSE:
+            self._finish(None)
+        else:
+            self._finish("connection_reset")
+
+    def request(self, data: bytes, sink: Sink) -> asyncio.Future[str | None]:
+        """Send one request; the future ends with None (done) or a failure kind."""
+        assert self.transport is not None
+        loop = asyncio.get_running_loop()
+        self._done = loop.create_future()
+        self._sink = sink
+        self._state = _HEAD
+        self._buf = b""
+        self._left = 0
+        self._crlf = False
+        self._keep = True
+        self.received = False
+        self.transport.write(data)
+        return self._done
+
+    def abort(self, kind: str) -> None:
+        """End the current request with failure ``kind`` and drop the connection."""
+        self._finish(kind)
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    @property
+    def reusable(self) -> bool:
+        """True when another request may use this connection."""
+        return not self.closed and self._keep and self._state == _DONE
+
+    def _finish(self, error: str | None) -> None:
+        sink, done = self._sink, self._done
+        self._sink = None
+        if self._state != _DONE and error is not None:
+            self._keep = False
+        self._state = _DONE
+        if done is not None and not done.done():
+            if error is None and sink is not None:
+                try:
+                    sink.close(perf_counter())
+                except HttpFailure as exc:
+                    done.set_exception(exc)
+                    return
+            done.set_result(error)
+
+    def data_received(self, data: bytes) -> None:
+        clock = self.clock
+        now = clock.at if clock is not None else perf_counter()
+        sink = self._sink
+        if sink is None:
+            return  # bytes after a response ended: ignored (the connection is not reused)
+        self.received = True
+        try:
+            if self._state == _HEAD:
+                data = self._head(data, sink)
+                if self._state == _HEAD:
+                    return  # the headers are not complete yet
+            state = self._state
+            payload = b""
+            if not data or state == _DONE:
+                pass
+            elif state == _CHUNKED:
+                payload = self._dechunk(data)
+            elif state == _LENGTH:
+                payload = data[: self._left]
+                self._left -= len(payload)
+                if self._left == 0:
+                    self._state = _DONE
+            else:
+                payload = data
+            if payload:
+                sink.feed(payload, now)
+        except HttpFailure as exc:
+            done = self._done
+            self._sink = None
+            self._state = _DONE
+            self._keep = False
+            if done is not None and not done.done():
+                done.set_exception(exc)
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        if self._state == _DONE:
+            self._finish(None)
+            if not self._keep and self.transport is not None:
+                self.transport.close()
+
+    def _head(self, data: bytes, sink: Sink) -> bytes:
+        """Parse the status line and headers; return the body bytes that followed."""
+        buf = self._buf + data if self._buf else data
+        while True:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buf) > MAX_HEAD:
+                    raise HttpFailure("bad_response", "response headers too long")
+                self._buf = buf
+                return b""
+            lines = buf[:end].split(b"\r\n")
+            status_line = lines[0]
+            if not status_line.startswith(b"HTTP/1.") or len(status_line) < 12:
+                raise HttpFailure("bad_response", f"not an HTTP response: {status_line[:60]!r}")
+            try:
+                status = int(status_line[9:12])
+            except ValueError:
+                raise HttpFailure("bad_response", f"bad status line {status_line[:60]!r}") from None
+            buf = buf[end + 4 :]
+            if 100 <= status < 200:
+                continue  # an interim response: the real one follows
+            break
+        self._buf = b""
+        chunked, length = False, -1
+        self._keep = status_line.startswith(b"HTTP/1.1")
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif name == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    raise HttpFailure("bad_response", "bad Content-Length") from None
+            elif name == b"connection":
+                token = value.strip().lower()
+                if token == b"close":
+                    self._keep = False
+                elif token == b"keep-alive":
+                    self._keep = True
+        sink.head(status)
+        if chunked:
+            self._state = _CHUNKED
+        elif length >= 0:
+            self._left = length
+            self._state = _LENGTH if length else _DONE
+        else:
+            self._state = _UNTIL_CLOSE
+            self._keep = False
+        return buf
+
+    def _dechunk(self, data: bytes) -> bytes:
+        """The payload bytes of ``data`` under chunked transfer coding."""
+        if self._buf:
+            data = self._buf + data
+            self._buf = b""
+        out: list[bytes] = []
+        pos, n = 0, len(data)
+        while pos < n:
+            left = self._left
+            if left:
+                take = min(left, n - pos)
+                out.append(data[pos : pos + take])
+                pos += take
+                self._left = left - take
+                if self._left == 0:
+                    self._crlf = True
+                continue
+            if self._crlf:
+                if n - pos < 2:
+                    self._buf = data[pos:]
+                    break
+                pos += 2
+                self._crlf = False
+                continue
+            eol = data.find(b"\r\n", pos)
+            if eol < 0:
+                if n - pos > 1024:
+                    raise HttpFailure("bad_response", "chunk size line too long")
+                self._buf = data[pos:]
+                break
+            try:
+                size = int(data[pos:eol].split(b";", 1)[0], 16)
+            except ValueError:
+                raise HttpFailure(
+                    "bad_response", f"bad chunk size {data[pos:eol][:20]!r}"
+                ) from None
+            pos = eol + 2
+            if size == 0:
+                self._state = _DONE  # trailers, if any, are ignored
+                break
+            self._left = size
+        return out[0] if len(out) == 1 else b"".join(out)
+
+
+class Pool:
+    """Keep-alive connections to one origin, opened on demand and reused."""
+
+    def __init__(self, url: str, clock: ReadClock | None = None) -> None:
+        self.clock = clock
+        parts = urlsplit(url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.tls = parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        default = (self.tls and self.port == 443) or (not self.tls and self.port == 80)
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.authority = host if default else f"{host}:{self.port}"
+        self._ssl = ssl.create_default_context() if self.tls else None
+        self._idle: list[Connection] = []
+        self._all: set[Connection] = set()
+
+    async def acquire(self) -> tuple[Connection, bool]:
+        """A connection and whether it was reused; OSError when connecting fails."""
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.reusable:
+                return conn, True
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(
+            lambda: Connection(self.clock),
+            self.host,
+            self.port,
+            ssl=self._ssl,
+            server_hostname=self.host if self.tls else None,
+        )
+        self._all.add(conn)
+        return conn, False
+
+    def release(self, conn: Connection) -> None:
+        """Return a connection after its response; it is dropped unless reusable."""
+        if conn.reusable:
+            self._idle.append(conn)
+        else:
+            self._all.discard(conn)
+            if conn.transport is not None and not conn.closed:
+                conn.transport.close()
+
+    async def fill(self, count: int) -> None:
+        """Open up to ``count`` idle connections ahead of use (errors are left for later)."""
+
+        async def one() -> None:
+            try:
+                conn, _ = await self.acquire()
+            except OSError:
+                return
+            self._idle.append(conn)
+
+        await asyncio.gather(*(one() for _ in range(count - len(self._idle))))
+
+    def close(self) -> None:
+        """Close every connection."""
+        for conn in self._all:
+            if conn.transport is not None:
+                conn.transport.close()
+        self._all.clear()
+        self._idle.clear()
+
+
+def request_bytes(pool: Pool, headers: dict[str, str]) -> Callable[[bytes], bytes]:
+    """A function that frames a POST of a JSON body to the pool's path."""
+    head = (
+        f"POST {pool.path} HTTP/1.1\r\nHost: {pool.authority}\r\n"
+        "Accept: text/event-stream\r\nConnection: keep-alive\r\n"
+        + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    ).encode("latin-1")
+
+    def frame(body: bytes) -> bytes:
+        return b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
+
+    return frame

@@ -1,0 +1,107 @@
+"""Helpers for the real-engine tests: run the CLI, read verdicts, look at processes.
+
+Why: every real-engine test drives the real `servegate` command line against a real
+server and then checks what is left on the machine, so these few calls repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+import psutil
+
+
+def servegate(
+    *args: str, timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real `servegate` command line and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "servegate", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def verdict_of(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    """The `--json` verdict object printed first on stdout."""
+    text = result.stdout.lstrip()
+    assert text.startswith("{"), (
+        f"no JSON verdict (exit {result.returncode}):\n{result.stdout}\n{result.stderr}"
+    )
+    value, _ = json.JSONDecoder().raw_decode(text)
+    assert isinstance(value, dict)
+    return value
+
+
+def port_free(port: int) -> bool:
+    """Whether nothing accepts connections on 127.0.0.1:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def procs_with(text: str, exclude: str = "-m servegate") -> list[str]:
+    """Live processes whose command line or name contains `text` (servegate's own excluded)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "name", "cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            line = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
+        except psutil.Error:
+            continue
+        if text in line and exclude not in line and proc.pid != os.getpid():
+            found.append(f"{proc.pid} {line[:160]}")
+    return found
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, step_s: float = 0.2) -> bool:
+    """Poll `predicate()` until it is true or the time is up."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step_s)
+    return bool(predicate())
+
+
+class LateHolder:
+    """Takes a port a moment after a launch began: the clash a pre-launch check cannot see.
+
+    `servegate launch` refuses a port that is already taken before it starts anything, so
+    an engine's own bind failure only happens when someone takes the port while the
+    engine is still loading; this holder does exactly that, then keeps listening.
+    """
+
+    def __init__(self, port: int, when: Callable[[], bool], timeout_s: float = 120) -> None:
+        self.port = port
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.bound = threading.Event()
+        self.error: OSError | None = None
+        self._thread = threading.Thread(target=self._take, args=(when, timeout_s), daemon=True)
+        self._thread.start()
+
+    def _take(self, when: Callable[[], bool], timeout_s: float) -> None:
+        if not wait_until(when, timeout_s, step_s=0.05):
+            return
+        try:
+            self.sock.bind(("127.0.0.1", self.port))
+            self.sock.listen(8)
+            self.bound.set()
+        except OSError as exc:
+            self.error = exc
+
+    def close(self) -> None:
+        """Release the port."""
+        self._thread.join(10)
+        self.sock.close()
