@@ -32,6 +32,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "bench" / "sse_server.py"
 VENVS = Path("/work/venvs")
+BURST: list[str] = []  # ["--burst"]: each response in one write (set by --burst)
 TOKENIZER = VENVS / "tokenizer"
 VLLM_MAIN = (
     "import sys\n"
@@ -54,7 +55,7 @@ def get_json(url: str) -> dict:
 
 def start_server(core: str, port: int) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        ["taskset", "-c", core, sys.executable, str(SERVER), "--port", str(port)],
+        ["taskset", "-c", core, sys.executable, str(SERVER), "--port", str(port), *BURST],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -145,23 +146,18 @@ def client_command(tool: str, url: str, args: argparse.Namespace, out: Path) -> 
     if tool == "guidellm":
         return [
             str(VENVS / "guidellm/bin/guidellm"),
-            "benchmark",
-            "--target",
-            url,
-            "--model",
-            "test-model",
-            "--processor",
-            str(TOKENIZER),
+            "run",
+            "--backend",
+            f"kind=openai_http,target={url},model=test-model",
             "--profile",
-            "concurrent",
-            "--rate",
-            c,
-            "--max-requests",
-            n,
+            f"kind=concurrent,streams={c}",
+            "--constraint",
+            f"kind=max_requests,count={n}",
+            "--tokenizer",
+            f"kind=hf_auto,model={TOKENIZER}",
             "--data",
-            f"prompt_tokens={isl},output_tokens={osl}",
-            "--output-path",
-            str(out.parent / "guidellm.json"),
+            f"kind=synthetic_text,prompt_tokens={isl},output_tokens={osl}",
+            "--disable-progress",
         ]
     raise SystemExit(f"unknown tool {tool}")
 
@@ -216,7 +212,9 @@ def run_once(tool: str, args: argparse.Namespace) -> dict:
             cmd = ["taskset", "-c", args.client_core, *client_command(tool, url, args, out)]
             started = time.perf_counter()
             with tempfile.TemporaryFile("w+") as log:
-                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
+                proc = subprocess.Popen(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, text=True, cwd=tmp
+                )
                 cpu = sample_cpu(proc)
                 wall = time.perf_counter() - started
                 if proc.returncode != 0:
@@ -227,7 +225,8 @@ def run_once(tool: str, args: argparse.Namespace) -> dict:
             used = cpu_between(cpu, stats["first_token_at"], stats["last_token_at"])
             return {
                 "tool": tool,
-                "server_tok_s": stats["tokens_per_s"],
+                "server_tok_s": stats["steady_tokens_per_s"],
+                "server_span_tok_s": stats["tokens_per_s"],
                 "server_tokens": stats["tokens"],
                 "client_cpu_s": used,
                 "tok_per_cpu_s": stats["tokens"] / used if used else None,
@@ -250,7 +249,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--server-core", default="0")
     parser.add_argument("--client-core", default="1")
+    parser.add_argument("--burst", action="store_true", help="server writes whole responses")
     args = parser.parse_args()
+    if args.burst:
+        BURST.append("--burst")
     tools = args.tools.split(",")
     runs: dict[str, list[dict]] = {tool: [] for tool in tools}
     for _ in range(args.repeats):  # interleaved, so load from elsewhere hits every tool

@@ -111,7 +111,7 @@ if [[ "${SKIP_CAMPAIGN:-0}" != "1" ]] && python3 -m servegate run --help >/dev/n
     echo "exit=$?" >>"$RES/campaign.err"
     kill "$SAMPLER"; wait "$SAMPLER"
     python3 -m servegate report --db "$RES/h200.db" --markdown "$RES/report.md" \
-        >"$RES/report.out" 2>&1
+        --json "$RES/report.json" >"$RES/report.out" 2>&1
     nvidia-smi --query-gpu=memory.used --format=csv >"$RES/gpu-after.csv" 2>&1
 else
     stamp "servegate run not available in this tree: campaign skipped"

@@ -93,6 +93,7 @@ def main() -> None:
     parser.add_argument("--server-core", default="0")
     parser.add_argument("--client-core", default="1")
     parser.add_argument("--spec-accept-length", default="1")
+    parser.add_argument("--itl-ms", default="0", help="0: every token is due at once")
     args = parser.parse_args()
     port = free_port()
     pin = ["taskset", "-c", args.server_core] if shutil.which("taskset") else []
@@ -112,7 +113,7 @@ def main() -> None:
             "--ttft-ms",
             "0",
             "--itl-ms",
-            "0",
+            args.itl_ms,
             "--batch-slowdown",
             "0",
             "--max-running",

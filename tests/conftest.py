@@ -8,6 +8,7 @@ that called setsid() and left our process group and our tree).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -78,10 +79,8 @@ def _no_leftover_processes() -> Iterator[None]:
     alive = leftovers()
     if alive:
         for line in alive:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(int(line.split()[0]), 9)
-            except OSError:
-                pass
         pytest.fail("processes left running by this test:\n" + "\n".join(alive))
 
 

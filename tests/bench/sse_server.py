@@ -91,7 +91,22 @@ class Stats:
         self.ttft_s: list[float] = []
         self.itl_s: list[float] = []
         self.drafts = 0
+        self.arrivals: list[float] = []
         self.accepted = 0
+
+    def _steady(self) -> float | None:
+        """Tokens/s from request arrivals after the first quarter (closed-loop steady state).
+
+        Under a closed loop each arrival means the client finished a response, so the
+        arrival rate times tokens per request is the rate the client consumed tokens; the
+        first quarter (the initial burst) is left out.
+        """
+        n = len(self.arrivals)
+        if n < 8 or not self.requests:
+            return None
+        first, last = n // 4, n - 1
+        span = self.arrivals[last] - self.arrivals[first]
+        return (last - first) * (self.tokens / self.requests) / span if span > 0 else None
 
     def to_json(self) -> dict[str, object]:
         span = (
@@ -111,6 +126,7 @@ class Stats:
             "ttft_ms_p50": p50(self.ttft_s),
             "itl_ms_p50": p50(self.itl_s),
             "ttft_ms_mean": sum(self.ttft_s) / len(self.ttft_s) * 1000 if self.ttft_s else None,
+            "steady_tokens_per_s": self._steady(),
             "first_token_at": self.first_token_at,  # time.perf_counter() (CLOCK_MONOTONIC)
             "last_token_at": self.last_token_at,
         }
@@ -187,6 +203,9 @@ class Server(asyncio.Protocol):
             models = {"object": "list", "data": [{"id": a.model, "object": "model"}]}
             self._reply("200 OK", "application/json", json.dumps(models).encode())
             return
+        if path == "/health":
+            self._reply("200 OK", "application/json", b"{}")
+            return
         if path == "/stats":
             self._reply("200 OK", "application/json", json.dumps(self.stats.to_json()).encode())
             return
@@ -247,6 +266,7 @@ class Server(asyncio.Protocol):
         assert transport is not None
         stats = self.stats
         stats.requests += 1
+        stats.arrivals.append(arrived)
         if a.until_close:
             transport.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
@@ -313,6 +333,16 @@ class Server(asyncio.Protocol):
                 os._exit(0)
             return now
 
+        if a.burst and not a.ttft_ms and not a.itl_ms and mode == "normal":
+            # the whole response in one write: the cheapest possible zero-delay server
+            transport.write(content * events + tail)
+            now = time.perf_counter()
+            stats.tokens += tokens
+            stats.ttft_s.append(now - arrived)
+            stats.first_token_at = stats.first_token_at or now
+            stats.last_token_at = now
+            self._done()
+            return
         if not a.ttft_ms and not a.itl_ms:
             for k in range(events):
                 if token(k, None) is None:
@@ -379,6 +409,9 @@ def main() -> None:
     parser.add_argument("--die-after", type=int, default=0, help="exit after this many tokens")
     parser.add_argument("--reject-ignore-eos", action="store_true")
     parser.add_argument("--not-openai", action="store_true")
+    parser.add_argument(
+        "--burst", action="store_true", help="zero delay: write each response in one piece"
+    )
     parser.add_argument(
         "--until-close", action="store_true", help="no chunked coding: close to end the body"
     )

@@ -53,3 +53,16 @@ def test_concurrency_cap_under_a_rate(sse_server: Callable[..., str]) -> None:
     )
     spans = sorted((s.send_s, s.send_s + s.end_s) for s in result.samples)
     assert all(nxt[0] >= prev[1] - 1e-4 for prev, nxt in itertools.pairwise(spans))
+
+
+def test_duration_bounds_a_closed_loop(sse_server: Callable[..., str]) -> None:
+    """--duration: requests are sent only inside the duration, then the point ends."""
+    url = sse_server("--ttft-ms", "10", "--itl-ms", "2")
+    result = run_point(
+        BenchSettings(
+            url=url, concurrency=2, requests=None, duration_s=0.6, input_len=4, output_len=3
+        )
+    )
+    assert result.completed >= 10
+    assert max(s.send_s for s in result.samples) <= 0.6
+    assert result.summary["duration_s"] < 1.0

@@ -52,7 +52,7 @@ def write_campaign(
         baseline=baseline,
         sim=SIM,
         server_extra=server_extra,
-        bench=bench.replace("\n", "\n"),
+        bench=bench,
     )
     path = folder / f"{name}.toml"
     path.write_text(text + textwrap.dedent(variants), encoding="utf-8")

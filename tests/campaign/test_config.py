@@ -436,3 +436,13 @@ def test_only_restricts_variants_and_refuses_unknown_names() -> None:
     assert [[v.name for v in g.variants] for g in only.groups] == [["fusion"]]
     with pytest.raises(UsageError, match="choose from baseline, fusion"):
         campaign.only(["nope"])
+
+
+def test_shipped_examples_are_valid_campaigns() -> None:
+    """Every examples/*.toml parses, with its baseline among its variants."""
+    folder = Path(__file__).resolve().parents[2] / "examples"
+    files = sorted(folder.glob("*.toml"))
+    assert len(files) >= 3
+    for path in files:
+        campaign = load_campaign(path)
+        assert campaign.baseline in [v.name for v in campaign.variants], path

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 
@@ -105,3 +106,31 @@ class LateHolder:
         """Release the port."""
         self._thread.join(10)
         self.sock.close()
+
+
+def check_report(path: Path, baseline: str, variant: str, repeats: int) -> dict[str, object]:
+    """Assert a `servegate report --json` file compares `variant` with an interval; return it.
+
+    Both variants must have started and stopped cleanly (port free), and the throughput
+    comparison must carry a confidence interval around its estimate over all repeats.
+    """
+    data = json.loads(path.read_text())
+    assert data["campaign"]["baseline"] == baseline
+    variants = {v["name"]: v for v in data["variants"]}
+    assert set(variants) == {baseline, variant}, variants.keys()
+    for item in variants.values():
+        assert item["status"] == "done", item
+        for attempt in item["attempts"]:
+            assert attempt["verdict"]["status"] == "ready", attempt["verdict"]
+            assert attempt["stop"]["port_free"] is True, attempt["stop"]
+    comparison = next(
+        c
+        for c in data["comparisons"]
+        if c["variant"] == variant and c["metric"] == "output_throughput"
+    )
+    estimate = comparison["estimate"]
+    assert estimate["ratio_low"] <= estimate["ratio"] <= estimate["ratio_high"], estimate
+    assert estimate["n_baseline"] == repeats, estimate
+    assert estimate["n_variant"] == repeats, estimate
+    assert comparison["call"], comparison
+    return data

@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import free_port
 from tests.real.helpers import (
     LateHolder,
+    check_report,
     port_free,
     procs_with,
     servegate,
@@ -168,10 +169,5 @@ def test_campaign_compares_thread_counts(
     report_json = tmp_path / "report.json"
     report = servegate("report", "--db", str(db), "--json", str(report_json), timeout=120)
     assert report.returncode == 0, report.stderr
-    data = json.loads(report_json.read_text())
-    dumped = json.dumps(data)
-    for variant in ("threads-1", "threads-2"):
-        assert variant in dumped
-    assert "ready" in dumped
-    assert re.search(r'"(ci|interval|ci_low|low)[a-z_]*"', dumped), dumped[:3000]
+    check_report(report_json, "threads-1", "threads-2", repeats=3)
     assert not procs_with(str(gguf_model))

@@ -77,8 +77,10 @@ class Sim:
                         return at
                 left = deadline - time.monotonic()
                 if left <= 0 or self._eof:
-                    raise AssertionError(f"no line matching {pattern!r}; log:\n" + "\n".join(
-                        line for _, line in self.lines[-40:]))
+                    raise AssertionError(
+                        f"no line matching {pattern!r}; log:\n"
+                        + "\n".join(line for _, line in self.lines[-40:])
+                    )
                 self._cond.wait(left)
 
     def wait_exit(self, timeout: float = 10.0) -> int:

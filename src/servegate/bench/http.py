@@ -195,6 +195,7 @@ class Connection(asyncio.Protocol):
         """Parse the status line and headers; return the body bytes that followed."""
         buf = self._buf + data if self._buf else data
         while True:
+            buf = buf.lstrip(b"\r\n")  # a late CRLF that closed the previous chunked body
             end = buf.find(b"\r\n\r\n")
             if end < 0:
                 if len(buf) > MAX_HEAD:
@@ -303,6 +304,14 @@ class Pool:
         self._ssl = ssl.create_default_context() if self.tls else None
         self._idle: list[Connection] = []
         self._all: set[Connection] = set()
+
+    def idle(self) -> Connection | None:
+        """A kept-alive connection ready for a request, without waiting, or None."""
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.reusable:
+                return conn
+        return None
 
     async def acquire(self) -> tuple[Connection, bool]:
         """A connection and whether it was reused; OSError when connecting fails."""

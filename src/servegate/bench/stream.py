@@ -207,7 +207,11 @@ async def send_request(
     data = frame(prompt.body)
     for _attempt in range(2):
         try:
-            conn, reused = await asyncio.wait_for(pool.acquire(), timeout_s)
+            ready = pool.idle()
+            if ready is not None:
+                conn, reused = ready, True
+            else:
+                conn, reused = await asyncio.wait_for(pool.acquire(), timeout_s)
         except TimeoutError:
             error, detail = "timeout", f"no connection within {timeout_s:g} s"
             break

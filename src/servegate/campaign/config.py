@@ -254,13 +254,28 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
     template = _split(server.command, where, "server.command")
     variants = []
     for table in tables:
-        values = {**builtins, **campaign_vars, **{k: _scalar(v) for k, v in table.vars.items()}}
         label = f"variant {table.name!r}"
+        for key in table.vars:
+            if key in BUILTIN_PLACEHOLDERS:
+                raise ConfigError(
+                    f"{where}: {label} vars {key} would hide the built-in placeholder "
+                    f"{{{key}}}; rename it.",
+                    path=where,
+                    key=f"variant.{table.name}.vars.{key}",
+                )
+        values = {**builtins, **campaign_vars, **{k: _scalar(v) for k, v in table.vars.items()}}
         command = (
             _split(table.command, where, f"{label} command")
             if table.command is not None
             else list(template)
         )
+        if not command:
+            raise ConfigError(
+                f"{where}: {label}: the command is empty; set [server] command "
+                "(or the variant's command) to the server's command line.",
+                path=where,
+                key="server.command",
+            )
         args = table.args if isinstance(table.args, list) else _split(table.args, where, label)
         command += args
         env = {k: _scalar(v) for k, v in server.env.items()}

@@ -23,13 +23,14 @@ TAIL_LINES = 30
 GENERIC_KINDS = frozenset({"engine-init", "child-exit", "exit", "signature", "shard", None})
 
 
-def log_tail(path: Path, lines: int) -> list[str]:
-    """The last ``lines`` lines of a log file (empty when it cannot be read)."""
+def log_tail(path: Path, lines: int, *, start: int = 0) -> list[str]:
+    """The last ``lines`` non-empty lines of a log file after byte ``start`` (empty when
+    it cannot be read); carriage returns (progress bars) split lines too."""
     try:
         with path.open("rb") as handle:
             handle.seek(0, 2)
             size = handle.tell()
-            handle.seek(max(0, size - 64 * 1024))
+            handle.seek(max(start, size - 64 * 1024))
             data = handle.read()
     except OSError:
         return []

@@ -22,6 +22,8 @@ __all__ = [
     "GpuMonitor",
     "ReleaseResult",
     "nvml_unavailable_reason",
+    "over_idle",
+    "tolerance_bytes",
     "wait_released",
 ]
 

@@ -44,18 +44,30 @@ class Interrupts:
         self.signum: int | None = None
         self._shield = 0
         self._pending = False
+        self._acknowledged = False
         self._previous: dict[int, Any] = {}
+        self._unraisable = sys.unraisablehook
 
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
             for sig in _SIGNALS:
                 self._previous[sig] = signal.signal(sig, self._handle)
+            self._unraisable = sys.unraisablehook
+            sys.unraisablehook = self._unraisable_hook
         return self
 
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        if self._previous:
+            sys.unraisablehook = self._unraisable
         self._previous.clear()
+
+    def _unraisable_hook(self, info: Any) -> None:
+        # a stop raised while a finalizer ran is dropped by Python; check() delivers it
+        # later, so the "Exception ignored" report would only be noise
+        if not isinstance(info.exc_value, Interrupted):
+            self._unraisable(info)
 
     @property
     def requested(self) -> bool:
@@ -91,7 +103,16 @@ class Interrupts:
             raise Interrupted(self.signum)
 
     def check(self) -> None:
-        """Raise ``Interrupted`` if a stop was asked for and not yet raised."""
-        if self._pending and self.signum is not None:
+        """Raise ``Interrupted`` if a stop was asked for and the runner has not seen it.
+
+        Raising from the signal handler is not enough on its own: Python drops an
+        exception raised while a finalizer (``__del__``) runs, so the runner also calls
+        this between steps and from the load generator's progress callback.
+        """
+        if self.signum is not None and not self._acknowledged:
             self._pending = False
             raise Interrupted(self.signum)
+
+    def acknowledge(self) -> None:
+        """The runner is stopping: later checks pass, so the cleanup can run."""
+        self._acknowledged = True

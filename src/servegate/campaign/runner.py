@@ -49,7 +49,7 @@ from servegate.store import Store
 __all__ = ["RunOptions", "RunOutcome", "check_programs", "run_campaign"]
 
 _REFINE_LINES = 300  # log lines read after a CRASH to find its root cause
-_DEATH_WAIT_S = 2.0  # after failed requests: how long to wait for a dying server to exit
+_DEATH_WAIT_S = 1.0  # after failed requests: how long to wait for a dying server to exit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +164,7 @@ class _Runner:
         self.profile = get_profile(campaign.engine)
         self.gpu: GpuMonitor | None = None
         self.gpu_idle: tuple[Any, ...] = ()
+        self._ready_offset = 0  # size of the current server's log when it became READY
 
     # --- the campaign ------------------------------------------------------------------
 
@@ -184,6 +185,7 @@ class _Runner:
                 self.interrupts.check()
                 self._group(cid, group, tag, done)
         except Interrupted as exc:
+            self.interrupts.acknowledge()
             with self.interrupts.shielded():
                 store.set_campaign_status(cid, "interrupted")
             self.progress.done()
@@ -353,6 +355,7 @@ class _Runner:
             self.progress.failure(f"{tag} {names}: {reason}")
             return
         except Interrupted:
+            self.interrupts.acknowledge()
             with self.interrupts.shielded():
                 self.store.finish_attempt(aid, "interrupted", "interrupted while starting")
             raise
@@ -369,6 +372,10 @@ class _Runner:
         names: str,
     ) -> None:
         """Benchmark a READY server, then stop it, whatever happens in between."""
+        try:  # fatal lines from here on mean the server is dying
+            self._ready_offset = os.path.getsize(server.log_path)
+        except OSError:
+            self._ready_offset = 0
         with self.interrupts.shielded():
             self.store.record_verdict(aid, self._redacted(server.verdict.to_json()))
         self.progress.good(f"{tag} {names}: {server.verdict.line()} on {server.url}")
@@ -376,6 +383,7 @@ class _Runner:
         try:
             status, reason = self._bench(aid, server, todo, tag)
         except Interrupted:
+            self.interrupts.acknowledge()
             status, reason = "interrupted", "interrupted by the user"
             raise
         except BaseException as exc:
@@ -411,6 +419,7 @@ class _Runner:
             self.progress.activity(f"{tag} {label}: benchmarking")
 
             def counts(p: Progress, label: str = label) -> None:
+                self.interrupts.check()  # a stop whose exception Python dropped
                 failed = f", {p.failed} failed" if p.failed else ""
                 self.progress.counts(f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}")
 
@@ -467,13 +476,15 @@ class _Runner:
         (or for good: sglang#18421), so wait a little for it to exit, and read the log
         for one of the engine's fatal lines.
         """
+        since_ready = log_tail(Path(server.log_path), TAIL_LINES, start=self._ready_offset)
+        if classify(since_ready, self.profile.fatal) is not None:
+            return True
         deadline = time.monotonic() + _DEATH_WAIT_S
         while time.monotonic() < deadline:
             if not server.alive():
                 return True
             time.sleep(0.05)
-        tail = log_tail(Path(server.log_path), TAIL_LINES)
-        return classify(tuple(tail), self.profile.fatal) is not None
+        return False
 
     def _died(
         self, server: Server, task: _Task, tag: str, *, measured: bool = False
@@ -481,7 +492,8 @@ class _Runner:
         """The server died between or during points: record why, with its log tail."""
         tail = tuple(self.redactor.lines(log_tail(Path(server.log_path), TAIL_LINES)))
         when = "after" if measured else "before"
-        cause = classify(tail, self.profile.fatal)
+        since_ready = log_tail(Path(server.log_path), TAIL_LINES, start=self._ready_offset)
+        cause = classify(since_ready, self.profile.fatal)
         reason = (
             f"server died during the benchmark ({when} {task.variant.name} {task.point.label} "
             f"repeat {task.repeat + 1})"

@@ -95,7 +95,7 @@ def run(
         return
     # imported once the file is known to be good: a mistake is reported without the
     # load generator's and the statistics' import time
-    from servegate.campaign.runner import RunOptions  # noqa: PLC0415
+    from servegate.campaign.runner import RunOptions
 
     code = execute(
         campaign,
@@ -112,11 +112,11 @@ def run(
 
 def execute(campaign: Campaign, db: Path, *, options: RunOptions, quiet: bool = False) -> int:
     """Run ``campaign`` into ``db``, print the results; return the exit code."""
-    from servegate.campaign.interrupt import Interrupts  # noqa: PLC0415
-    from servegate.campaign.progress import CampaignProgress  # noqa: PLC0415
-    from servegate.campaign.results import print_results  # noqa: PLC0415
-    from servegate.campaign.runner import check_programs, run_campaign  # noqa: PLC0415
-    from servegate.store import Store  # noqa: PLC0415
+    from servegate.campaign.interrupt import Interrupts
+    from servegate.campaign.progress import CampaignProgress
+    from servegate.campaign.results import print_results
+    from servegate.campaign.runner import check_programs, run_campaign
+    from servegate.store import Store
 
     if db.is_dir():
         raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
@@ -195,6 +195,6 @@ def demo(*, folder: Path, db: Path | None, quiet: bool) -> None:
 
     Exit codes: 0 done; 2 bad --dir or --db; 130 interrupted.
     """
-    from servegate.campaign.demo import run_demo  # noqa: PLC0415
+    from servegate.campaign.demo import run_demo
 
     sys.exit(run_demo(folder, db=db, quiet=quiet))

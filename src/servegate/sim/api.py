@@ -21,16 +21,17 @@ DONE = b"data: [DONE]\n\n"
 _MARK = "\u2063TEXT\u2063"  # stands in for the token text while templates are built
 
 # Words that common tokenizers encode as one token each (with the leading space).
-VOCAB = tuple(
-    (" " + word).encode()
-    for word in (
-        "the of and to in is was for on that with as by at from his her they this be are "
-        "have had not but what all were when we there can an your which their said if do "
-        "will each about how up out them then she many some so these would other into has "
-        "more two like him see time could no make than first been its who now people my "
-        "made over did down only way find use may water long little very after words"
-    ).split()
-)
+_WORDS = (
+    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at",
+    "from", "his", "her", "they", "this", "be", "are", "have", "had", "not", "but", "what",
+    "all", "were", "when", "we", "there", "can", "an", "your", "which", "their", "said", "if",
+    "do", "will", "each", "about", "how", "up", "out", "them", "then", "she", "many", "some",
+    "so", "these", "would", "other", "into", "has", "more", "two", "like", "him", "see",
+    "time", "could", "no", "make", "than", "first", "been", "its", "who", "now", "people",
+    "my", "made", "over", "did", "down", "only", "way", "find", "use", "may", "water", "long",
+    "little", "very", "after", "words",
+)  # fmt: skip
+VOCAB = tuple((" " + word).encode() for word in _WORDS)
 
 
 class ApiError(Exception):

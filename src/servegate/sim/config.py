@@ -76,6 +76,13 @@ PHASES: dict[str, tuple[tuple[str, float], ...]] = {
     ),
 }
 
+# The gate's names for the same phases, accepted wherever a phase is named.
+PHASE_ALIASES = {
+    "init_distributed": "dist_init",
+    "allocate_kv_cache": "kv_cache",
+    "init_attention_backend": "attention_backend",
+}
+
 STARTUP_FAILURES = (
     "oom",
     "nccl",
@@ -265,6 +272,7 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         raise UsageError(f"--engine {engine}: unknown engine; choose one of {', '.join(ENGINES)}.")
     # a profile may be used with any engine: its phases that this engine lacks are ignored
     known = {name for name, _ in PHASES[engine]}
+    profile_phases = {PHASE_ALIASES.get(k, k): v for k, v in profile_phases.items()}
     phases = {k: v for k, v in profile_phases.items() if k in known}
     phases.update(flag_phases)
     _check_nonneg(values, ("startup", "ttft_ms", "prefill_tok_s", "itl_ms", "batch_slowdown"))
@@ -343,6 +351,7 @@ def _timeline(
 ) -> tuple[tuple[str, float], ...]:
     """Each phase's wall seconds: explicit ones as given, the rest share what is left."""
     known = [name for name, _ in PHASES[engine]]
+    explicit = {PHASE_ALIASES.get(name, name): seconds for name, seconds in explicit.items()}
     for name, seconds in explicit.items():
         if name not in known:
             raise UsageError(
@@ -405,6 +414,7 @@ def _failure(
         return fail, phase, None
     seconds = _seconds(fail_at, fail)
     if seconds is None:
+        fail_at = PHASE_ALIASES.get(fail_at, fail_at)
         if fail_at not in names:
             raise UsageError(
                 f"--fail-at {fail_at}: {engine} has no such phase; give SECONDS or one of "

@@ -303,39 +303,43 @@ def _vllm(config: SimConfig, log: LogFormat, kind: str, phase: str | None) -> Fa
         return [f"(APIServer pid={log.pid}) {line}" for line in lines]
 
     if kind == "port-in-use":
-        tb = _frames(
-            api_tb[:4]
-            + [
-                (
-                    f"{SITE}/vllm/entrypoints/openai/api_server.py",
-                    1843,
-                    "setup_server",
-                    "sock = create_server_socket(sock_addr)",
-                ),
-                (
-                    f"{SITE}/vllm/entrypoints/openai/api_server.py",
-                    1815,
-                    "create_server_socket",
-                    "sock.bind(addr)",
-                ),
-            ]
-        ) + ["OSError: [Errno 98] Address already in use"]
+        tb = [
+            *_frames(
+                [
+                    *api_tb[:4],
+                    (
+                        f"{SITE}/vllm/entrypoints/openai/api_server.py",
+                        1843,
+                        "setup_server",
+                        "sock = create_server_socket(sock_addr)",
+                    ),
+                    (
+                        f"{SITE}/vllm/entrypoints/openai/api_server.py",
+                        1815,
+                        "create_server_socket",
+                        "sock.bind(addr)",
+                    ),
+                ]
+            ),
+            "OSError: [Errno 98] Address already in use",
+        ]
         return Failure(lines=tuple(api(tb)), end="exit", code=1)
     if kind == "traceback-exit":
-        tb = _frames(
-            api_tb[:3]
-            + [
-                (
-                    f"{SITE}/vllm/entrypoints/openai/api_server.py",
-                    41,
-                    "<module>",
-                    "from vllm.engine.arg_utils import AsyncEngineArgs",
-                ),
-                (f"{SITE}/vllm/_custom_ops.py", 14, "<module>", "import vllm._C"),
-            ]
-        ) + [
+        tb = [
+            *_frames(
+                [
+                    *api_tb[:3],
+                    (
+                        f"{SITE}/vllm/entrypoints/openai/api_server.py",
+                        41,
+                        "<module>",
+                        "from vllm.engine.arg_utils import AsyncEngineArgs",
+                    ),
+                    (f"{SITE}/vllm/_custom_ops.py", 14, "<module>", "import vllm._C"),
+                ]
+            ),
             f"ImportError: {SITE}/vllm/_C.abi3.so: undefined symbol: "
-            "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
+            "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib",
         ]
         return Failure(lines=tuple(api(tb)), end="exit", code=1)
 
@@ -343,10 +347,10 @@ def _vllm(config: SimConfig, log: LogFormat, kind: str, phase: str | None) -> Fa
         return log.core(msg, level="ERROR", src="core.py:708")
 
     failed = api(
-        _frames(api_tb)
-        + [
+        [
+            *_frames(api_tb),
             "RuntimeError: Engine core initialization failed. See root cause above. "
-            "Failed core proc(s): {}"
+            "Failed core proc(s): {}",
         ]
     )
     if kind == "child-death":
@@ -479,28 +483,31 @@ def after_ready_failure(config: SimConfig, log: LogFormat) -> Failure:
     if config.engine == "sglang":
         return _sglang(config, log, "crash-after-ready", "serving")
     if config.engine == "vllm":
-        tb = _frames(
-            [
-                (
-                    f"{SITE}/vllm/v1/engine/core.py",
-                    712,
-                    "run_engine_core",
-                    "engine_core.run_busy_loop()",
-                ),
-                (
-                    f"{SITE}/vllm/v1/engine/core.py",
-                    739,
-                    "run_busy_loop",
-                    "self._process_engine_step()",
-                ),
-                (
-                    f"{SITE}/vllm/v1/engine/core.py",
-                    764,
-                    "_process_engine_step",
-                    "outputs, model_executed = self.step_fn()",
-                ),
-            ]
-        ) + [ILLEGAL]
+        tb = [
+            *_frames(
+                [
+                    (
+                        f"{SITE}/vllm/v1/engine/core.py",
+                        712,
+                        "run_engine_core",
+                        "engine_core.run_busy_loop()",
+                    ),
+                    (
+                        f"{SITE}/vllm/v1/engine/core.py",
+                        739,
+                        "run_busy_loop",
+                        "self._process_engine_step()",
+                    ),
+                    (
+                        f"{SITE}/vllm/v1/engine/core.py",
+                        764,
+                        "_process_engine_step",
+                        "outputs, model_executed = self.step_fn()",
+                    ),
+                ]
+            ),
+            ILLEGAL,
+        ]
         lines = [
             log.core("EngineCore encountered a fatal error.", level="ERROR", src="core.py:710")
         ]

@@ -44,6 +44,7 @@ class PerfModel:
         accept = config.spec_accept_length - 1.0
         self.accept_floor = math.floor(accept + 1e-9)
         self.accept_frac = accept - self.accept_floor
+        self.accept_credit = 0.0
 
     def _noise(self, scale: float) -> float:
         return max(0.2, 1.0 + scale * self.rng.gauss(0.0, 1.0))
@@ -72,8 +73,15 @@ class PerfModel:
         if not self.config.spec_enabled:
             return Step(tokens=1, drafted=0, accepted=0)
         accepted = self.accept_floor
-        if self.accept_frac and self.rng.random() < self.accept_frac:
-            accepted += 1
+        if self.accept_frac:
+            if self.config.jitter:
+                accepted += self.rng.random() < self.accept_frac
+            else:
+                # error diffusion: the running mean is exact at every step
+                self.accept_credit += self.accept_frac
+                if self.accept_credit >= 1.0 - 1e-9:
+                    self.accept_credit -= 1.0
+                    accepted += 1
         accepted = min(accepted, self.config.spec_draft_tokens, remaining - 1)
         return Step(tokens=accepted + 1, drafted=self.config.spec_draft_tokens, accepted=accepted)
 

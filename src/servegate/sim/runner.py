@@ -64,6 +64,7 @@ class Runner:
         self.done: asyncio.Event | None = None
         self.app: App | None = None
         self.listening = False
+        self.stats_task: asyncio.Task[None] | None = None
 
     # --- output -------------------------------------------------------------------------
 
@@ -116,7 +117,9 @@ class Runner:
         self._bind()
         assert self.sock is not None and self.app is not None
         loop = asyncio.get_running_loop()
-        # create_server(start_serving=True) calls listen() on the bound socket now
+        # listen now, so that a client who read the line is queued, not refused; the
+        # server task starts accepting a moment later
+        self.sock.listen(4096)
         task = loop.create_task(loop.create_server(self.app.protocol, sock=self.sock, backlog=4096))
         task.add_done_callback(self._served)
         self.listening = True
@@ -197,7 +200,7 @@ class Runner:
         except _PortInUse:
             await self._fail("port-in-use")
             return
-        loop.create_task(self._stats())
+        self.stats_task = loop.create_task(self._stats())
         if config.fail in ("crash-after-ready", "engine-dead"):
             await asyncio.sleep(config.fail_at_s or 0.0)
             await self._after_ready(config.fail)

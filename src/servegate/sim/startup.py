@@ -512,7 +512,7 @@ def _llamacpp(config: SimConfig, d: dict[str, float], log: LogFormat) -> dict[st
         ),
         Event(at=1.0, text="main: loading model"),
     ]
-    w = d["load_weights"]
+    d["load_weights"]
     s["load_weights"] = [
         Event(at=0.0, text=f"srv    load_model: loading model '{gguf}'"),
         Event(
@@ -522,7 +522,7 @@ def _llamacpp(config: SimConfig, d: dict[str, float], log: LogFormat) -> dict[st
         Event(at=0.3, text="llm_load_tensors: offloading 32 repeating layers to GPU"),
         Event(at=0.3, text="llm_load_tensors: offloaded 33/33 layers to GPU"),
         Event(at=0.3, text="llm_load_tensors:        CUDA0 model buffer size =  4403.49 MiB"),
-        Event(at=1.0, text=f"llama_model_load: model loaded in {w:.2f} s"),
+        Event(at=1.0, text="llm_load_tensors:   CPU_Mapped model buffer size =   281.81 MiB"),
     ]
     s["kv_cache"] = [
         Event(at=0.1, text=f"llama_new_context_with_model: n_ctx      = {config.max_model_len}"),
