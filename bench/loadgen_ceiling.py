@@ -257,12 +257,18 @@ def main() -> None:
     runs: dict[str, list[dict]] = {tool: [] for tool in tools}
     for _ in range(args.repeats):  # interleaved, so load from elsewhere hits every tool
         for tool in tools:
-            result = run_once(tool, args)
+            try:
+                result = run_once(tool, args)
+            except SystemExit as exc:  # one failed run of a peer does not end the comparison
+                print(f"{tool}: {exc}", file=sys.stderr, flush=True)
+                continue
             print(json.dumps(result), file=sys.stderr, flush=True)
             runs[tool].append(result)
     rows = []
     for tool in tools:
         rs = runs[tool]
+        if not rs:
+            continue
         rows.append(
             (
                 tool,

@@ -1,5 +1,7 @@
 """``python -m servegate``."""
 
+import sys
+
 from servegate.cli import main
 
-main()
+sys.exit(main())

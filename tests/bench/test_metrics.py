@@ -116,3 +116,18 @@ def test_two_workers_measure_the_same_requests(sse_server: Callable[..., str]) -
     sends = [x.send_s for x in result.samples]
     assert sends == sorted(sends)
     assert 18.0 <= result.summary["ttft_ms_p50"] <= 45.0
+
+
+def test_progress_is_reported_while_running(sse_server: Callable[..., str]) -> None:
+    """The progress callback sees done, failed and chunk counts during the run."""
+    url = sse_server("--ttft-ms", "400", "--itl-ms", "5")
+    seen: list[object] = []
+    result = run_point(
+        BenchSettings(url=url, concurrency=2, requests=6, input_len=3, output_len=2),
+        progress=seen.append,
+    )
+    assert result.completed == 6
+    assert seen
+    last = seen[-1]
+    assert getattr(last, "total", None) == 6
+    assert 0 < getattr(last, "done", 0) <= 6

@@ -446,3 +446,41 @@ def test_shipped_examples_are_valid_campaigns() -> None:
     for path in files:
         campaign = load_campaign(path)
         assert campaign.baseline in [v.name for v in campaign.variants], path
+
+
+def test_gate_options_are_passed_on_and_checked() -> None:
+    """ready/crash regexes and a health_url with placeholders reach the plan; a bad regex
+    is named with its key."""
+    campaign = parse(
+        """
+        [campaign]
+        name = "c"
+        baseline = "b"
+        [server]
+        command = "srv --port {port}"
+        ready = ["Uvicorn running on"]
+        crash = ["FATAL: .*"]
+        health_url = "http://{host}:{port}/{probe}"
+        [vars]
+        probe = "v1/models"
+        [[variant]]
+        name = "b"
+        """
+    )
+    assert campaign.ready == ("Uvicorn running on",)  # type: ignore[attr-defined]
+    assert campaign.crash == ("FATAL: .*",)  # type: ignore[attr-defined]
+    url = campaign.probe_url(port=8123)  # type: ignore[attr-defined]
+    assert url == "http://127.0.0.1:8123/v1/models"
+    err = error_of(
+        """
+        [campaign]
+        name = "c"
+        baseline = "b"
+        [server]
+        command = "srv"
+        ready = ["(unclosed"]
+        [[variant]]
+        name = "b"
+        """
+    )
+    assert str(err).startswith("c.toml:7: [server] ready '(unclosed' is not a regular expression")

@@ -25,7 +25,8 @@ SECRET = "hf_test_secret_0123456789"
 
 
 def test_campaign_is_stored_compared_and_the_crash_recorded(tmp_path: Path) -> None:
-    """A campaign measures every point, shares a server, records the OOM start, masks secrets."""
+    """A campaign measures every point, shares servers, records the OOM start (for both
+    variants of that server), compares with the baseline and masks secrets."""
     path = write_campaign(
         tmp_path,
         """
@@ -43,6 +44,11 @@ def test_campaign_is_stored_compared_and_the_crash_recorded(tmp_path: Path) -> N
         [[variant]]
         name = "chat"
         bench = { api = "chat" }
+
+        [[variant]]
+        name = "oom-chat"
+        args = "--fail oom --fail-at load_weights"
+        bench = { api = "chat" }
         """,
         server_extra=f'env = {{ HF_TOKEN = "{SECRET}" }}',
         bench="concurrency = [2]\nrequests = 6\nrepeats = 2",
@@ -50,7 +56,7 @@ def test_campaign_is_stored_compared_and_the_crash_recorded(tmp_path: Path) -> N
     db = tmp_path / "c.db"
     out = servegate("run", path, "--db", db)
     assert out.returncode == 0, out.stderr
-    for name in ("baseline", "faster", "oom", "chat"):
+    for name in ("baseline", "faster", "oom", "chat", "oom-chat"):
         assert name in out.stdout
     assert "faster:" in out.stdout  # the closing comparison line
     assert SECRET not in out.stderr + out.stdout
@@ -71,13 +77,16 @@ def test_campaign_is_stored_compared_and_the_crash_recorded(tmp_path: Path) -> N
         attempts = store.attempts(info.id)
         report = build_report(store, info.id, resamples=200)
     by_variant = {a.variant: a for a in attempts}
-    assert sorted(by_variant) == ["baseline", "faster", "oom"]  # chat shared baseline's server
-    oom = by_variant["oom"]
-    assert oom.status == "crash"
-    assert oom.verdict is not None
-    assert oom.verdict["kind"] == "oom"
-    assert oom.verdict["hint"]
-    assert oom.verdict["tail"]
+    # chat shared baseline's server; oom-chat shared oom's, and its crash
+    assert sorted(by_variant) == ["baseline", "faster", "oom", "oom-chat"]
+    assert len([a for a in attempts if a.variant == "baseline"]) == 1
+    for name in ("oom", "oom-chat"):
+        oom = by_variant[name]
+        assert oom.status == "crash"
+        assert oom.verdict is not None
+        assert oom.verdict["kind"] == "oom"
+        assert oom.verdict["hint"]
+        assert oom.verdict["tail"]
     assert by_variant["baseline"].env["HF_TOKEN"] == "***"
     assert by_variant["baseline"].stop_port_free is True
     assert by_variant["baseline"].versions["servegate"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from servegate.cli import main
 from servegate.errors import ConfigError, UsageError
 from servegate.sim.config import ENGINES, PHASES, resolve, shipped_profiles
 
@@ -41,12 +42,16 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
         (["--spec-accept-length", "0.5"], "--spec-accept-length must be >= 1"),
     ],
 )
-def test_bad_flags_exit_2_with_one_sentence(args: list[str], needle: str) -> None:
+def test_bad_flags_exit_2_with_one_sentence(
+    args: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Each bad flag exits 2 with an ``Error:`` sentence that names the fix."""
-    out = run(*args, "--port", "1")
-    assert out.returncode == 2
-    assert needle in out.stderr
-    assert out.stderr.startswith("Error: ") and out.stderr.count("\n") == 1
+    with pytest.raises(SystemExit) as info:
+        main(["sim", *args, "--port", "1"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert needle in err
+    assert err.startswith("Error: ") and err.count("\n") == 1
 
 
 def test_profile_with_an_unknown_key_names_the_file_and_key(tmp_path: Path) -> None:
@@ -119,3 +124,13 @@ def test_usage_error_is_a_servegate_usage_error() -> None:
     with pytest.raises(UsageError) as info:
         resolve(profile=None, flags={"max_running": 0})
     assert info.value.exit_code == 2
+
+
+def test_the_gates_phase_names_are_accepted() -> None:
+    """--phase and --fail-at also take the gate's names (init_distributed, ...)."""
+    config = resolve(
+        profile=None,
+        flags={"phases": {"init_distributed": 3.0}, "fail": "oom", "fail_at": "allocate_kv_cache"},
+    )
+    assert dict(config.phases)["dist_init"] == pytest.approx(3.0)
+    assert config.fail_phase == "kv_cache"

@@ -22,7 +22,7 @@ def sim(engine: str, port: int, *args: str) -> list[str]:
         "--port",
         str(port),
         "--startup",
-        "0.4",
+        "0.2",
         *args,
     ]
 
@@ -46,26 +46,18 @@ def test_gate_sees_each_simulated_engine_ready(engine: str, port: int) -> None:
     assert report.port_free
 
 
+# every failure kind at least once, and each engine's own signatures
 CRASHES = [
     ("sglang", "oom", "oom"),
     ("vllm", "oom", "oom"),
-    ("generic", "oom", "oom"),
+    ("llamacpp", "oom", None),
     ("sglang", "nccl", "nccl"),
-    ("vllm", "nccl", "nccl"),
-    ("generic", "nccl", "nccl"),
-    ("sglang", "cuda-arch", "cuda-arch"),
     ("vllm", "cuda-arch", "cuda-arch"),
     ("llamacpp", "cuda-arch", "cuda-arch"),
-    ("generic", "cuda-arch", "cuda-arch"),
     ("sglang", "port-in-use", "port-in-use"),
     ("vllm", "port-in-use", "port-in-use"),
-    ("generic", "port-in-use", "port-in-use"),
-    ("llamacpp", "oom", None),
-    ("llamacpp", "port-in-use", None),
-    ("sglang", "traceback-exit", None),
-    ("llamacpp", "traceback-exit", None),
+    ("generic", "traceback-exit", None),
     ("vllm", "silent-exit", None),
-    ("generic", "silent-exit", None),
     ("sglang", "child-death", None),
     ("vllm", "child-death", None),
 ]

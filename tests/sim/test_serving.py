@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,41 +137,43 @@ def test_without_ignore_eos_lengths_vary_up_to_max_tokens(vllm: Sim) -> None:
     assert len(set(seen)) > 3
 
 
-@pytest.mark.parametrize(
-    ("path", "body", "status", "needle"),
-    [
-        ("/v1/completions", b"{not json", 400, "not valid JSON"),
-        ("/v1/completions", b"[1, 2]", 400, "JSON object"),
-        ("/v1/completions", b'{"max_tokens": 3}', 400, "'prompt' is required"),
-        ("/v1/completions", b'{"prompt": "x", "max_tokens": -1}', 400, "max_tokens"),
-        ("/v1/completions", b'{"prompt": "x", "n": 2}', 400, "'n' must be 1"),
-        (
-            "/v1/completions",
-            b'{"prompt": "x", "stream_options": {"include_usage": true}}',
-            400,
-            "stream=True",
-        ),
-        (
-            "/v1/completions",
-            b'{"prompt": "x", "max_tokens": 999999}',
-            400,
-            "maximum context length",
-        ),
-        ("/v1/completions", b'{"prompt": "x", "model": "other"}', 404, "does not exist"),
-        ("/v1/chat/completions", b'{"messages": []}', 400, "'messages' is required"),
-        ("/v1/chat/completions", b'{"messages": [{"content": "x"}]}', 400, "'role'"),
-        ("/v2/nothing", b"{}", 404, "not found"),
-    ],
-)
-def test_bad_requests_get_openai_style_errors(
-    vllm: Sim, path: str, body: bytes, status: int, needle: str
-) -> None:
+BAD_REQUESTS = [
+    ("/v1/completions", b"{not json", 400, "not valid JSON"),
+    ("/v1/completions", b"[1, 2]", 400, "JSON object"),
+    ("/v1/completions", b'{"max_tokens": 3}', 400, "'prompt' is required"),
+    ("/v1/completions", b'{"prompt": "x", "max_tokens": -1}', 400, "max_tokens"),
+    ("/v1/completions", b'{"prompt": "x", "n": 2}', 400, "'n' must be 1"),
+    (
+        "/v1/completions",
+        b'{"prompt": "x", "stream_options": {"include_usage": true}}',
+        400,
+        "stream=True",
+    ),
+    (
+        "/v1/completions",
+        b'{"prompt": "x", "max_tokens": 999999}',
+        400,
+        "maximum context length",
+    ),
+    ("/v1/completions", b'{"prompt": "x", "model": "other"}', 404, "does not exist"),
+    ("/v1/chat/completions", b'{"messages": []}', 400, "'messages' is required"),
+    ("/v1/chat/completions", b'{"messages": [{"content": "x"}]}', 400, "'role'"),
+    ("/v2/nothing", b"{}", 404, "not found"),
+]
+
+
+def test_bad_requests_get_openai_style_errors(vllm: Sim) -> None:
     """Bad input is refused with the right status and an ``{"error": {...}}`` body."""
-    got, raw = get(vllm.url + path, body)
-    assert got == status
-    error = json.loads(raw)["error"]
-    assert needle in error["message"]
-    assert error["code"] == status and error["type"]
+    for path, body, status, needle in BAD_REQUESTS:
+        got, raw = get(vllm.url + path, body)
+        assert got == status, (path, body)
+        error = json.loads(raw)["error"]
+        assert needle in error["message"], (path, body)
+        assert error["code"] == status and error["type"]
+    # a broken request line and a body that never ends are refused too
+    with socket.create_connection(("127.0.0.1", vllm.port)) as sock:
+        sock.sendall(b"NONSENSE\r\n\r\n")
+        assert sock.recv(100).startswith(b"HTTP/1.1 400")
     assert get(vllm.url + "/health")[0] == 200  # and the server lives on
 
 

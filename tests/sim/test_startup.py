@@ -73,7 +73,7 @@ ORDER = {
 @pytest.mark.parametrize("engine", sorted(ORDER))
 def test_startup_prints_the_engines_lines_in_order(engine: str, port: int) -> None:
     """Each engine's startup markers appear in the engine's order, then the probe is 200."""
-    with Sim(port, "--engine", engine, "--startup", "0.4") as sim:
+    with Sim(port, "--engine", engine, "--startup", "0.3") as sim:
         times = [sim.wait_line(pattern) for pattern in ORDER[engine]]
         assert times == sorted(times)
         assert get(sim.url + "/health")[0] == 200

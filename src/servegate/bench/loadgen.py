@@ -26,7 +26,6 @@ from servegate.bench.sample import RequestSample
 from servegate.bench.stream import patterns, send_request
 
 LAG_INTERVAL_S = 0.01
-READ_BUFSIZE = 1 << 20  # socket reads of up to 1 MiB: a whole burst of events per read
 PRECONNECT_MAX = 1024
 OPEN_LOOP_CONNECTIONS = 64  # opened ahead under a rate without a concurrency cap
 

@@ -428,7 +428,7 @@ def _in_processes(
         for thread in threads:
             thread.start()
         ready = 0
-        t0 = 0.0
+        t0 = shown = 0.0
         finished: set[int] = set()
         while len(finished) < len(plans):
             try:
@@ -449,6 +449,9 @@ def _in_processes(
                         proc.stdin.flush()
             elif kind == "progress":
                 counters[3 * slot : 3 * slot + 3] = message[1:4]
+                if t0 and progress is not None and perf_counter() - shown >= 0.5:
+                    shown = perf_counter()
+                    progress(_progress(counters, t0, total))
             elif kind == "result":
                 out[slot] = message[1]
                 finished.add(slot)

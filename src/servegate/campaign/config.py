@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import re
 import shlex
 import string
 import sys
@@ -129,8 +130,18 @@ class Campaign:
     stall_s: float | None
     stop_grace_s: float
     release_timeout_s: float
+    ready: tuple[str, ...]  # extra ready-line regexes for the gate
+    crash: tuple[str, ...]  # extra fatal-line regexes for the gate
+    health_url: str | None  # template of the URL the gate probes; None: the profile's
+    values: tuple[tuple[str, str], ...]  # campaign-wide placeholders (no variant vars)
     variants: tuple[Variant, ...]
     groups: tuple[ServerGroup, ...]
+
+    def probe_url(self, *, port: int) -> str | None:
+        """The health URL for a server on ``port``, or None for the profile's probe."""
+        if self.health_url is None:
+            return None
+        return _fill(self.health_url, dict(self.values, port=str(port)))
 
     def variant(self, name: str) -> Variant:
         """The variant called ``name``."""
@@ -251,6 +262,20 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
                 path=where,
                 key=f"vars.{key}",
             )
+    for key, patterns in (("ready", server.ready), ("crash", server.crash)):
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(
+                    f"{where}{key_line(text, 'server', key)}: [server] {key} {pattern!r} is not "
+                    f"a regular expression ({exc}); fix it (escape ( [ . with a backslash).",
+                    path=where,
+                    key=f"server.{key}",
+                ) from None
+    campaign_values = {**builtins, **campaign_vars}
+    if server.health_url is not None:
+        _check_placeholders(server.health_url, campaign_values, where, "[server] health_url")
     template = _split(server.command, where, "server.command")
     variants = []
     for table in tables:
@@ -317,6 +342,10 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
         stall_s=server.stall_s,
         stop_grace_s=server.stop_grace_s,
         release_timeout_s=server.release_timeout_s,
+        ready=tuple(server.ready),
+        crash=tuple(server.crash),
+        health_url=server.health_url,
+        values=tuple(sorted(campaign_values.items())),
         variants=tuple(variants),
         groups=tuple(ServerGroup(key=key, variants=tuple(vs)) for key, vs in groups.items()),
     )

@@ -297,21 +297,31 @@ class _Runner:
         versions = {**tool_versions(), "engine": campaign.engine, **engine_versions(argv)}
         if self.gpu_idle:
             versions["gpus"] = [f"{g.index}: {g.name}" for g in self.gpu_idle]
-        with self.interrupts.shielded():
-            aid = self.store.start_attempt(
+        commit = git_commit(Path(campaign.cwd) if campaign.cwd else None)
+
+        def start_attempt(variant: str) -> int:
+            return self.store.start_attempt(
                 cid,
-                variant=owner,
+                variant=variant,
                 server_key=group.key,
                 command=self.redactor.command(argv),
                 env=self.redactor.env(env),
                 host=campaign.host,
                 versions=versions,
-                git_commit=git_commit(Path(campaign.cwd) if campaign.cwd else None),
+                git_commit=commit,
             )
+
+        # variants sharing this server that fail with it get the same record
+        sharing = list(dict.fromkeys(t.variant.name for t in todo if t.variant.name != owner))
+        with self.interrupts.shielded():
+            aid = start_attempt(owner)
         if not report.ok:
             reason = f"preflight failed: {report.reason()}"
             with self.interrupts.shielded():
                 self.store.finish_attempt(aid, "failed", reason)
+                for name in sharing:
+                    other = start_attempt(name)
+                    self.store.finish_attempt(other, "failed", reason)
             self._fail(group.variants, reason)
             self.progress.failure(f"{tag} {names}: {reason}")
             return
@@ -335,6 +345,9 @@ class _Runner:
                 log_path=str(log_path),
                 name=_slug(f"{campaign.name}-{owner}"),
                 keep=False,
+                ready=campaign.ready,
+                crash=campaign.crash,
+                health_url=campaign.probe_url(port=port),
             )
         except GateError as exc:
             lines = log_tail(log_path, _REFINE_LINES)
@@ -342,6 +355,10 @@ class _Runner:
             with self.interrupts.shielded():
                 self.store.record_verdict(aid, data)
                 self.store.finish_attempt(aid, exc.verdict.status)
+                for name in sharing:
+                    other = start_attempt(name)
+                    self.store.record_verdict(other, data)
+                    self.store.finish_attempt(other, exc.verdict.status)
             line = verdict_line(data)
             self._fail(group.variants, line)
             self.progress.failure(f"{tag} {names}: {line}", tuple(data["tail"][-10:]))
@@ -351,6 +368,9 @@ class _Runner:
             reason = f"could not launch: {self.redactor.text(str(exc))}"
             with self.interrupts.shielded():
                 self.store.finish_attempt(aid, "failed", reason)
+                for name in sharing:
+                    other = start_attempt(name)
+                    self.store.finish_attempt(other, "failed", reason)
             self._fail(group.variants, reason)
             self.progress.failure(f"{tag} {names}: {reason}")
             return

@@ -60,6 +60,9 @@ class ServerTable(_Table):
     stall_s: float | None = Field(default=None, gt=0)
     stop_grace_s: float = Field(default=10.0, ge=0)
     release_timeout_s: float = Field(default=60.0, ge=0)
+    ready: list[str] = Field(default_factory=list)  # extra ready-line regexes
+    crash: list[str] = Field(default_factory=list)  # extra fatal-line regexes
+    health_url: str | None = None  # probe this URL (placeholders allowed) instead
 
 
 class BenchTable(_Table):

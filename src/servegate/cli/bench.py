@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
+from servegate.engines import get_profile
 from servegate.errors import BenchError, UsageError
 
 LATENCY_ROWS = (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2EL", "e2el"))
@@ -61,7 +62,7 @@ measured, 2 bad flags or input.
 
 \b
 Example:
-  servegate sim --port 8123 &
+  servegate sim --engine vllm --port 8123 --startup 0 & sleep 2
   servegate bench --url http://127.0.0.1:8123 --concurrency 1,16,64 --requests 200 \\
       --input-len 1024 --output-len 256 --json results.json
 """,
@@ -185,8 +186,6 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     if requests is not None and duration is not None:
         raise UsageError("give --requests or --duration, not both.")
     if engine is not None:
-        from servegate.engines import get_profile  # noqa: PLC0415
-
         get_profile(engine)
     if json_path not in (None, "-"):
         _check_writable(Path(json_path))

@@ -182,7 +182,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     stays attached after READY; the tree stops on Ctrl-C, SIGTERM, or when servegate
     itself dies, even by SIGKILL.
     """
-    from servegate.launch import launch as launch_server  # noqa: PLC0415 (lazy: CLI speed)
+    from servegate.launch import launch as launch_server
 
     _check_host(host)
     env = _parse_env(env_pairs)
@@ -280,7 +280,7 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     The log is read from its start and followed (truncation and rotation too); the
     clock starts when the process did, if --pid is given.
     """
-    from servegate.gate import wait as wait_server  # noqa: PLC0415 (lazy: CLI speed)
+    from servegate.gate import wait as wait_server
 
     _check_host(host)
     try:
@@ -334,8 +334,8 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
     sends SIGTERM to the group, waits --grace seconds, then SIGKILLs the group and
     every snapshotted survivor. Prints what was killed and how long it took.
     """
-    from servegate.launch import state  # noqa: PLC0415 (lazy: CLI speed)
-    from servegate.launch.tree import stop_tree  # noqa: PLC0415
+    from servegate.launch import state
+    from servegate.launch.tree import stop_tree
 
     if (name is None) == (pid is None):
         raise UsageError("pass a server NAME or --pid PID (one of them): see servegate ps.")
@@ -397,7 +397,7 @@ def ps(as_json: bool) -> None:
 
     Records of servers that have ended are removed as a side effect.
     """
-    from servegate.launch import state  # noqa: PLC0415 (lazy: CLI speed)
+    from servegate.launch import state
 
     servers = state.list_tracked()
     if as_json:

@@ -83,7 +83,8 @@ def sim(phases: tuple[str, ...], list_profiles: bool, profile: str | None, **fla
     OpenAI-compatible streaming API and Prometheus metrics, with no GPU.
 
     The startup log goes to stdout, one flushed line at a time. Exit codes: 0 after
-    SIGTERM or SIGINT; otherwise what the simulated engine's failure exits with.
+    SIGTERM or SIGINT; 2 for a bad flag or profile; otherwise what the simulated
+    engine exits with when it fails (SGLang's failures end by SIGKILL, as SGLang's do).
 
     \b
     Example:

@@ -91,15 +91,23 @@ class Gate:
 
     # -- the loop ---------------------------------------------------------------------
 
-    def run(self) -> Verdict:
-        """Wait for the first decisive event; return the verdict."""
+    def run(self, *, close: bool = True) -> Verdict:
+        """Wait for the first decisive event; return the verdict.
+
+        ``close=False`` leaves the cleanup (probe thread, descriptors) to a later
+        ``close()``, so that the verdict can be passed on first.
+        """
         try:
             self._setup()
             while self._verdict is None:
                 self._turn()
             return self._verdict
-        finally:
+        except BaseException:
             self.close()
+            raise
+        finally:
+            if close:
+                self.close()
 
     def close(self) -> None:
         """Stop the probe and release every descriptor."""

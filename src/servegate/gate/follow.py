@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import threading
 from dataclasses import dataclass
 
 __all__ = ["FileFollower", "ReadResult"]
@@ -113,7 +114,9 @@ class FileFollower:
             os.close(self._fd)
             self._fd = None
         if self.notify_fd is not None:
-            os.close(self.notify_fd)
+            # closing an inotify descriptor waits for an RCU grace period (often 10-30 ms):
+            # do it off the caller's path so a verdict is not delayed by it
+            threading.Thread(target=os.close, args=(self.notify_fd,), daemon=True).start()
             self.notify_fd = None
 
     def _open(self) -> bool:

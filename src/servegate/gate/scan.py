@@ -24,6 +24,7 @@ MIN_ANCHOR = 7
 _BITS = 16
 _MULT = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(64 - _BITS)
+_MASK7 = np.uint64((1 << 56) - 1)
 _QUANTIFIERS = "?*{"
 _COUNTED = re.compile(r"\{\d*(?:,\d*)?\}")
 _ESCAPABLE_LITERALS = set(r"""\.^$*+?{}[]()|/-_:!"'#%&,;<=>@`~ """)
@@ -127,52 +128,59 @@ def _commonness(text: bytes) -> int:
     return sum(1 for byte in text if 97 <= byte <= 122 or byte == 32)
 
 
-class _WordTable:
-    """Aligned words of one width (4 or 8 bytes) taken from anchors, in a hashed bitmap.
+class _KeyTable:
+    """Keys of ``key_len`` bytes at 4-aligned offsets of anchors, in a hashed bitmap.
 
-    An anchor of at least ``2 * width - 1`` bytes covers, wherever it lies, one whole
-    word aligned to ``width``; the window of ``2 * width - 1`` bytes that looks least
-    ordinary is chosen, so common words ("Waiting", "Engine") rarely hit.
+    An anchor of at least ``key_len + 3`` bytes covers, wherever it lies, one whole key
+    that starts at an offset divisible by four. Per anchor, the window of ``key_len + 3``
+    bytes that looks least ordinary is chosen, so that common words ("Waiting",
+    "Engine") rarely hit. Keys of 7 bytes are read as the low bytes of 64-bit words at
+    offsets 0 and 4 (mod 8); keys of 4 bytes as 32-bit words.
     """
 
-    def __init__(self, width: int, anchors: Iterable[bytes]) -> None:
-        self.width = width
-        self.words: dict[bytes, list[tuple[int, bytes]]] = {}
-        span = 2 * width - 1
+    def __init__(self, key_len: int, anchors: Iterable[bytes]) -> None:
+        self.key_len = key_len
+        self.keys: dict[bytes, list[tuple[int, bytes]]] = {}
+        span = key_len + 3
         for anchor in anchors:
             starts = range(len(anchor) - span + 1)
             first = min(starts, key=lambda k: (self._score(anchor[k : k + span]), -k))
-            for shift in range(width):
-                word = anchor[first + shift : first + shift + width]
-                self.words.setdefault(word, []).append((first + shift, anchor))
+            for shift in range(4):
+                key = anchor[first + shift : first + shift + key_len]
+                self.keys.setdefault(key, []).append((first + shift, anchor))
         self._table = np.zeros(1 << _BITS, dtype=np.bool_)
-        if self.words:
-            self._table[self._hash(b"".join(sorted(self.words)))] = True
+        for key in self.keys:
+            word = np.frombuffer(key.ljust(8, b"\0"), dtype="<u8")
+            self._table[self._bucket(word)] = True
 
-    def _hash(self, data: bytes) -> np.ndarray:
-        """Bucket of each aligned word of ``data`` (64-bit multiply-shift hashing)."""
-        if self.width == 8:
-            words = np.frombuffer(data, dtype="<u8", count=len(data) // 8)
-        else:
-            words = np.frombuffer(data, dtype="<u4", count=len(data) // 4).astype(np.uint64)
-        # int64 view: indices below 2**_BITS, and no conversion pass when indexing
-        return ((words * _MULT) >> _SHIFT).view(np.int64)
+    def _bucket(self, words: np.ndarray) -> np.ndarray:
+        # int64 view: indices below 2**_BITS, so indexing needs no conversion pass
+        masked = words & _MASK7 if self.key_len == 7 else words
+        return ((masked * _MULT) >> _SHIFT).view(np.int64)
 
     def _score(self, window: bytes) -> int:
-        # a word seen in the lines servers print all day long, or an all-lower-case word,
+        # a key seen in the lines servers print all day long, or an all-lower-case one,
         # is far likelier to hit than one with capitals, digits or punctuation
-        width = self.width
+        size = self.key_len
         score = 0
-        for i in range(len(window) - width + 1):
-            word = window[i : i + width]
-            score += (1 << 12) if word in _BACKGROUND else (1 << _commonness(word))
+        for i in range(len(window) - size + 1):
+            key = window[i : i + size]
+            score += (1 << 12) if key in _BACKGROUND else (1 << _commonness(key))
         return score
 
-    def hits(self, block: bytes) -> np.ndarray:
-        """Offsets of aligned words that may belong to an anchor (a superset)."""
-        if not self.words or len(block) < self.width:
-            return np.empty(0, dtype=np.intp)
-        return np.flatnonzero(self._table[self._hash(block)]) * self.width
+    def hits(self, block: bytes) -> list[int]:
+        """Offsets (multiples of 4) where a key may start (a superset, unordered)."""
+        size = len(block)
+        if not self.keys or size < 8:
+            return []
+        if self.key_len == 4:
+            words = np.frombuffer(block, dtype="<u4", count=size // 4).astype(np.uint64)
+            return (np.flatnonzero(self._table[self._bucket(words)]) * 4).tolist()
+        out: list[int] = []
+        for base in (0, 4):
+            words = np.frombuffer(block, dtype="<u8", count=(size - base) // 8, offset=base)
+            out += (np.flatnonzero(self._table[self._bucket(words)]) * 8 + base).tolist()
+        return out
 
 
 class Prefilter:
@@ -183,9 +191,10 @@ class Prefilter:
         for anchor in unique:
             if len(anchor) < MIN_ANCHOR:
                 raise ValueError(f"anchor {anchor!r} is shorter than {MIN_ANCHOR} bytes")
+        # keys of 7 bytes for anchors of 10 bytes or more; 4-byte keys (slower) otherwise
         self._tables = (
-            _WordTable(8, [a for a in unique if len(a) >= 15]),
-            _WordTable(4, [a for a in unique if len(a) < 15]),
+            _KeyTable(7, [a for a in unique if len(a) >= 10]),
+            _KeyTable(4, [a for a in unique if len(a) < 10]),
         )
         self.empty = not unique
 
@@ -193,10 +202,10 @@ class Prefilter:
         """(start, end) of each line of ``block`` that holds an anchor, in order."""
         found: list[int] = []
         for table in self._tables:
-            width = table.width
-            words = table.words
-            for offset in table.hits(block).tolist():
-                for at_in_anchor, anchor in words.get(block[offset : offset + width], ()):
+            size = table.key_len
+            keys = table.keys
+            for offset in table.hits(block):
+                for at_in_anchor, anchor in keys.get(block[offset : offset + size], ()):
                     at = offset - at_in_anchor
                     if at >= 0 and block.startswith(anchor, at):
                         found.append(offset)

@@ -19,8 +19,8 @@ Status = Literal["ready", "crash", "timeout"]
 
 
 def iso(epoch_s: float) -> str:
-    """An epoch time as ISO-8601 in UTC with milliseconds."""
-    return datetime.fromtimestamp(epoch_s, tz=UTC).isoformat(timespec="milliseconds")
+    """An epoch time as ISO-8601 in UTC, to the microsecond."""
+    return datetime.fromtimestamp(epoch_s, tz=UTC).isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

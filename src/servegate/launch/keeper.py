@@ -117,8 +117,8 @@ class Keeper:
     def gate(self) -> None:
         """Run the gate on the server's pipe; send the verdict."""
         # imported here so that the server starts before numpy and friends load
-        from servegate.gate.core import Gate, GateSources  # noqa: PLC0415
-        from servegate.gate.options import GateOptions  # noqa: PLC0415
+        from servegate.gate.core import Gate, GateSources
+        from servegate.gate.options import GateOptions
 
         assert self.server is not None and self.log is not None
         resolved = GateOptions.from_json(self.spec["gate"]).resolve()
@@ -133,18 +133,14 @@ class Keeper:
             extra={0: self._control},
         )
         gate = Gate(resolved, sources)
-        verdict = gate.run()
+        verdict = gate.run(close=False)
+        essential = list(gate.essential_pids)
+        _send({"event": "verdict", "verdict": verdict.to_json(), "essential": essential})
+        gate.close()
         if sources.pipe_fd is None:
             self.out_r = -1  # the gate saw end-of-file and closed it
         if verdict.status == "crash" and verdict.detected_by == "exit":
             self.server.returncode = verdict.exit_code  # reaped by the gate
-        _send(
-            {
-                "event": "verdict",
-                "verdict": verdict.to_json(),
-                "essential": list(gate.essential_pids),
-            }
-        )
 
     def _control(self) -> bool:
         """A message (or end-of-file) from the launcher; False: stop watching stdin."""
@@ -214,7 +210,7 @@ class Keeper:
 
     def kill_tree(self, grace_s: float) -> None:
         """Stop everything below us: the server's group and every snapshotted process."""
-        from servegate.launch.tree import stop_tree  # noqa: PLC0415 (after the server starts)
+        from servegate.launch.tree import stop_tree
 
         assert self.server is not None
         stop_tree(

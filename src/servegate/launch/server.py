@@ -314,7 +314,7 @@ def launch(
         detail = (message or {}).get("message", "it ended")
         raise ServegateError(f"the keeper process failed before a verdict ({detail}).")
     verdict = Verdict.from_json(message["verdict"])
-    essential = [p for p in snapshot([pid], include_roots=False) if p.pid in message["essential"]]
+    essential = [info for info in map(_proc_info, message["essential"]) if info is not None]
     server = Server(
         tracked=tracked, verdict=verdict, keeper=keeper, control=control_w, essential=essential
     )
@@ -327,6 +327,14 @@ def launch(
     if not attached:
         server.detach()
     return server
+
+
+def _proc_info(pid: int) -> ProcInfo | None:
+    try:
+        proc = psutil.Process(pid)
+        return ProcInfo(pid=pid, create_time=proc.create_time(), cmd=proc.name())
+    except psutil.Error:
+        return None
 
 
 def _abort(keeper: subprocess.Popen[bytes], control_w: int, name: str) -> None:

@@ -131,22 +131,38 @@ def snapshot(
             info = _info(member)
             if info is not None:
                 found[info.pid] = info
-    if session is not None or marker is not None:
-        me = os.getpid()
+    me = os.getpid()
+    if session is not None:
+        for pid in _all_pids():
+            if pid in found or pid == me:
+                continue
+            try:
+                if os.getsid(pid) != session:
+                    continue
+                info = _info(psutil.Process(pid))
+            except (OSError, psutil.Error):
+                continue
+            if info is not None:
+                found[info.pid] = info
+    if marker is not None:
+        # the slow sweep (every process's environment): for processes that left both
+        # the tree and the session, e.g. after their parent died
         for proc in psutil.process_iter():
             if proc.pid in found or proc.pid == me:
                 continue
             try:
-                hit = session is not None and os.getsid(proc.pid) == session
-                if not hit and marker is not None:
-                    hit = proc.environ().get(MARKER_VAR) == marker
+                if proc.environ().get(MARKER_VAR) != marker:
+                    continue
             except (psutil.Error, OSError):
                 continue
-            if hit:
-                info = _info(proc)
-                if info is not None:
-                    found[info.pid] = info
+            info = _info(proc)
+            if info is not None:
+                found[info.pid] = info
     return [info for info in found.values() if is_alive(info)]
+
+
+def _all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
 def _signal_group(pgid: int | None, sig: int) -> None:
@@ -233,7 +249,11 @@ def stop_tree(
     """Snapshot, SIGTERM the group, wait ``grace_s``, SIGKILL group and survivors."""
     started = time.monotonic()
     procs = {info.pid: info for info in recorded if is_alive(info)}
-    for info in snapshot([pid, *roots], session=pgid, marker=marker):
+    # a live keeper is a subreaper: every orphan of the tree is still its descendant,
+    # so the environment sweep is needed only when the keeper is gone
+    keeper_alive = any(psutil.pid_exists(root) for root in roots)
+    sweep = None if keeper_alive else marker
+    for info in snapshot([pid, *roots], session=pgid, marker=sweep):
         procs[info.pid] = info
     for root in roots:  # the roots given (a keeper) end on their own once the server is gone
         procs.pop(root, None)
@@ -246,7 +266,7 @@ def stop_tree(
     escalated = bool(survivors)
     if escalated:
         # a fresh look too: children may have been born during the grace period
-        for info in snapshot([s.pid for s in survivors], session=pgid, marker=marker):
+        for info in snapshot([s.pid for s in survivors], session=pgid, marker=sweep):
             if info.pid not in procs:
                 procs[info.pid] = info
                 survivors.append(info)

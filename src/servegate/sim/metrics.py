@@ -64,7 +64,8 @@ class Metrics:
         self.decode_steps = 0
         self.busy_slots = 0  # sum over decode steps of the running requests
         self.prompt_seconds = 0.0
-        self.decode_seconds = 0.0
+        self.decode_seconds = 0.0  # summed over requests, as llama.cpp sums over slots
+        self.gen_throughput = 0.0  # tokens/s over the last stats interval
         self.running: Callable[[], int] = lambda: 0
         self.waiting: Callable[[], int] = lambda: 0
         self.ttft = Histogram(TTFT_BUCKETS)
@@ -211,8 +212,7 @@ def _sglang(model: str, m: Metrics, *, spec: bool) -> str:
         "Maximum total number of tokens in the KV cache pool.",
     )
     w.gauge("sglang:cache_hit_rate", 0.0, "The prefix cache hit rate.")
-    gen = m.generation_tokens / m.decode_seconds if m.decode_seconds else 0.0
-    w.gauge("sglang:gen_throughput", gen, "The generation throughput (token/s).")
+    w.gauge("sglang:gen_throughput", m.gen_throughput, "The generation throughput (token/s).")
     if spec:
         w.gauge(
             "sglang:spec_accept_length",

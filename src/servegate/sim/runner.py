@@ -314,6 +314,7 @@ class Runner:
             drafts, acc = m.spec_drafts - last_drafts, m.spec_accepted - last_acc
             last_prompt, last_gen = m.prompt_tokens, m.generation_tokens
             last_drafts, last_acc = m.spec_drafts, m.spec_accepted
+            m.gen_throughput = gen / STATS_EVERY_S
             if not (prompt or gen or m.running()):
                 continue
             self._stats_line(prompt, gen, drafts, acc)

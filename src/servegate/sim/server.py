@@ -25,7 +25,11 @@ from servegate.sim.model import PerfModel, Scheduler
 __all__ = ["App", "State"]
 
 KV_TOKENS = 417_792
-EPS = 2e-4  # steps due within this many seconds are written with the current one
+# asyncio sleeps in whole milliseconds (epoll), so a timer fires up to 1 ms late: wake
+# half a millisecond early and write what is due within that window, which centres the
+# error on the deadline instead of always being late
+EARLY = 5e-4
+EPS = EARLY + 1e-4  # steps due within this many seconds are written with the current one
 
 
 class State(enum.Enum):
@@ -63,7 +67,7 @@ class App:
             self.record = config.record.open("a", encoding="utf-8", buffering=1)
         self.engine_dead_armed = False
         self.on_engine_dead: Callable[[], None] | None = None
-        self.hung: list[Generation] = []
+        self.hung: list[Connection] = []  # requests a dead scheduler never answers
 
     def protocol(self) -> Connection:
         """A new connection bound to this app."""
@@ -179,7 +183,7 @@ class App:
     def _generate(self, conn: Connection, req: HttpRequest, *, chat: bool) -> None:
         if self.state is State.ZOMBIE:
             # the scheduler is gone: the request is accepted and never answered
-            self.hung.append(Generation.hang(conn))
+            self.hung.append(conn)
             return
         if self.state is State.ENGINE_DEAD or self.engine_dead_armed:
             self._engine_dead(conn)
@@ -320,20 +324,13 @@ class Generation:
         if self.stream:
             conn.start_stream()
 
-    @staticmethod
-    def hang(conn: Connection) -> Generation:
-        """A request that a dead scheduler will never answer (kept only to hold it)."""
-        gen = Generation.__new__(Generation)
-        gen.conn = conn
-        return gen
-
     def start(self, admitted_at: float, first_token_at: float) -> None:
         """Admitted by the scheduler: the first token is due at ``first_token_at``."""
         self.started = True
         self.admitted = admitted_at
         self.next_at = first_token_at
         self.app.metrics.queue.observe(admitted_at - self.arrival)
-        self.timer = self.app.loop.call_at(first_token_at, self.tick)
+        self.timer = self.app.loop.call_at(first_token_at - EARLY, self.tick)
 
     def cancel(self) -> None:
         """The client went away."""
@@ -420,7 +417,7 @@ class Generation:
             conn.send(b"".join(parts))
         if self.stall_after is not None and self.emitted >= self.stall_after:
             return  # a stalled stream: the connection stays open, nothing more comes
-        self.timer = app.loop.call_at(self.next_at, self.tick)
+        self.timer = app.loop.call_at(self.next_at - EARLY, self.tick)
 
     def _end(self, parts: list[bytes], now: float) -> None:
         app = self.app

@@ -139,6 +139,8 @@ def main() -> None:
         print(line, flush=True)
         if args.delay:
             time.sleep(args.delay)
+    if args.delay:
+        time.sleep(max(0.0, 1.0 - args.delay * len(LINES[args.engine])))
     state["ready"] = True
     stamp = time.time()
     sys.stdout.write(READY[args.engine] + "\n")

@@ -1,0 +1,151 @@
+"""How fast the gate notices READY and CRASH, measured from the event itself.
+
+    python bench/gate_latency.py [--trials 50]
+
+READY: the test server writes the wall time just before it writes its ready line; the
+latency is the time ``launch()`` returned minus that stamp (so it includes the pipe,
+the keeper's gate, the probe and the 1-token completion where the profile asks for
+them, and the hop back to the caller). CRASH: the server writes the time just before
+``os._exit(1)``; the latency is the time ``launch()`` raised minus that stamp.
+``wait --log``: a writer appends the ready line to a file; the latency is the time
+``wait()`` returned minus the time of the write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = str(ROOT / "tests" / "gate" / "scripts" / "fake_engine.py")
+
+CRASH_CODE = """
+import os, sys, time
+print("loading weights", flush=True)
+time.sleep(1.0)
+with open(sys.argv[1], "w") as f:
+    f.write(repr(time.time()))
+os._exit(1)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stamp_of(path: Path) -> float:
+    for _ in range(200):
+        text = path.read_text() if path.exists() else ""
+        if text:
+            return float(text)
+        time.sleep(0.01)
+    raise RuntimeError(f"no stamp in {path}")
+
+
+def ready_trial(engine: str, folder: Path) -> float:
+    from servegate.launch import launch
+
+    port = free_port()
+    stamp = folder / f"stamp-{port}"
+    extra = {"ready": ["generic server ready"]} if engine == "generic" else {"port": port}
+    server = launch(
+        # lines 0.1 s apart: the ready line comes well after the gate is up and running
+        [sys.executable, FAKE, engine, str(port), "--stamp", str(stamp), "--delay", "0.1"],
+        engine=engine,
+        timeout_s=60,
+        log_path=str(folder / "server.log"),
+        **extra,  # type: ignore[arg-type]
+    )
+    noticed = time.time()
+    server.stop(grace_s=2.0)
+    return noticed - stamp_of(stamp)
+
+
+def crash_trial(folder: Path) -> float:
+    from servegate.errors import ServerCrashed
+    from servegate.launch import launch
+
+    stamp = folder / f"crash-{time.monotonic_ns()}"
+    try:
+        launch(
+            [sys.executable, "-c", CRASH_CODE, str(stamp)],
+            ready=["never printed"],
+            timeout_s=60,
+            log_path=str(folder / "crash.log"),
+        )
+    except ServerCrashed:
+        noticed = time.time()
+    else:
+        raise RuntimeError("the crashing server became ready")
+    return noticed - stamp_of(stamp)
+
+
+def wait_log_trial(folder: Path) -> float:
+    from servegate.gate import wait
+
+    log = folder / f"follow-{time.monotonic_ns()}.log"
+    log.write_bytes(b"Load weight begin. avail mem=50 GB\n")
+    written: list[float] = []
+
+    def writer() -> None:
+        time.sleep(0.5)
+        with log.open("ab") as f:
+            written.append(time.time())
+            f.write(b"The server is fired up and ready to roll!\n")
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    wait(log_path=str(log), engine="sglang", health_url=None, ready=(), timeout_s=30)
+    noticed = time.time()
+    thread.join()
+    return noticed - written[0]
+
+
+def summary(name: str, values: list[float]) -> str:
+    ms = sorted(v * 1000 for v in values)
+    p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
+    return (
+        f"| {name} | {len(ms)} | {statistics.mean(ms):.2f} | {statistics.median(ms):.2f} | "
+        f"{p99:.2f} | {ms[-1]:.2f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=50)
+    args = parser.parse_args()
+    os.environ.setdefault("SERVEGATE_STATE_DIR", tempfile.mkdtemp(prefix="sg-bench-state-"))
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="sg-bench-") as tmp:
+        folder = Path(tmp)
+        plans = [
+            ("READY, ready line only (generic --ready)", lambda: ready_trial("generic", folder)),
+            ("READY, line + GET /health (sglang)", lambda: ready_trial("sglang", folder)),
+            (
+                "READY, line + /health + 1-token completion (vllm)",
+                lambda: ready_trial("vllm", folder),
+            ),
+            ("CRASH, main process exit (no traceback)", lambda: crash_trial(folder)),
+            ("READY via wait --log (inotify follow)", lambda: wait_log_trial(folder)),
+        ]
+        for name, trial in plans:
+            results[name] = [trial() for _ in range(args.trials)]
+            print(summary(name, results[name]), flush=True)
+    print()
+    print("| event | trials | mean ms | p50 ms | p99 ms | max ms |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, values in results.items():
+        print(summary(name, values))
+
+
+if __name__ == "__main__":
+    main()
