@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from servegate.campaign.redact import MASK, Redactor, is_secret_name
+from servegate.redact import MASK, Redactor, is_secret_name
 
 
 def test_secret_names_are_whole_words() -> None:

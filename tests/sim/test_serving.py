@@ -338,6 +338,7 @@ def test_record_file_has_server_side_timings(port: int, tmp_path: Path) -> None:
     assert len(rows) == 1
     row = rows[0]
     assert row["completion_tokens"] == 5 and len(row["chunk_s"]) == 5
-    assert row["ttft_ms"] == pytest.approx(30, abs=5)
-    gaps = [b - a for a, b in zip(row["chunk_s"], row["chunk_s"][1:], strict=False)]
-    assert all(gap == pytest.approx(0.010, abs=0.004) for gap in gaps)
+    assert row["ttft_ms"] == pytest.approx(30, abs=10)
+    # four steps of 10 ms, scheduled at absolute deadlines: a late one does not add up
+    assert row["chunk_s"][-1] - row["chunk_s"][0] == pytest.approx(0.040, abs=0.008)
+    assert row["end_s"] >= row["first_token_s"] >= row["admitted_s"] >= row["arrival_s"]

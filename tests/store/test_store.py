@@ -72,11 +72,24 @@ def test_first_start_of_a_server_key_is_cold_later_ones_warm(tmp_path: Path) -> 
     """Cold means the first start of that server configuration in the campaign."""
     with Store.open(tmp_path / "s.db") as store:
         cid = store.campaign("c", "cfg", "baseline")
-        _attempt(store, cid, "baseline", "k1")
+        first = _attempt(store, cid, "baseline", "k1")
+        store.record_verdict(first, make_verdict("ready", 12.5))
         _attempt(store, cid, "bench-only", "k1")
         _attempt(store, cid, "fusion", "k2")
         colds = [(a.variant, a.cold) for a in store.attempts(cid)]
     assert colds == [("baseline", True), ("bench-only", False), ("fusion", True)]
+
+
+def test_a_start_that_never_came_up_leaves_the_next_one_cold(tmp_path: Path) -> None:
+    """An attempt that crashed or never launched warmed nothing: the next start is cold."""
+    with Store.open(tmp_path / "s.db") as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        crashed = _attempt(store, cid, "baseline", "k1")
+        store.record_verdict(crashed, make_verdict("crash", 3.0, kind="oom"))
+        _attempt(store, cid, "baseline", "k1")  # stopped by preflight: no verdict
+        _attempt(store, cid, "baseline", "k1")
+        colds = [a.cold for a in store.attempts(cid)]
+    assert colds == [True, True, True]
 
 
 def test_verdict_phases_and_stop_are_stored_with_the_attempt(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.preflight import Level, ProcessRef, process_tree, run_preflight
 from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
-from servegate.campaign.redact import Redactor
+from servegate.redact import Redactor
 from servegate.engines import get_profile
 from servegate.errors import BenchError, ConfigError, GateError, UsageError
 from servegate.launch import Server, launch

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from servegate.campaign.config import Campaign, load_campaign
-from servegate.campaign.redact import Redactor
+from servegate.redact import Redactor
 from servegate.errors import UsageError
 
 if TYPE_CHECKING:

@@ -8,7 +8,6 @@ with Store.open("servegate.db") as store:
 from __future__ import annotations
 
 from servegate.store.records import AttemptInfo, CampaignInfo, PhaseInfo, PointInfo, Samples
-from servegate.store.redact import redact_command, redact_env
 from servegate.store.schema import MIGRATIONS, Migration
 from servegate.store.store import ATTEMPT_STATUSES, CAMPAIGN_STATUSES, Store
 
@@ -23,6 +22,4 @@ __all__ = [
     "PointInfo",
     "Samples",
     "Store",
-    "redact_command",
-    "redact_env",
 ]

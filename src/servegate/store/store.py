@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from servegate.errors import UsageError
+from servegate.redact import Redactor
 from servegate.store.records import (
     AttemptInfo,
     CampaignInfo,
@@ -42,8 +43,10 @@ from servegate.store.records import (
     number,
     sample_row,
 )
-from servegate.store.redact import redact_command, redact_env
 from servegate.store.schema import MIGRATIONS, Migration, check_readable, migrate
+
+# the store redacts again by name: a token in a database file travels with every report
+_BY_NAME = Redactor(secrets=frozenset())
 
 CAMPAIGN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
 ATTEMPT_STATUSES = frozenset(
@@ -271,13 +274,15 @@ class Store:
         """Record that a server is being launched for ``variant``; return the attempt id.
 
         ``server_key`` names the server configuration (same command and env, same key):
-        the first attempt with a key in this campaign is the cold start, later ones warm.
+        an attempt is the cold start unless an earlier one with this key came up READY
+        (an attempt stopped by preflight, or that crashed, warmed no cache).
         Secret-looking env values and flag values are redacted before they are stored.
         """
         with self._tx() as conn:
             vid = self._variant_id(conn, cid, variant)
             earlier = conn.execute(
-                "SELECT 1 FROM attempt WHERE campaign_id = ? AND server_key = ? LIMIT 1",
+                "SELECT 1 FROM attempt a JOIN verdict v ON v.attempt_id = a.id "
+                "WHERE a.campaign_id = ? AND a.server_key = ? AND v.status = 'ready' LIMIT 1",
                 (cid, server_key),
             ).fetchone()
             cur = conn.execute(
@@ -289,8 +294,8 @@ class Store:
                     vid,
                     server_key,
                     int(earlier is None),
-                    dumps(redact_command(command)),
-                    dumps(redact_env(env)),
+                    dumps(_BY_NAME.command(command)),
+                    dumps(_BY_NAME.env(env)),
                     host,
                     dumps(dict(versions)),
                     git_commit,
