@@ -79,8 +79,6 @@ def run_wait(log: Path) -> tuple[subprocess.Popen[bytes], float]:
             "3600",
             "--stall",
             "600",
-            "--health-url",
-            "http://127.0.0.1:9/health",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

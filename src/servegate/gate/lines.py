@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
-__all__ = ["MAX_LINE_BYTES", "LineAssembler", "Tail", "decode_line"]
+__all__ = ["MAX_LINE_BYTES", "LineAssembler", "Segment", "Tail", "decode_line"]
 
 # A longer line is cut here; the rest, up to the next line end, is skipped.
 MAX_LINE_BYTES = 64 * 1024
@@ -23,68 +23,75 @@ def decode_line(raw: bytes) -> str:
     return raw.decode("utf-8", "replace").strip("\r\n").replace("\x00", "")
 
 
-def _last_line_end(data: bytes | bytearray) -> int:
-    return max(data.rfind(b"\n"), data.rfind(b"\r"))
+def _last_line_end(data: bytes | bytearray, start: int = 0) -> int:
+    return max(data.rfind(b"\n", start), data.rfind(b"\r", start))
 
 
-def _first_line_end(data: bytes | bytearray) -> int:
-    nl, cr = data.find(b"\n"), data.find(b"\r")
-    if nl < 0:
-        return cr
-    if cr < 0:
-        return nl
-    return min(nl, cr)
+def _first_line_end(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
+    stop = len(data) if end is None else end
+    nl = data.find(b"\n", start, stop)
+    cr = data.find(b"\r", start, nl if nl >= 0 else stop)
+    return cr if cr >= 0 else nl
+
+
+# A run of whole lines: (buffer, start, end). Big reads are scanned in place through
+# these bounds instead of being sliced, which would copy every megabyte once more.
+Segment = tuple[bytes, int, int]
 
 
 class LineAssembler:
-    """Cut a byte stream into blocks of whole lines; join partial lines across reads."""
+    """Cut a byte stream into runs of whole lines; join partial lines across reads."""
 
     def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
         self._max_line = max_line
         self._partial = bytearray()
         self._skipping = False  # inside an over-long line, dropping bytes to its end
 
-    def feed(self, data: bytes) -> bytes:
-        """Take new bytes; return the complete lines they finish (maybe ``b""``)."""
+    def feed(self, data: bytes) -> list[Segment]:
+        """Take new bytes; return the whole lines they complete, as segments."""
+        start = 0
         if self._skipping:
             cut = _first_line_end(data)
             if cut < 0:
-                return b""
-            data = data[cut + 1 :]
+                return []
+            start = cut + 1
             self._skipping = False
-        cut = _last_line_end(data)
+        cut = _last_line_end(data, start)
         if cut < 0:
-            self._partial += data
+            self._partial += data[start:] if start else data
             return self._cap_partial()
+        out: list[Segment] = []
         if self._partial:
-            block = bytes(self._partial) + data[: cut + 1]
+            first = _first_line_end(data, start, cut + 1)
+            joined = bytes(self._partial) + data[start : first + 1]
             self._partial.clear()
-        else:
-            block = data[: cut + 1]
+            out.append((joined, 0, len(joined)))
+            start = first + 1
+        if start <= cut:
+            out.append((data, start, cut + 1))
         self._partial += data[cut + 1 :]
-        overflow = self._cap_partial()
-        return block + overflow if overflow else block
+        return out + self._cap_partial()
 
-    def flush(self) -> bytes:
+    def flush(self) -> list[Segment]:
         """The unfinished last line, as a line (at end of stream)."""
         if not self._partial:
-            return b""
+            return []
         block = bytes(self._partial) + b"\n"
         self._partial.clear()
-        return block
+        return [(block, 0, len(block))]
 
     def reset(self) -> None:
         """Forget the partial line (the file was truncated or replaced)."""
         self._partial.clear()
         self._skipping = False
 
-    def _cap_partial(self) -> bytes:
+    def _cap_partial(self) -> list[Segment]:
         if len(self._partial) <= self._max_line:
-            return b""
+            return []
         block = bytes(self._partial[: self._max_line]) + b"\n"
         self._partial.clear()
         self._skipping = True
-        return block
+        return [(block, 0, len(block))]
 
 
 class Tail:
@@ -100,18 +107,19 @@ class Tail:
         self._pieces: deque[tuple[bytes, int]] = deque()  # (whole lines, their count)
         self._count = 0
 
-    def add_block(self, block: bytes) -> None:
-        """Add a block of whole lines (each ended by ``\\n`` or ``\\r``)."""
-        pos = len(block) - 1
+    def add_block(self, block: bytes, start: int = 0, end: int | None = None) -> None:
+        """Add whole lines (each ended by ``\\n`` or ``\\r``): ``block[start:end]``."""
+        end = len(block) if end is None else end
+        pos = end - 1
         lines = 0
         while lines < self.size:
-            found = block.rfind(b"\n", 0, pos)
+            found = block.rfind(b"\n", start, pos)
             lines += 1
             if found < 0:
-                pos = -1
+                pos = start - 1
                 break
             pos = found
-        piece = block[pos + 1 :] if pos >= 0 else block
+        piece = block[pos + 1 : end]
         self._pieces.append((piece, lines))
         self._count += lines
         while self._pieces and self._count - self._pieces[0][1] >= self.size:

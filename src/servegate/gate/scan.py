@@ -149,14 +149,24 @@ class _KeyTable:
                 key = anchor[first + shift : first + shift + key_len]
                 self.keys.setdefault(key, []).append((first + shift, anchor))
         self._table = np.zeros(1 << _BITS, dtype=np.bool_)
+        self._buffer = np.empty(0, dtype=np.uint64)
         for key in self.keys:
             word = np.frombuffer(key.ljust(8, b"\0"), dtype="<u8")
             self._table[self._bucket(word)] = True
 
     def _bucket(self, words: np.ndarray) -> np.ndarray:
+        # in place in a reused buffer: fresh megabyte temporaries cost page faults
+        if self._buffer.size < words.size:
+            self._buffer = np.empty(max(words.size, 1 << 17), dtype=np.uint64)
+        out = self._buffer[: words.size]
+        if self.key_len == 7:
+            np.bitwise_and(words, _MASK7, out=out)
+        else:
+            out[:] = words
+        np.multiply(out, _MULT, out=out)
+        np.right_shift(out, _SHIFT, out=out)
         # int64 view: indices below 2**_BITS, so indexing needs no conversion pass
-        masked = words & _MASK7 if self.key_len == 7 else words
-        return ((masked * _MULT) >> _SHIFT).view(np.int64)
+        return out.view(np.int64)
 
     def _score(self, window: bytes) -> int:
         # a key seen in the lines servers print all day long, or an all-lower-case one,
@@ -168,17 +178,17 @@ class _KeyTable:
             score += (1 << 12) if key in _BACKGROUND else (1 << _commonness(key))
         return score
 
-    def hits(self, block: bytes) -> list[int]:
-        """Offsets (multiples of 4) where a key may start (a superset, unordered)."""
-        size = len(block)
+    def hits(self, block: bytes, start: int, end: int) -> list[int]:
+        """Offsets (``start`` + a multiple of 4) where a key may start (a superset)."""
+        size = end - start
         if not self.keys or size < 8:
             return []
         if self.key_len == 4:
-            words = np.frombuffer(block, dtype="<u4", count=size // 4).astype(np.uint64)
-            return (np.flatnonzero(self._table[self._bucket(words)]) * 4).tolist()
+            words = np.frombuffer(block, dtype="<u4", count=size // 4, offset=start)
+            return (np.flatnonzero(self._table[self._bucket(words)]) * 4 + start).tolist()
         out: list[int] = []
-        for base in (0, 4):
-            words = np.frombuffer(block, dtype="<u8", count=(size - base) // 8, offset=base)
+        for base in (start, start + 4):
+            words = np.frombuffer(block, dtype="<u8", count=(end - base) // 8, offset=base)
             out += (np.flatnonzero(self._table[self._bucket(words)]) * 8 + base).tolist()
         return out
 
@@ -198,16 +208,19 @@ class Prefilter:
         )
         self.empty = not unique
 
-    def lines(self, block: bytes) -> Iterator[tuple[int, int]]:
-        """(start, end) of each line of ``block`` that holds an anchor, in order."""
+    def lines(
+        self, block: bytes, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, int]]:
+        """(start, end) of each line of ``block[start:end]`` holding an anchor, in order."""
+        end = len(block) if end is None else end
         found: list[int] = []
         for table in self._tables:
             size = table.key_len
             keys = table.keys
-            for offset in table.hits(block):
+            for offset in table.hits(block, start, end):
                 for at_in_anchor, anchor in keys.get(block[offset : offset + size], ()):
                     at = offset - at_in_anchor
-                    if at >= 0 and block.startswith(anchor, at):
+                    if at >= start and block.startswith(anchor, at, end):
                         found.append(offset)
                         break
         found.sort()
@@ -215,18 +228,19 @@ class Prefilter:
         for offset in found:
             if offset < last_end:
                 continue
-            start, end = line_bounds(block, offset)
-            yield start, end
-            last_end = end + 1
+            line_start, line_end = line_bounds(block, offset, start, end)
+            yield line_start, line_end
+            last_end = line_end + 1
 
 
-def line_bounds(block: bytes, offset: int) -> tuple[int, int]:
-    """(start, end) of the line of ``block`` around ``offset`` (``\\r`` or ``\\n`` ends it)."""
-    low = max(0, offset - MAX_LINE - 2)
+def line_bounds(block: bytes, offset: int, lo: int = 0, hi: int | None = None) -> tuple[int, int]:
+    """(start, end) of the line around ``offset`` within ``block[lo:hi]``."""
+    hi = len(block) if hi is None else hi
+    low = max(lo, offset - MAX_LINE - 2)
     nl = block.rfind(b"\n", low, offset)
-    cr = block.rfind(b"\r", nl + 1, offset)
-    start = max(nl, cr) + 1
-    high = offset + MAX_LINE + 2
+    cr = block.rfind(b"\r", max(nl + 1, low), offset)
+    start = max(nl, cr, low - 1) + 1
+    high = min(hi, offset + MAX_LINE + 2)
     nl = block.find(b"\n", offset, high)
     cr = block.find(b"\r", offset, nl if nl >= 0 else high)
     if cr >= 0:
@@ -234,5 +248,5 @@ def line_bounds(block: bytes, offset: int) -> tuple[int, int]:
     elif nl >= 0:
         end = nl
     else:
-        end = min(len(block), high)
+        end = high
     return start, end

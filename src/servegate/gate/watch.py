@@ -193,31 +193,36 @@ class LogWatcher:
     def feed(self, data: bytes, now: float) -> list[LineHit]:
         """Take new bytes read at ``now`` (seconds since start); return decisive lines."""
         self.bytes_seen += len(data)
-        block = self._assembler.feed(data)
-        return self._block(block, now) if block else []
+        hits: list[LineHit] = []
+        for block, start, end in self._assembler.feed(data):
+            hits += self._block(block, start, end, now)
+        return hits
 
     def finish(self, now: float) -> list[LineHit]:
         """End of stream: the unfinished last line counts as a line."""
-        block = self._assembler.flush()
-        return self._block(block, now) if block else []
+        hits: list[LineHit] = []
+        for block, start, end in self._assembler.flush():
+            hits += self._block(block, start, end, now)
+        return hits
 
     def reset(self) -> None:
         """The file was truncated or replaced: drop the partial line."""
         self._assembler.reset()
 
-    def _block(self, block: bytes, now: float) -> list[LineHit]:
-        self.tail.add_block(block)
-        self._note_novelty(block)
+    def _block(self, block: bytes, start: int, end: int, now: float) -> list[LineHit]:
+        """Process the whole lines ``block[start:end]`` (scanned in place, not copied)."""
+        self.tail.add_block(block, start, end)
+        self._note_novelty(block, start, end)
         hits: list[LineHit] = []
         traceback_end = -1
         if self._traceback_lines:
-            self._scan_traceback(block, 0)
-        for start, end in self.rules.prefilter.lines(block):
-            line = decode_line(block[start:end])
+            self._scan_traceback(block, start, end)
+        for line_start, line_end in self.rules.prefilter.lines(block, start, end):
+            line = decode_line(block[line_start:line_end])
             if self._classify(line, self.rules.fast, now, hits):
-                traceback_end = end + 1
+                traceback_end = line_end + 1
         if self.rules.slow_blocks:
-            text = block.decode("utf-8", "replace").replace("\r", "\n")
+            text = block[start:end].decode("utf-8", "replace").replace("\r", "\n")
             for pattern, rule in self.rules.slow_blocks:
                 for match in pattern.finditer(text):
                     s = text.rfind("\n", 0, match.start()) + 1
@@ -226,18 +231,24 @@ class LogWatcher:
                     self._classify(line, (rule,), now, hits)
         if traceback_end >= 0:
             self._traceback_lines = _TRACEBACK_SCAN_LINES
-            self._scan_traceback(block, traceback_end)
+            self._scan_traceback(block, traceback_end, end)
         return hits
 
-    def _note_novelty(self, block: bytes) -> None:
+    def _note_novelty(self, block: bytes, start: int, end: int) -> None:
         """Count the block as progress unless it only repeats a recent heartbeat line."""
-        end = len(block) - 1
-        start = max(block.rfind(b"\n", 0, end), block.rfind(b"\r", 0, end)) + 1
-        if start > 0 and block.count(b"\n", 0, start) > _RECENT_LINES:
-            self.novel_blocks += 1  # a burst of many lines is progress, whatever they say
+        last = end - 1
+        line_start = max(block.rfind(b"\n", start, last), block.rfind(b"\r", start, last)) + 1
+        line_start = max(line_start, start)
+        # many lines at once are progress, whatever they say
+        pos, lines = line_start - 1, 0
+        while lines <= _RECENT_LINES and pos >= start:
+            pos = block.rfind(b"\n", start, pos)
+            lines += 1
+        if lines > _RECENT_LINES:
+            self.novel_blocks += 1
             self._recent.clear()
             return
-        key = _TIMEISH.sub(b"#", block[start:end].strip())
+        key = _TIMEISH.sub(b"#", block[line_start:last].strip())
         if key in self._recent:
             return
         self._recent.append(key)
@@ -265,14 +276,13 @@ class LogWatcher:
                 traceback = True
         return traceback
 
-    def _scan_traceback(self, block: bytes, pos: int) -> None:
-        """Look for the exception line that ends a traceback, from ``pos`` on."""
-        size = len(block)
-        while self._traceback_lines and pos < size:
-            start, end = line_bounds(block, pos)
-            pos = end + 1
+    def _scan_traceback(self, block: bytes, pos: int, end: int) -> None:
+        """Look for the exception line that ends a traceback, in ``block[pos:end]``."""
+        while self._traceback_lines and pos < end:
+            line_start, line_end = line_bounds(block, pos, pos, end)
+            pos = line_end + 1
             self._traceback_lines -= 1
-            line = decode_line(block[start:end])
+            line = decode_line(block[line_start:line_end])
             if not line.strip() or line.lstrip().startswith(_CHAINED):
                 continue
             match = _EXCEPTION_LINE.search(line)

@@ -143,11 +143,11 @@ def main() -> None:
         time.sleep(max(0.0, 1.0 - args.delay * len(LINES[args.engine])))
     state["ready"] = True
     stamp = time.time()
-    sys.stdout.write(READY[args.engine] + "\n")
-    sys.stdout.flush()
-    if args.stamp:
+    if args.stamp:  # before the line: a fast gate may stop us right after it
         with open(args.stamp, "w") as f:
             f.write(repr(stamp))
+    sys.stdout.write(READY[args.engine] + "\n")
+    sys.stdout.flush()
     while True:
         time.sleep(3600)
 
