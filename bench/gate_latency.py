@@ -6,7 +6,9 @@ READY: the test server writes the wall time just before it writes its ready line
 latency is the time ``launch()`` returned minus that stamp (so it includes the pipe,
 the keeper's gate, the probe and the 1-token completion where the profile asks for
 them, and the hop back to the caller). CRASH: the server writes the time just before
-``os._exit(1)``; the latency is the time ``launch()`` raised minus that stamp.
+``os._exit(1)``; the latency is the time ``launch()`` raised minus that stamp (after
+it stopped the rest of the tree). Each event also gets the gate's own decision time
+(the verdict's ``decided_at``, to the microsecond) minus the stamp.
 ``wait --log``: a writer appends the ready line to a file; the latency is the time
 ``wait()`` returned minus the time of the write.
 """
@@ -21,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +54,11 @@ def stamp_of(path: Path) -> float:
     raise RuntimeError(f"no stamp in {path}")
 
 
-def ready_trial(engine: str, folder: Path) -> float:
+def decided(verdict_decided_at: str) -> float:
+    return datetime.fromisoformat(verdict_decided_at).timestamp()
+
+
+def ready_trial(engine: str, folder: Path) -> tuple[float, float]:
     from servegate.launch import launch
 
     port = free_port()
@@ -67,10 +74,11 @@ def ready_trial(engine: str, folder: Path) -> float:
     )
     noticed = time.time()
     server.stop(grace_s=2.0)
-    return noticed - stamp_of(stamp)
+    written = stamp_of(stamp)
+    return decided(server.verdict.decided_at) - written, noticed - written
 
 
-def crash_trial(folder: Path) -> float:
+def crash_trial(folder: Path) -> tuple[float, float]:
     from servegate.errors import ServerCrashed
     from servegate.launch import launch
 
@@ -82,14 +90,16 @@ def crash_trial(folder: Path) -> float:
             timeout_s=60,
             log_path=str(folder / "crash.log"),
         )
-    except ServerCrashed:
+    except ServerCrashed as exc:
         noticed = time.time()
+        verdict = exc.verdict
     else:
         raise RuntimeError("the crashing server became ready")
-    return noticed - stamp_of(stamp)
+    written = stamp_of(stamp)
+    return decided(verdict.decided_at) - written, noticed - written
 
 
-def wait_log_trial(folder: Path) -> float:
+def wait_log_trial(folder: Path) -> tuple[float, float]:
     from servegate.gate import wait
 
     log = folder / f"follow-{time.monotonic_ns()}.log"
@@ -104,10 +114,10 @@ def wait_log_trial(folder: Path) -> float:
 
     thread = threading.Thread(target=writer)
     thread.start()
-    wait(log_path=str(log), engine="sglang", health_url=None, ready=(), timeout_s=30)
+    verdict = wait(log_path=str(log), engine="sglang", health_url=None, ready=(), timeout_s=30)
     noticed = time.time()
     thread.join()
-    return noticed - written[0]
+    return decided(verdict.decided_at) - written[0], noticed - written[0]
 
 
 def summary(name: str, values: list[float]) -> str:
@@ -138,8 +148,13 @@ def main() -> None:
             ("READY via wait --log (inotify follow)", lambda: wait_log_trial(folder)),
         ]
         for name, trial in plans:
-            results[name] = [trial() for _ in range(args.trials)]
-            print(summary(name, results[name]), flush=True)
+            pairs = [trial() for _ in range(args.trials)]
+            results[name + ": gate decided"] = [p[0] for p in pairs]
+            results[name + ": caller returned"] = [p[1] for p in pairs]
+            print(summary(name + ": gate decided", results[name + ": gate decided"]))
+            print(
+                summary(name + ": caller returned", results[name + ": caller returned"]), flush=True
+            )
     print()
     print("| event | trials | mean ms | p50 ms | p99 ms | max ms |")
     print("| --- | --- | --- | --- | --- | --- |")

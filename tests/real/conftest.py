@@ -1,4 +1,4 @@
-"""Fixtures for the real-engine tests: where the engines and models are, and helpers.
+"""Fixtures for the real-engine tests: where the engines and the models are.
 
 Why: these tests run real llama.cpp and vLLM servers that scripts/real-engines-setup
 installs into a cache folder. Outside CI a missing engine skips its tests with the
