@@ -107,6 +107,23 @@ def test_oom_then_hang_is_a_crash_not_a_timeout() -> None:
     assert not alive(verdict.pid or 0)
 
 
+def test_a_wrapper_line_is_reported_by_the_cause_that_follows_it() -> None:
+    """SGLang's "Scheduler hit an exception" is followed by its cause: the verdict names it."""
+    with pytest.raises(ServerCrashed) as info:
+        launch(
+            [PY, MISBEHAVE, "wrapper-then-oom"],
+            engine="sglang",
+            port=None,
+            ready=["x"],
+            timeout_s=60,
+            health_url="http://127.0.0.1:9/health",
+        )
+    verdict = info.value.verdict
+    assert verdict.kind == "oom"
+    assert verdict.hint is not None and "mem-fraction-static" in verdict.hint
+    assert not alive(verdict.pid or 0)
+
+
 def test_harmless_traceback_is_not_a_crash(port: int) -> None:
     """A server that prints a traceback and carries on becomes READY."""
     with launch(

@@ -38,7 +38,7 @@ def connections_closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[sqlite3
 @pytest.fixture(scope="module")
 def campaign_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database holding the constructed four-variant campaign (built once per module)."""
-    from .campaign import build  # noqa: PLC0415
+    from .campaign import build
 
     path = tmp_path_factory.mktemp("db") / "servegate.db"
     build(path)

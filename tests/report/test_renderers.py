@@ -114,7 +114,7 @@ def test_csv_has_a_row_per_variant_load_and_metric(report: Report) -> None:
 
 def test_a_campaign_without_measurements_renders_in_every_format(tmp_path: Path) -> None:
     """A baseline that crashed and a variant never run: every renderer still answers."""
-    from servegate.report import render_html  # noqa: PLC0415
+    from servegate.report import render_html
 
     with Store.open(tmp_path / "s.db") as store:
         cid = store.campaign("broken", "cfg", "baseline")

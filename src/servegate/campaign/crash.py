@@ -1,10 +1,8 @@
-"""What a crashed server's log says: its last lines, and the root cause in them.
+"""What a server's log says after it died in the middle of a benchmark.
 
-The gate decides at the first fatal line, within milliseconds. A campaign records the
-crash once the server is stopped, when its whole log is there, so it can name the cause
-that the following lines give (SGLang writes "Scheduler hit an exception" first and the
-``CUDA out of memory`` it was about a few lines later), and classify a death in the
-middle of a benchmark by the engine's own crash signatures.
+The gate decides a crash while the server starts; after READY the runner notices a death
+between load points (or by failed requests) and classifies it here, by the engine's own
+crash signatures in the lines written since READY.
 """
 
 from __future__ import annotations
@@ -16,11 +14,9 @@ from typing import Any
 
 from servegate.engines.profile import Signature
 
-__all__ = ["GENERIC_KINDS", "TAIL_LINES", "classify", "log_tail", "refine_crash", "verdict_line"]
+__all__ = ["TAIL_LINES", "classify", "log_tail", "verdict_line"]
 
 TAIL_LINES = 30
-# crash kinds that say where it failed but not why: the lines after them often do
-GENERIC_KINDS = frozenset({"engine-init", "child-exit", "exit", "signature", "shard", None})
 
 
 def log_tail(path: Path, lines: int, *, start: int = 0) -> list[str]:
@@ -36,43 +32,6 @@ def log_tail(path: Path, lines: int, *, start: int = 0) -> list[str]:
         return []
     text = data.decode("utf-8", errors="replace").replace("\r", "\n")
     return [line for line in text.splitlines() if line.strip()][-lines:]
-
-
-def refine_crash(
-    verdict: dict[str, Any], lines: list[str], signatures: Iterable[Signature]
-) -> dict[str, Any]:
-    """A CRASH verdict whose generic kind is replaced by the root cause found in the log.
-
-    The gate decides at the first fatal line, within milliseconds; SGLang writes
-    "Scheduler hit an exception" first and the ``CUDA out of memory`` it was about a few
-    lines later. Once the server is stopped its whole log is there, so the stored verdict
-    can name the cause (kind, hint) that the lines after the first one give. The gate's
-    own decision is kept under ``gate_kind`` / ``gate_reason``.
-    """
-    if verdict.get("status") != "crash" or verdict.get("kind") not in GENERIC_KINDS:
-        return verdict
-    matched = verdict.get("matched_line")
-    start = 0
-    if isinstance(matched, str):
-        for index, line in enumerate(lines):
-            if line.strip() and line.strip() in matched:
-                start = index
-                break
-    for line in lines[start:]:
-        for signature in list(signatures):
-            if signature.kind not in GENERIC_KINDS and re.search(signature.pattern, line):
-                tail = lines[: lines.index(line) + 1][-TAIL_LINES:] if line in lines else lines
-                return {
-                    **verdict,
-                    "kind": signature.kind,
-                    "hint": signature.hint,
-                    "reason": signature.title,
-                    "matched_line": line,
-                    "gate_kind": verdict.get("kind"),
-                    "gate_reason": verdict.get("reason"),
-                    "tail": tail[-TAIL_LINES:],
-                }
-    return verdict
 
 
 def verdict_line(verdict: dict[str, Any]) -> str:

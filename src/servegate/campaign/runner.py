@@ -32,7 +32,6 @@ from servegate.campaign.crash import (
     TAIL_LINES,
     classify,
     log_tail,
-    refine_crash,
     verdict_line,
 )
 from servegate.campaign.gpu import GpuMonitor
@@ -40,15 +39,14 @@ from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.preflight import Level, ProcessRef, process_tree, run_preflight
 from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
-from servegate.redact import Redactor
 from servegate.engines import get_profile
 from servegate.errors import BenchError, ConfigError, GateError, UsageError
 from servegate.launch import Server, launch
+from servegate.redact import Redactor
 from servegate.store import Store
 
 __all__ = ["RunOptions", "RunOutcome", "check_programs", "run_campaign"]
 
-_REFINE_LINES = 300  # log lines read after a CRASH to find its root cause
 _DEATH_WAIT_S = 1.0  # after failed requests: how long to wait for a dying server to exit
 
 
@@ -350,8 +348,7 @@ class _Runner:
                 health_url=campaign.probe_url(port=port),
             )
         except GateError as exc:
-            lines = log_tail(log_path, _REFINE_LINES)
-            data = self._redacted(refine_crash(exc.verdict.to_json(), lines, self.profile.fatal))
+            data = self._redacted(exc.verdict.to_json())
             with self.interrupts.shielded():
                 self.store.record_verdict(aid, data)
                 self.store.finish_attempt(aid, exc.verdict.status)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 from servegate.campaign.config import Campaign, load_campaign
-from servegate.redact import Redactor
 from servegate.errors import UsageError
+from servegate.redact import Redactor
 
 if TYPE_CHECKING:
     from servegate.campaign.runner import RunOptions

@@ -97,11 +97,11 @@ def report(
             f"no database at {db}; run a campaign first (servegate run CAMPAIGN.toml) "
             "or pass --db FILE."
         )
-    from servegate import report as reports  # noqa: PLC0415 (imported when the command runs)
-    from servegate.store import Store  # noqa: PLC0415
+    from servegate import report as reports
+    from servegate.store import Store
 
     if html_out is not None:
-        from servegate.report.html import require_plotly  # noqa: PLC0415
+        from servegate.report.html import require_plotly
 
         require_plotly()  # fail before any work when the html extra is missing
     with Store.open(db) as store:

@@ -52,6 +52,6 @@ def build_report(
 
 def render_html(report: Report) -> str:
     """The self-contained HTML report (imports plotly; UsageError naming the extra if absent)."""
-    from servegate.report.html import render_html as render  # noqa: PLC0415 (plotly is optional)
+    from servegate.report.html import render_html as render
 
     return render(report)

@@ -57,7 +57,7 @@ pre { background: #f6f6f6; padding: 8px; font-size: 12px; overflow-x: auto; }
 def require_plotly() -> Any:
     """plotly.graph_objects, or UsageError naming the extra that provides it."""
     try:
-        import plotly.graph_objects as go  # noqa: PLC0415 (optional dependency)
+        import plotly.graph_objects as go
     except ImportError:
         raise UsageError(
             "the HTML report needs plotly; install it with pip install 'servegate[html]'."

@@ -3,6 +3,7 @@
 python misbehave.py exit CODE          print a line, then exit with CODE (no traceback)
 python misbehave.py signal NUM         print a line, then kill itself with signal NUM
 python misbehave.py oom-hang           print a CUDA OOM traceback, then hang forever
+python misbehave.py wrapper-then-oom   SGLang's wrapper error first, its OOM cause after
 python misbehave.py traceback-ok PORT  print a harmless traceback, then become ready
 python misbehave.py lose-child         start an essential child that dies; live on
 python misbehave.py stall PHASE_LINE   print a phase line, then go silent forever
@@ -64,6 +65,12 @@ def main() -> None:
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
             flush=True,
         )
+        forever()
+    elif mode == "wrapper-then-oom":
+        print("[2026-01-01 10:00:00 TP0] Scheduler hit an exception: Traceback", flush=True)
+        time.sleep(0.05)
+        print('  File "model_runner.py", line 1, in load', flush=True)
+        print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", flush=True)
         forever()
     elif mode == "traceback-ok":
         print("Traceback (most recent call last):", flush=True)
