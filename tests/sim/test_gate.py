@@ -109,3 +109,18 @@ def test_gate_error_carries_the_simulated_log(port: int) -> None:
         launch(sim("sglang", port, "--fail", "oom"), engine="sglang", port=port, timeout_s=30)
     assert any("CUDA out of memory" in line for line in info.value.log_tail)
     assert any("Load weight begin" in line for line in info.value.log_tail)
+
+
+def test_gate_sees_an_essential_child_that_dies_young(port: int) -> None:
+    """A scheduler killed within the first second of startup is still a child-exit CRASH."""
+    with pytest.raises(ServerCrashed) as info:
+        launch(
+            sim("sglang", port, "--fail", "child-death", "--fail-at", "load_weights"),
+            engine="sglang",
+            port=port,
+            timeout_s=30,
+            **gate_args("sglang", port),
+        )  # type: ignore[arg-type]
+    verdict = info.value.verdict
+    assert (verdict.status, verdict.detected_by) == ("crash", "child-exit"), verdict.line()
+    assert verdict.elapsed_s < 10

@@ -29,6 +29,9 @@ from servegate.gate.watch import LineHit, LogWatcher
 __all__ = ["Gate", "GateSources", "exit_status"]
 
 _SNAPSHOT_EVERY_S = 0.5  # descendant scan period (also after output, at most this often)
+# engines spawn their workers early; scan often at first so one that dies young is seen
+_SNAPSHOT_EARLY_S = 0.05
+_EARLY_WINDOW_S = 5.0
 _BACKSTOP_S = 0.25  # re-check a followed file even without inotify events
 _PIPE_READ = 1 << 20
 _EXIT_DRAIN_S = 0.5  # after the main process exits, read what is left for this long at most
@@ -382,7 +385,8 @@ class Gate:
 
     def _snapshot(self, now: float) -> None:
         assert self._children is not None
-        self._next_snapshot = now + _SNAPSHOT_EVERY_S
+        early = now - self.started_mono < _EARLY_WINDOW_S
+        self._next_snapshot = now + (_SNAPSHOT_EARLY_S if early else _SNAPSHOT_EVERY_S)
         for child in self._children.scan():
             self._sel.register(child.pidfd, selectors.EVENT_READ, ("child", child.pid, child.label))
 
