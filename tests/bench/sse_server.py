@@ -93,6 +93,8 @@ class Stats:
         self.drafts = 0
         self.arrivals: list[float] = []
         self.accepted = 0
+        self.connections = 0  # connections accepted
+        self.discarded = 0  # requests that reached a connection being closed: never answered
 
     def _steady(self) -> float | None:
         """Tokens/s from request arrivals after the first quarter (closed-loop steady state).
@@ -129,6 +131,8 @@ class Stats:
             "steady_tokens_per_s": self._steady(),
             "first_token_at": self.first_token_at,  # time.perf_counter() (CLOCK_MONOTONIC)
             "last_token_at": self.last_token_at,
+            "connections": self.connections,
+            "discarded": self.discarded,
         }
 
 
@@ -144,21 +148,60 @@ class Server(asyncio.Protocol):
         self.busy = False
         self.handles: list[asyncio.TimerHandle] = []
         self.arrived = 0.0
+        self.closing = False  # the connection is being closed: requests are discarded
+        self.idle: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self.stats.connections += 1
+        self._idle_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         for handle in self.handles:
             handle.cancel()
+        if self.idle is not None:
+            self.idle.cancel()
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        if self.closing:
+            self.stats.discarded += data.count(b" HTTP/1.1\r\n")
+            return
+        if self.idle is not None:
+            self.idle.cancel()
+            self.idle = None
         # the record starts when the loop saw the bytes: the select that found them
         self.arrived = SELECTED[0] or time.perf_counter()
         self.buf += data
         self._next()
+
+    def _idle_timer(self) -> None:
+        """Close the connection after --keep-alive-timeout seconds without a request."""
+        timeout = self.args.keep_alive_timeout
+        if timeout and self.transport is not None:
+            loop = asyncio.get_running_loop()
+            self.idle = loop.call_later(timeout, self.transport.close)
+
+    def _close_after_stream(self) -> None:
+        """End a chunked body as llama.cpp's server does, then close without a word.
+
+        Its ``0\r\n`` and the final CRLF are two writes; anything the client sends
+        meanwhile is read and dropped, and the connection closes --close-after-stream ms
+        later (with --fin-first, its write side is shut right after the CRLF, as
+        llama.cpp's server does before draining).
+        """
+        transport = self.transport
+        assert transport is not None
+        self.closing = True
+        self.stats.discarded += self.buf.count(b" HTTP/1.1\r\n")
+        self.buf = b""
+        transport.write(b"0\r\n")
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.005, transport.write, b"\r\n")
+        if self.args.fin_first:
+            loop.call_later(0.005, transport.write_eof)  # llama.cpp shuts down at once
+        loop.call_later(self.args.close_after_stream / 1000.0, transport.close)
 
     def _next(self) -> None:
         if self.busy or self.transport is None:
@@ -193,6 +236,8 @@ class Server(asyncio.Protocol):
         self.handles = []
         if self.buf:
             self._next()
+        elif self.idle is None:
+            self._idle_timer()
 
     def _handle(self, method: str, path: str, body: bytes, arrived: float) -> None:
         a = self.args
@@ -253,6 +298,7 @@ class Server(asyncio.Protocol):
             ("reset", a.reset_every),
             ("hang", a.hang_every),
             ("error_event", a.error_event_every),
+            ("reset_after_head", a.reset_after_head_every),
         ):
             if every and n % every == 0:
                 return name
@@ -272,10 +318,19 @@ class Server(asyncio.Protocol):
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
             )
         else:
+            extra = b""
+            if a.say_close:
+                extra += b"Connection: close\r\n"
+            if a.keep_alive_timeout:
+                extra += b"Keep-Alive: timeout=%g, max=100\r\n" % a.keep_alive_timeout
             transport.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                b"Transfer-Encoding: chunked\r\n\r\n"
+                b"Transfer-Encoding: chunked\r\n%s\r\n" % extra
             )
+            if mode == "reset_after_head":
+                # late enough that the client has read the headers when the reset comes
+                asyncio.get_running_loop().call_later(0.02, transport.abort)
+                return
         role, content, head = _events(chat, a.until_close, a.model)
         if role:
             transport.write(role)
@@ -288,7 +343,10 @@ class Server(asyncio.Protocol):
         tail = b""
         if not a.no_usage:
             tail += frame(head + b',"choices":[],"usage":' + usage + b"}")
-        tail += frame(b"[DONE]") + (b"" if a.until_close else b"0\r\n\r\n")
+        tail += frame(b"[DONE]")
+        closes = bool(a.close_after_stream) and not a.until_close
+        if not a.until_close and not closes:
+            tail += b"0\r\n\r\n"
         per_chunk = a.tokens_per_chunk
         stats.prompt_tokens += prompt_tokens
 
@@ -298,6 +356,8 @@ class Server(asyncio.Protocol):
             self.transport.write(tail)
             if a.until_close:
                 self.transport.close()
+            elif closes:
+                self._close_after_stream()
             stats.drafts += events if a.spec_accept else 0
             stats.accepted += int(events * (a.spec_accept - 1)) if a.spec_accept else 0
             self._done()
@@ -333,7 +393,7 @@ class Server(asyncio.Protocol):
                 os._exit(0)
             return now
 
-        if a.burst and not a.ttft_ms and not a.itl_ms and mode == "normal":
+        if a.burst and not a.ttft_ms and not a.itl_ms and mode == "normal" and not closes:
             # the whole response in one write: the cheapest possible zero-delay server
             transport.write(content * events + tail)
             now = time.perf_counter()
@@ -406,6 +466,29 @@ def main() -> None:
     parser.add_argument("--reset-every", type=int, default=0)
     parser.add_argument("--hang-every", type=int, default=0)
     parser.add_argument("--error-event-every", type=int, default=0)
+    parser.add_argument(
+        "--reset-after-head-every", type=int, default=0, help="reset right after the headers"
+    )
+    parser.add_argument(
+        "--close-after-stream",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="close each connection MS after a streamed body, unannounced",
+    )
+    parser.add_argument(
+        "--fin-first", action="store_true", help="with --close-after-stream: FIN at once"
+    )
+    parser.add_argument(
+        "--say-close", action="store_true", help="send Connection: close on streamed responses"
+    )
+    parser.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="advertise Keep-Alive: timeout=S and close connections idle that long",
+    )
     parser.add_argument("--die-after", type=int, default=0, help="exit after this many tokens")
     parser.add_argument("--reject-ignore-eos", action="store_true")
     parser.add_argument("--not-openai", action="store_true")

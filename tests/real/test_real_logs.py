@@ -17,11 +17,6 @@ from tests.real.helpers import servegate, verdict_of
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "real_logs"
 
-# The profile does not yet know these lines; docs/real-engines.md lists the correction.
-PENDING = pytest.mark.xfail(
-    strict=True, reason="needs the profile correction listed in docs/real-engines.md"
-)
-
 CASES = [
     # (fixture, engine, status, kind, regex the deciding line must match)
     ("llama-server-0.5.0-cuda-ready-and-stop.log", "llamacpp", "ready", None, "model loaded"),
@@ -52,7 +47,6 @@ CASES = [
         "ready",
         None,
         "Uvicorn running on",
-        marks=PENDING,
     ),
     pytest.param(
         "llama-cpp-python-0.3.36-bad-model.log",
@@ -60,7 +54,6 @@ CASES = [
         "crash",
         "model-load",
         "Model path does not exist",
-        marks=PENDING,
     ),
     (
         "vllm-0.32-cpu-ready-and-stop.log",
@@ -76,7 +69,6 @@ CASES = [
         "crash",
         "bad-args",
         "unrecognized arguments",
-        marks=PENDING,
     ),
     pytest.param(
         "vllm-0.32-cpu-max-model-len.log",
@@ -84,7 +76,6 @@ CASES = [
         "crash",
         "max-model-len",
         "is greater than the derived max_model_len",
-        marks=PENDING,
     ),
 ]
 

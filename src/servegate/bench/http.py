@@ -8,11 +8,19 @@ is de-chunked with bytes operations and handed to the response's event parser, w
 coroutine switch per chunk. Only what a benchmark needs is supported: one request at a
 time per connection, ``Content-Length``, chunked and read-until-close bodies, 1xx skips,
 TLS through the event loop.
+
+A kept-alive connection is reused only while nothing says it is over: a response's
+``Connection: close``, an end of stream from the server (seen in ``eof_received``, or by
+a zero-wait poll of the socket when the connection leaves the pool), or the idle time a
+``Keep-Alive: timeout=N`` header allows. A chunked
+body ends after its last chunk's trailer section, so the next request never goes out
+while a byte of the previous response is still on its way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 from collections.abc import Callable
 from time import perf_counter
@@ -21,7 +29,8 @@ from urllib.parse import urlsplit
 
 MAX_HEAD = 65536
 
-_HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE, _DONE = range(5)
+_HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE, _TRAILER, _DONE = range(6)
+IDLE_MARGIN_S = 1.0  # stop reusing this long before a server's Keep-Alive timeout
 
 
 class HttpFailure(Exception):
@@ -85,7 +94,7 @@ class Connection(asyncio.Protocol):
         self.clock = clock
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        self.received = False  # any byte of the current response arrived
+        self.received = False  # a byte of the current response's status line arrived
         self._sink: Sink | None = None
         self._done: asyncio.Future[str | None] | None = None
         self._state = _DONE
@@ -93,17 +102,24 @@ class Connection(asyncio.Protocol):
         self._left = 0  # bytes left in the current chunk, or of a Content-Length body
         self._crlf = False  # a chunk's trailing CRLF is still to skip
         self._keep = True
+        self._idle_s: float | None = None  # how long it may sit idle (Keep-Alive: timeout)
+        self._ended = 0.0  # when the last response ended
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
+    def eof_received(self) -> bool | None:
+        # the server closed its side: never send on this connection again
+        self.closed = True
+        return None  # close the transport; connection_lost ends a request in flight
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         if self._sink is None:
             return
-        if self._state == _UNTIL_CLOSE:
-            self._finish(None)
+        if self._state in (_UNTIL_CLOSE, _TRAILER):
+            self._finish(None)  # a body read until close, or all but the final CRLF
         else:
             self._finish("connection_reset")
 
@@ -118,6 +134,7 @@ class Connection(asyncio.Protocol):
         self._left = 0
         self._crlf = False
         self._keep = True
+        self._idle_s = None
         self.received = False
         self.transport.write(data)
         return self._done
@@ -132,7 +149,27 @@ class Connection(asyncio.Protocol):
     @property
     def reusable(self) -> bool:
         """True when another request may use this connection."""
-        return not self.closed and self._keep and self._state == _DONE
+        if self.closed or not self._keep or self._state != _DONE:
+            return False
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return False
+        return self._idle_s is None or perf_counter() - self._ended < self._idle_s
+
+    def stale(self) -> bool:
+        """True when the idle socket is readable: an end of stream not handled yet.
+
+        The task that sends the next request can run before the event loop reads the
+        server's FIN; one zero-wait ``poll`` when the connection leaves the pool catches it.
+        """
+        transport = self.transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        poll = getattr(select, "poll", None)
+        if sock is None or poll is None:
+            return False
+        poller = poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
 
     def _finish(self, error: str | None) -> None:
         sink, done = self._sink, self._done
@@ -140,10 +177,11 @@ class Connection(asyncio.Protocol):
         if self._state != _DONE and error is not None:
             self._keep = False
         self._state = _DONE
+        self._ended = now = perf_counter()
         if done is not None and not done.done():
             if error is None and sink is not None:
                 try:
-                    sink.close(perf_counter())
+                    sink.close(now)
                 except HttpFailure as exc:
                     done.set_exception(exc)
                     return
@@ -154,8 +192,8 @@ class Connection(asyncio.Protocol):
         now = clock.at if clock is not None else perf_counter()
         sink = self._sink
         if sink is None:
-            return  # bytes after a response ended: ignored (the connection is not reused)
-        self.received = True
+            self._keep = False  # bytes nobody asked for: this connection is not reused
+            return
         try:
             if self._state == _HEAD:
                 data = self._head(data, sink)
@@ -172,6 +210,10 @@ class Connection(asyncio.Protocol):
                 self._left -= len(payload)
                 if self._left == 0:
                     self._state = _DONE
+                    if len(data) > len(payload):
+                        self._keep = False  # bytes after the body: not reused
+            elif state == _TRAILER:
+                self._trailer(data)
             else:
                 payload = data
             if payload:
@@ -195,7 +237,9 @@ class Connection(asyncio.Protocol):
         """Parse the status line and headers; return the body bytes that followed."""
         buf = self._buf + data if self._buf else data
         while True:
-            buf = buf.lstrip(b"\r\n")  # a late CRLF that closed the previous chunked body
+            buf = buf.lstrip(b"\r\n")  # empty lines before a status line are skipped
+            if buf:
+                self.received = True
             end = buf.find(b"\r\n\r\n")
             if end < 0:
                 if len(buf) > MAX_HEAD:
@@ -228,11 +272,13 @@ class Connection(asyncio.Protocol):
                 except ValueError:
                     raise HttpFailure("bad_response", "bad Content-Length") from None
             elif name == b"connection":
-                token = value.strip().lower()
-                if token == b"close":
+                tokens = value.lower()
+                if b"close" in tokens:
                     self._keep = False
-                elif token == b"keep-alive":
+                elif b"keep-alive" in tokens:
                     self._keep = True
+            elif name == b"keep-alive":
+                self._idle_s = _idle_allowance(value)
         sink.head(status)
         if chunked:
             self._state = _CHUNKED
@@ -282,10 +328,46 @@ class Connection(asyncio.Protocol):
                 ) from None
             pos = eol + 2
             if size == 0:
-                self._state = _DONE  # trailers, if any, are ignored
+                self._state = _TRAILER
+                self._trailer(data[pos:])
                 break
             self._left = size
         return out[0] if len(out) == 1 else b"".join(out)
+
+    def _trailer(self, data: bytes) -> None:
+        """Skip the trailer section after the last chunk: the body ends at its empty line."""
+        buf = self._buf + data if self._buf else data
+        if buf.startswith(b"\r\n"):
+            end = 2
+        else:
+            found = buf.find(b"\r\n\r\n")
+            if found < 0:
+                if len(buf) > MAX_HEAD:
+                    raise HttpFailure("bad_response", "chunked trailer too long")
+                self._buf = buf
+                return
+            end = found + 4
+        self._buf = b""
+        self._state = _DONE
+        if len(buf) > end:
+            self._keep = False  # bytes after the response: the connection is not reused
+
+
+def _idle_allowance(value: bytes) -> float | None:
+    """Seconds a connection may stay idle under ``Keep-Alive: timeout=N``, or None.
+
+    Reuse stops `IDLE_MARGIN_S` (at most half of N) before the server's own deadline, so a
+    request is not sent just as the server closes the connection.
+    """
+    for part in value.split(b","):
+        name, _, number = part.partition(b"=")
+        if name.strip().lower() == b"timeout":
+            try:
+                timeout = float(number.strip())
+            except ValueError:
+                return None
+            return max(0.0, timeout - min(IDLE_MARGIN_S, timeout / 2))
+    return None
 
 
 class Pool:
@@ -309,15 +391,19 @@ class Pool:
         """A kept-alive connection ready for a request, without waiting, or None."""
         while self._idle:
             conn = self._idle.pop()
-            if conn.reusable:
+            if conn.reusable and not conn.stale():
                 return conn
+            self._drop(conn)
         return None
 
-    async def acquire(self) -> tuple[Connection, bool]:
-        """A connection and whether it was reused; OSError when connecting fails."""
-        while self._idle:
-            conn = self._idle.pop()
-            if conn.reusable:
+    async def acquire(self, *, fresh: bool = False) -> tuple[Connection, bool]:
+        """A connection and whether it was idle in the pool; OSError when connecting fails.
+
+        ``fresh`` opens a new connection even when an idle one is there.
+        """
+        if not fresh:
+            conn = self.idle()
+            if conn is not None:
                 return conn, True
         loop = asyncio.get_running_loop()
         _, conn = await loop.create_connection(
@@ -335,16 +421,20 @@ class Pool:
         if conn.reusable:
             self._idle.append(conn)
         else:
-            self._all.discard(conn)
-            if conn.transport is not None and not conn.closed:
-                conn.transport.close()
+            self._drop(conn)
+
+    def _drop(self, conn: Connection) -> None:
+        """Forget a connection that will not be used again, closing it."""
+        self._all.discard(conn)
+        if conn.transport is not None and not conn.closed:
+            conn.transport.close()
 
     async def fill(self, count: int) -> None:
         """Open up to ``count`` idle connections ahead of use (errors are left for later)."""
 
         async def one() -> None:
             try:
-                conn, _ = await self.acquire()
+                conn, _ = await self.acquire(fresh=True)
             except OSError:
                 return
             self._idle.append(conn)

@@ -60,6 +60,7 @@ class PointResult:
     client: ClientStats
     started_at: str  # ISO-8601, UTC
     failure_details: dict[str, str] = field(default_factory=dict)  # kind -> first detail
+    reconnects: int = 0  # requests sent again on a fresh connection (see RequestSample)
 
     @property
     def label(self) -> str:
@@ -81,6 +82,7 @@ class PointResult:
             "failed": self.failed,
             "failures": self.failures,
             "failure_details": self.failure_details,
+            "reconnects": self.reconnects,
             "summary": {k: _finite(v) for k, v in self.summary.items()},
             "server_metrics": self.server_metrics,
             "client": self.client.to_json(),

@@ -124,6 +124,7 @@ def run_point(
         failed=len(samples) - completed,
         failures=failures,
         failure_details=details,
+        reconnects=sum(1 for s in samples if s.reconnected),
         samples=samples,
         server_metrics=server,
         warnings=warnings,

@@ -31,6 +31,7 @@ class RequestSample:
     output_len: int | None  # max_tokens asked for
     error: str | None = None  # failure kind, None when the request completed
     detail: str | None = None  # a short description of the failure
+    reconnected: bool = False  # sent again on a fresh connection: the kept-alive one was closed
 
     @property
     def ok(self) -> bool:
@@ -68,6 +69,7 @@ class RequestSample:
             "output_len": self.output_len,
             "error": self.error,
             "detail": self.detail,
+            "reconnected": self.reconnected,
         }
 
     @classmethod
@@ -85,4 +87,5 @@ class RequestSample:
             output_len=data.get("output_len"),
             error=data.get("error"),
             detail=data.get("detail"),
+            reconnected=bool(data.get("reconnected", False)),
         )

@@ -197,7 +197,14 @@ async def send_request(
     t0: float,
     scheduled_s: float | None = None,
 ) -> RequestSample:
-    """Post one request, read its stream to the end and return its sample; never raises."""
+    """Post one request, read its stream to the end and return its sample; never raises.
+
+    A request sent on a connection taken from the pool that closes before any byte of
+    the response arrived met a connection the server had already closed (its idle
+    timeout, its limit of requests per connection, or a close it did not announce): it
+    is sent once more on a fresh connection and marked ``reconnected``. Its times still
+    count from the first send, since the user waited for the reconnect too.
+    """
     stream = _Stream(keys, fast)
     error: str | None = None
     detail: str | None = None
@@ -205,13 +212,15 @@ async def send_request(
     send = perf_counter()
     deadline = send + timeout_s
     data = frame(prompt.body)
-    for _attempt in range(2):
+    reconnected = False
+    while True:
         try:
-            ready = pool.idle()
+            ready = None if reconnected else pool.idle()
             if ready is not None:
                 conn, reused = ready, True
             else:
-                conn, reused = await asyncio.wait_for(pool.acquire(), timeout_s)
+                wait = max(0.0, deadline - perf_counter())
+                conn, reused = await asyncio.wait_for(pool.acquire(fresh=reconnected), wait)
         except TimeoutError:
             error, detail = "timeout", f"no connection within {timeout_s:g} s"
             break
@@ -228,13 +237,15 @@ async def send_request(
             timer.cancel()
             pool.release(conn)
         if error == "connection_reset" and reused and not conn.received:
-            error = None  # a kept-alive connection the server had closed: retry on a new one
+            error, reconnected = None, True  # once, on a new connection
             continue
         break
     if error == "timeout" and detail is None:
         detail = f"no complete response within {timeout_s:g} s"
     elif error == "connection_reset":
         detail = "the connection closed before the response ended"
+        if reconnected:
+            detail += ", on a fresh connection after a kept-alive one had been closed"
     elif error is None and stream.status != 200:
         error = f"http_{stream.status}"
         detail = stream.body.decode("utf-8", "replace").strip()[:_DETAIL_MAX]
@@ -254,6 +265,7 @@ async def send_request(
         output_len=prompt.output_len,
         error=error,
         detail=detail,
+        reconnected=reconnected,
     )
 
 

@@ -271,6 +271,11 @@ def render_point(result: PointResult) -> str:
     if result.failures:
         kinds = ", ".join(f"{k} {v}" for k, v in result.failures.items())
         lines.append(f"  failures            {kinds}")
+    if result.reconnects:
+        lines.append(
+            f"  reconnects          {result.reconnects} (resent on a new connection: the "
+            "server had closed the idle one)"
+        )
     lines += [
         f"  request throughput  {s['request_throughput']:12.2f} req/s",
         f"  output throughput   {s['output_throughput']:12.1f} tok/s",

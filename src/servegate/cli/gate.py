@@ -332,7 +332,9 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
 
     Snapshots every descendant first (also those that left the group with setsid),
     sends SIGTERM to the group, waits --grace seconds, then SIGKILLs the group and
-    every snapshotted survivor. Prints what was killed and how long it took.
+    every snapshotted survivor. Prints what was killed and how long it took. A server
+    whose main process already exited is still stopped while orphans of it run (each
+    PID checked against its recorded start time, so a reused PID is never killed).
     """
     from servegate.launch import state
     from servegate.launch.tree import stop_tree
@@ -344,7 +346,7 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
     tracked = None
     if name is not None:
         tracked = state.load(state.check_name(name))
-        if tracked is None or not tracked.alive():
+        if tracked is None or tracked.gone():
             if tracked is not None:
                 state.remove(tracked.name)
             raise ServerNotFound(f"no running server named {name!r}: see servegate ps.")
@@ -356,11 +358,12 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
         report = stop_tree(
             pid=tracked.pid,
             pgid=tracked.pgid,
-            roots=(tracked.keeper_pid,) if tracked.keeper_pid else (),
+            roots=tracked.keeper_roots(),
             recorded=tracked.descendants,
             marker=tracked.marker,
             grace_s=grace_s,
             port=tracked.port,
+            main_create_time=tracked.create_time,
         )
         state.remove(tracked.name)
     else:
@@ -395,21 +398,30 @@ _PS_EPILOG = "\b\nExample:\n  servegate ps\n  servegate ps --json"
 def ps(as_json: bool) -> None:
     """List the servers servegate launched that still run (prints nothing if none).
 
-    Records of servers that have ended are removed as a side effect.
+    A server whose main process exited is listed as dead while orphans of it run
+    (servegate stop NAME ends them); records of servers with no process left are
+    removed as a side effect.
     """
     from servegate.launch import state
 
     servers = state.list_tracked()
     if as_json:
-        click.echo(json.dumps([t.to_json() for t in servers]))
+        click.echo(
+            json.dumps(
+                [
+                    {**t.to_json(), "state": t.state(), "orphans": [o.pid for o in t.orphans()]}
+                    for t in servers
+                ]
+            )
+        )
         return
     if not servers:
         return
     now = time.time()
-    rows = [("NAME", "PID", "ENGINE", "URL", "UPTIME", "LOG")]
+    rows = [("NAME", "PID", "ENGINE", "URL", "UPTIME", "STATE", "LOG")]
     for t in servers:
         uptime = f"{now - t.create_time:.0f}s"
-        rows.append((t.name, str(t.pid), t.engine, t.url or "-", uptime, t.log_path))
+        rows.append((t.name, str(t.pid), t.engine, t.url or "-", uptime, t.state(), t.log_path))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]

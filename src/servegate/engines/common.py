@@ -1,7 +1,8 @@
 """Fatal log signatures shared by every engine (CUDA, NCCL, sockets, the interpreter).
 
-These come from the CUDA runtime, PyTorch, NCCL, FlashInfer, uvicorn and the C runtime,
-so they read the same whichever engine prints them. Each engine module adds its own.
+These come from the CUDA runtime, PyTorch, NCCL, FlashInfer, uvicorn, argparse and the C
+runtime, so they read the same whichever engine prints them. Each engine module adds its
+own.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ _NCCL_HINT = (
 _PORT_HINT = (
     "another process holds the port: stop it (servegate ps / servegate stop) or pick another --port"
 )
+# argparse's last line, printed by every Python engine's command line
+_ARGS_HINT = "check the flag's spelling and value for this engine version (its --help lists them)"
 
 COMMON_FATAL: tuple[Signature, ...] = (
     Signature(
@@ -72,6 +75,18 @@ COMMON_FATAL: tuple[Signature, ...] = (
         kind="port-in-use",
         title="the HTTP port is already in use",
         hint=_PORT_HINT,
+    ),
+    Signature(
+        pattern=r"error: unrecognized arguments",
+        kind="bad-args",
+        title="the command line has an unknown flag",
+        hint=_ARGS_HINT,
+    ),
+    Signature(
+        pattern=r"error: argument .*: invalid",
+        kind="bad-args",
+        title="a flag has an invalid value",
+        hint=_ARGS_HINT,
     ),
     Signature(
         pattern=r"Segmentation fault",

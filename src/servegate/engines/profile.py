@@ -57,6 +57,10 @@ class EngineProfile:
     name: str
     default_port: int | None
     probe_path: str | None  # GET this and expect 200; None: no HTTP probe
+    # True: a 404 on probe_path means "this build has no such route", and once a ready
+    # line was seen, that answer (a working HTTP server) confirms READY; any other
+    # status (503 while loading) still means not ready
+    probe_absent_ok: bool = False
     ready_lines: tuple[str, ...]  # regexes: the server says it is ready
     generate_check: bool = False  # READY also needs one real 1-token completion
     fatal: tuple[Signature, ...] = ()

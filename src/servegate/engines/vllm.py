@@ -3,6 +3,9 @@
 The socket is bound early but only listens once the engine is up, and ``/health``
 does not generate, so READY also needs one real 1-token completion. The root cause of
 an init failure is printed far above the final ``Engine core initialization failed``.
+After READY, ``EngineDeadError`` is printed by a normal stop too, and an engine death
+ends the API server with exit code 0: a dead engine is known by its essential child
+``VLLM::EngineCore`` (or a ``VLLM::Worker``) exiting, not by the log or the exit code.
 """
 
 from __future__ import annotations
@@ -18,7 +21,12 @@ PROFILE = EngineProfile(
     name="vllm",
     default_port=8000,
     probe_path="/health",
-    ready_lines=(r"Application startup complete\.", r"Starting vLLM API server"),
+    # 0.32 says "Starting vLLM server on http://…"; older releases "Starting vLLM API server"
+    ready_lines=(
+        r"Application startup complete\.",
+        r"Starting vLLM API server",
+        r"Starting vLLM server on http",
+    ),
     generate_check=True,
     fatal=(
         Signature(
@@ -40,6 +48,13 @@ PROFILE = EngineProfile(
             kind="oom",
             title="the KV cache cannot hold one request of max model length",
             hint="increase --gpu-memory-utilization or lower --max-model-len",
+        ),
+        Signature(
+            pattern=r"User-specified max_model_len .* is greater than the derived max_model_len",
+            kind="max-model-len",
+            title="--max-model-len is longer than the model allows",
+            hint="lower --max-model-len to the model's max_position_embeddings (its "
+            "config.json) or leave it out",
         ),
         Signature(
             pattern=r"Engine core initialization failed",
@@ -94,10 +109,16 @@ PROFILE = EngineProfile(
             start=(r"Dynamo bytecode transform time", r"Start compiling function"),
             end=(r"torch\.compile takes",),
         ),
+        # the CPU backend warms up (and compiles) before it sizes the KV cache
+        Phase(
+            name="warmup_compile",
+            start=(r"Warming up model for the compilation",),
+            end=(r"Warming up done",),
+        ),
         Phase(
             name="profile_kv_cache",
-            start=(r"Available KV cache memory:",),
-            end=(r"Maximum concurrency for",),
+            start=(r"Available KV cache memory:", r"GiB for KV cache on node"),
+            end=(r"Maximum concurrency for", r"CPU KV cache size:"),
         ),
         Phase(
             name="capture_cuda_graphs",
@@ -107,7 +128,7 @@ PROFILE = EngineProfile(
         Phase(
             name="api_server",
             start=(r"init engine \(profile, create kv cache, warmup model\) took",),
-            end=(r"Starting vLLM API server",),
+            end=(r"Starting vLLM API server", r"Starting vLLM server on http"),
         ),
         UVICORN_PHASE,
     ),

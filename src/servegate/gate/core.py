@@ -156,6 +156,8 @@ class Gate:
                 res.probe_url,
                 wake_fd=self._wake_w,
                 any_2xx=self.options.health_url is not None,
+                # a URL the user names must exist; a profile's route may be missing
+                absent_ok=res.profile.probe_absent_ok and self.options.health_url is None,
                 generate_url=res.generate_url,
                 model=self.options.model,
                 interval_s=self.options.probe_interval_s,
@@ -296,6 +298,8 @@ class Gate:
             probe = self._prober.url
             if self._ready_line_at is not None:
                 what = f"ready line seen and GET {probe} answered"
+                if self._prober.route_absent:
+                    what += " 404 (this build has no such route)"
                 self._decide("ready", "log", what, matched_line=self.watcher.ready_line)
             else:
                 self._decide("ready", "probe", f"GET {probe} answered", matched_line=None)

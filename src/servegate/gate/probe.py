@@ -4,6 +4,8 @@ The probe GETs the engine's true readiness route (``/health``, ``/health_generat
 never ``/v1/models``, which answers 200 while models still load) and, where the profile
 asks for it, sends one real 1-token completion. It probes slowly until a ready line
 is seen, then every few milliseconds, and wakes the loop through a pipe when it passes.
+A profile with ``probe_absent_ok`` (llama-cpp-python has no ``/health``) also passes on
+a 404 once a ready line was seen: the ready line decides, the answer proves the port.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class Prober:
         *,
         wake_fd: int,
         any_2xx: bool = False,
+        absent_ok: bool = False,
         generate_url: str | None = None,
         model: str | None = None,
         interval_s: float = 0.5,
@@ -80,8 +83,11 @@ class Prober:
         self.generate_url = generate_url
         self.last_error = "not probed yet"
         self.ok_at: float | None = None  # monotonic time the probe passed
+        self.route_absent = False  # it passed on a 404: the engine has no such route
         self._wake_fd = wake_fd
         self._any_2xx = any_2xx
+        self._absent_ok = absent_ok
+        self._line_seen = False
         self._model = model
         self._interval_s = interval_s
         self._timeout_s = timeout_s
@@ -97,6 +103,7 @@ class Prober:
 
     def nudge(self) -> None:
         """A ready line was seen: probe now, then every few milliseconds."""
+        self._line_seen = True
         self._fast = True
         self._nudged.set()
 
@@ -124,7 +131,10 @@ class Prober:
         except (OSError, http.client.HTTPException) as exc:
             self.last_error = f"GET {self.url}: {exc.__class__.__name__}: {exc}"
             return False
-        if not (200 <= status < 300 if self._any_2xx else status == 200):
+        if status == 404 and self._absent_ok and self._line_seen:
+            # no such route in this build; the ready line decides, and the server answers
+            self.route_absent = True
+        elif not (200 <= status < 300 if self._any_2xx else status == 200):
             self.last_error = f"GET {self.url} returned {status}"
             return False
         if self.generate_url is None:

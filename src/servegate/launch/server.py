@@ -103,11 +103,12 @@ class Server:
         report = stop_tree(
             pid=self.tracked.pid,
             pgid=self.tracked.pgid,
-            roots=(self.tracked.keeper_pid,) if self.tracked.keeper_pid else (),
+            roots=self.tracked.keeper_roots(),
             recorded=self.tracked.descendants,
             marker=self.tracked.marker,
             grace_s=grace_s,
             port=self.tracked.port,
+            main_create_time=self.tracked.create_time,
         )
         self._close_channels()
         state.remove(self.tracked.name)
@@ -288,6 +289,10 @@ def launch(
             create_time = psutil.Process(pid).create_time()
         except psutil.Error:
             create_time = float(started["started_wall"])
+        try:
+            keeper_create_time: float | None = psutil.Process(keeper.pid).create_time()
+        except psutil.Error:
+            keeper_create_time = None
         tracked = state.Tracked(
             name=name,
             pid=pid,
@@ -302,6 +307,7 @@ def launch(
             started_at=iso(float(started["started_wall"])),
             marker=marker,
             attached=attached,
+            keeper_create_time=keeper_create_time,
         )
         state.save(tracked)
         message = _read_message(keeper.stdout)

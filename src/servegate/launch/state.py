@@ -62,6 +62,7 @@ class Tracked:
     marker: str
     attached: bool  # True: dies with the process that launched it (Python API, --foreground)
     descendants: tuple[ProcInfo, ...] = ()
+    keeper_create_time: float | None = None  # guards keeper_pid against PID reuse
 
     def main(self) -> ProcInfo:
         """The main process, as a ProcInfo."""
@@ -70,6 +71,29 @@ class Tracked:
     def alive(self) -> bool:
         """True while the main process runs."""
         return is_alive(self.main())
+
+    def orphans(self) -> list[ProcInfo]:
+        """Snapshotted descendants still running (the very processes: create time checked)."""
+        return [d for d in self.descendants if d.pid != self.pid and is_alive(d)]
+
+    def gone(self) -> bool:
+        """True once the main process and every snapshotted descendant have ended."""
+        return not self.alive() and not self.orphans()
+
+    def state(self) -> str:
+        """``running``, or ``dead: main exited, N orphan(s) alive``, for ``ps``."""
+        if self.alive():
+            return "running"
+        return f"dead: main exited, {len(self.orphans())} orphan(s) alive"
+
+    def keeper_roots(self) -> tuple[int, ...]:
+        """The keeper's PID while that very keeper runs, else nothing."""
+        if self.keeper_pid is None:
+            return ()
+        if self.keeper_create_time is None:  # a record from before create times were kept
+            return (self.keeper_pid,)
+        keeper = ProcInfo(pid=self.keeper_pid, create_time=self.keeper_create_time, cmd="")
+        return (self.keeper_pid,) if is_alive(keeper) else ()
 
     def to_json(self) -> dict[str, Any]:
         """As the JSON stored in NAME.json."""
@@ -88,6 +112,7 @@ class Tracked:
             "marker": self.marker,
             "attached": self.attached,
             "descendants": [d.to_json() for d in self.descendants],
+            "keeper_create_time": self.keeper_create_time,
         }
 
     @classmethod
@@ -108,6 +133,7 @@ class Tracked:
             marker=data["marker"],
             attached=bool(data.get("attached", False)),
             descendants=tuple(ProcInfo.from_json(d) for d in data.get("descendants", [])),
+            keeper_create_time=data.get("keeper_create_time"),
         )
 
     def with_descendants(self, descendants: tuple[ProcInfo, ...]) -> Tracked:
@@ -142,13 +168,17 @@ def remove(name: str) -> None:
 
 
 def list_tracked(*, prune: bool = True) -> list[Tracked]:
-    """Tracked servers that still run, by name; records of dead ones are removed."""
+    """Tracked servers with any process left, by name; records of gone ones are removed.
+
+    A server whose main process exited stays listed while a snapshotted descendant
+    (an orphaned worker) still runs, so that ``stop`` can still end it.
+    """
     live = []
     for path in sorted(state_dir().glob("*.json")):
         tracked = load(path.stem)
         if tracked is None:
             continue
-        if tracked.alive():
+        if not tracked.gone():
             live.append(tracked)
         elif prune:
             remove(tracked.name)

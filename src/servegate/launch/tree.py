@@ -172,6 +172,16 @@ def _signal_group(pgid: int | None, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def _member(info: ProcInfo, getter: Any, number: int | None) -> bool:
+    """True when the verified process ``info`` is in group / session ``number``."""
+    if number is None or not is_alive(info):
+        return False
+    try:
+        return bool(getter(info.pid) == number)
+    except OSError:
+        return False
+
+
 def _signal(info: ProcInfo, sig: int) -> None:
     if not is_alive(info):
         return
@@ -245,28 +255,47 @@ def stop_tree(
     marker: str | None = None,
     grace_s: float = 10.0,
     port: int | None = None,
+    main_create_time: float | None = None,
 ) -> StopReport:
-    """Snapshot, SIGTERM the group, wait ``grace_s``, SIGKILL group and survivors."""
+    """Snapshot, SIGTERM the group, wait ``grace_s``, SIGKILL group and survivors.
+
+    With ``main_create_time`` the main process is checked first: when it is gone (its
+    PID may belong to another process by now), only the ``recorded`` processes that are
+    verifiably the same (create time) are stopped, and the group and session are used
+    only while one of those still belongs to them, so a reused number is never hit.
+    """
     started = time.monotonic()
     procs = {info.pid: info for info in recorded if is_alive(info)}
+    session = pgid
+    main_pids = [pid]
+    if main_create_time is not None and not is_alive(
+        ProcInfo(pid=pid, create_time=main_create_time, cmd="")
+    ):
+        main_pids = []
+        pgid = pgid if any(_member(info, os.getpgid, pgid) for info in procs.values()) else None
+        held = any(_member(info, os.getsid, session) for info in procs.values())
+        session = session if held else None
     # a live keeper is a subreaper: every orphan of the tree is still its descendant,
     # so the environment sweep is needed only when the keeper is gone
     keeper_alive = any(psutil.pid_exists(root) for root in roots)
     sweep = None if keeper_alive else marker
-    for info in snapshot([pid, *roots], session=pgid, marker=sweep):
+    for info in snapshot([*main_pids, *roots], session=session, marker=sweep):
         procs[info.pid] = info
     for root in roots:  # the roots given (a keeper) end on their own once the server is gone
         procs.pop(root, None)
     targets = list(procs.values())
     _signal_group(pgid, signal.SIGTERM)
-    main = procs.get(pid)
+    main = procs.get(pid) if main_pids else None
     if main is not None and (pgid is None or pgid != pid):
         _signal(main, signal.SIGTERM)
+    for info in targets:  # processes that left the group (setsid) hear SIGTERM too
+        if info is not main and not _member(info, os.getpgid, pgid):
+            _signal(info, signal.SIGTERM)
     survivors = _wait_gone(targets, grace_s)
     escalated = bool(survivors)
     if escalated:
         # a fresh look too: children may have been born during the grace period
-        for info in snapshot([s.pid for s in survivors], session=pgid, marker=sweep):
+        for info in snapshot([s.pid for s in survivors], session=session, marker=sweep):
             if info.pid not in procs:
                 procs[info.pid] = info
                 survivors.append(info)
