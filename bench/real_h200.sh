@@ -69,10 +69,6 @@ stamp "probe: bad model path"
 P=$(port)
 "${PROBE[@]}" --name gpu-bad-model --port "$P" --timeout 60 -- \
     "$BIN" -m /nonexistent/model.gguf -ngl 99 --host 127.0.0.1 --port "$P"
-stamp "probe: KV cache larger than the GPU"
-P=$(port)
-"${PROBE[@]}" --name gpu-oom --port "$P" --timeout 120 -- \
-    "$BIN" -m "$MODEL" -ngl 99 -c 4194304 -fa off --host 127.0.0.1 --port "$P"
 stamp "probe: port clash"
 P=$(port)
 python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$P)); s.listen(); time.sleep(90)" &
@@ -82,9 +78,7 @@ sleep 0.5
     "$BIN" -m "$MODEL" -ngl 99 --host 127.0.0.1 --port "$P"
 kill "$HOLDER" 2>/dev/null
 
-CAMPAIGNS="${CAMPAIGNS:-examples/real/h200-llamacpp-parallel.toml}"
 if [[ "${SKIP_CAMPAIGN:-0}" != "1" ]] && python3 -m servegate run --help >/dev/null 2>&1; then
-  if [[ "${GATE_CASES:-1}" == "1" ]]; then
     stamp "servegate launch: gate cases"
     P=$(port)
     python3 -m servegate launch --engine llamacpp --port "$P" --timeout 120 --json \
@@ -107,21 +101,18 @@ if [[ "${SKIP_CAMPAIGN:-0}" != "1" ]] && python3 -m servegate run --help >/dev/n
         "$BIN" -m /nonexistent/model.gguf --host 127.0.0.1 --port "$P" \
         >"$RES/launch-bad-model.json" 2>"$RES/launch-bad-model.err"
     echo "exit=$?" >>"$RES/launch-bad-model.err"
-  fi
-  for CAMPAIGN in $CAMPAIGNS; do
-    C=$(basename "$CAMPAIGN" .toml)
-    stamp "servegate run $C (NVML sampled every 0.1 s meanwhile)"
-    python3 "$REPO/bench/real_nvml_sampler.py" "$RES/nvml-$C.csv" --interval 0.1 &
+    stamp "servegate run: campaign (NVML sampled every 0.1 s meanwhile)"
+    python3 "$REPO/bench/real_nvml_sampler.py" "$RES/nvml.csv" --interval 0.1 &
     SAMPLER=$!
-    sed -e "s#@BIN@#$BIN#g" -e "s#@MODEL@#$MODEL#g" "$REPO/$CAMPAIGN" >"$WORK/$C.toml"
-    timeout 330 python3 -m servegate run "$WORK/$C.toml" --db "$RES/$C.db" \
-        >"$RES/$C.out" 2>"$RES/$C.err"
-    echo "exit=$?" >>"$RES/$C.err"
+    sed -e "s#@BIN@#$BIN#g" -e "s#@MODEL@#$MODEL#g" \
+        "$REPO/examples/real/h200-llamacpp-parallel.toml" >"$WORK/campaign.toml"
+    timeout 330 python3 -m servegate run "$WORK/campaign.toml" --db "$RES/h200.db" \
+        >"$RES/campaign.out" 2>"$RES/campaign.err"
+    echo "exit=$?" >>"$RES/campaign.err"
     kill "$SAMPLER"; wait "$SAMPLER"
-    python3 -m servegate report --db "$RES/$C.db" --markdown "$RES/$C-report.md" \
-        --json "$RES/$C-report.json" >"$RES/$C-report.out" 2>&1
-  done
-  nvidia-smi --query-gpu=memory.used --format=csv >"$RES/gpu-after.csv" 2>&1
+    python3 -m servegate report --db "$RES/h200.db" --markdown "$RES/report.md" \
+        --json "$RES/report.json" >"$RES/report.out" 2>&1
+    nvidia-smi --query-gpu=memory.used --format=csv >"$RES/gpu-after.csv" 2>&1
 else
     stamp "servegate run not available in this tree: campaign skipped"
 fi

@@ -148,6 +148,7 @@ def crash_launch(vllm_python: Path, tiny_llama: Path, *extra: str) -> dict[str, 
     assert verdict["_exit"] == 1, verdict
     assert verdict["status"] == "crash"
     assert verdict["reason"]
+    assert verdict["hint"]
     assert not procs_with(str(tiny_llama)), "the crashed server's tree was stopped"
     assert port_free(port)
     return verdict
@@ -159,6 +160,7 @@ def test_invalid_flag_is_a_crash(vllm_python: Path, tiny_llama: Path) -> None:
     verdict = crash_launch(vllm_python, tiny_llama, "--no-such-flag", "3")
     tail = "\n".join(verdict["tail"])  # type: ignore[arg-type]
     assert "unrecognized arguments: --no-such-flag" in tail, tail[-2000:]
+    assert verdict["kind"] == "bad-args", verdict
 
 
 @pytest.mark.timeout(300)
@@ -167,6 +169,7 @@ def test_max_model_len_beyond_the_model_is_a_crash(vllm_python: Path, tiny_llama
     verdict = crash_launch(vllm_python, tiny_llama, "--max-model-len", "4096")
     tail = "\n".join(verdict["tail"])  # type: ignore[arg-type]
     assert "User-specified max_model_len (4096) is greater than the derived" in tail, tail[-2000:]
+    assert verdict["kind"] == "max-model-len", verdict
 
 
 @pytest.mark.timeout(400)
