@@ -484,3 +484,40 @@ def test_gate_options_are_passed_on_and_checked() -> None:
         """
     )
     assert str(err).startswith("c.toml:7: [server] ready '(unclosed' is not a regular expression")
+
+
+DATASET_CAMPAIGN = """\
+[campaign]
+name = "prompts"
+baseline = "base"
+
+[server]
+command = "{python} -m servegate sim --port {port}"
+
+[bench]
+dataset = "prompts.jsonl"
+
+[[variant]]
+name = "base"
+
+[[variant]]
+name = "random-prompts"
+bench = { dataset = "random" }
+"""
+
+
+def test_bench_dataset_is_taken_relative_to_the_campaign_file(tmp_path: Path) -> None:
+    """A dataset path is resolved from the campaign file's folder; a variant may override it."""
+    (tmp_path / "prompts.jsonl").write_text('{"prompt": "Tell me about rivers."}\n')
+    campaign = parse_campaign(DATASET_CAMPAIGN, path=tmp_path / "c.toml")
+    datasets = {v.name: v.bench.dataset for v in campaign.variants}
+    assert datasets == {"base": str(tmp_path / "prompts.jsonl"), "random-prompts": "random"}
+
+
+def test_missing_bench_dataset_is_named_with_the_fix(tmp_path: Path) -> None:
+    """A dataset file that does not exist is one ConfigError naming bench.dataset."""
+    with pytest.raises(ConfigError) as info:
+        parse_campaign(DATASET_CAMPAIGN, path=tmp_path / "c.toml")
+    assert info.value.key == "bench.dataset"
+    assert "prompts.jsonl" in str(info.value)
+    assert 'dataset = "random"' in str(info.value)

@@ -77,6 +77,7 @@ class BenchPlan:
     warmup: int
     input_len: int
     output_len: int
+    dataset: str  # random, or a dataset file as an absolute path (or sharegpt:PATH)
     repeats: int
     seed: int
 
@@ -316,7 +317,9 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
                 command=tuple(command),
                 env=tuple(sorted(env.items())),
                 values=tuple(sorted(values.items())),
-                bench=_bench_plan(model.bench, table.bench, where, table.name),
+                bench=_bench_plan(
+                    model.bench, table.bench, where, table.name, base_dir=_base_dir(path)
+                ),
             )
         )
     variants.sort(key=lambda v: v.name != model.campaign.baseline)  # baseline first, stable
@@ -400,8 +403,35 @@ def _expand_matrix(matrix: MatrixTable | None, where: str) -> list[VariantTable]
     return tables
 
 
+def _base_dir(path: Path | None) -> Path:
+    """The folder that relative paths in a campaign file are taken from."""
+    return path.resolve().parent if path is not None else Path.cwd()
+
+
+def _dataset(value: str, base_dir: Path, where: str, variant: str) -> str:
+    """``random``, or the dataset file made absolute and checked to exist."""
+    if value == "random":
+        return value
+    prefix, _, name = value.rpartition(":") if value.startswith("sharegpt:") else ("", "", value)
+    file = Path(name).expanduser()
+    file = file if file.is_absolute() else base_dir / file
+    if not file.is_file():
+        raise ConfigError(
+            f"{where}: variant {variant!r}: bench dataset {value!r}: no such file {file}; "
+            'give a JSONL file, sharegpt:FILE, or dataset = "random".',
+            path=where,
+            key="bench.dataset",
+        )
+    return f"{prefix}:{file}" if prefix else str(file)
+
+
 def _bench_plan(
-    base: BenchTable, override: BenchOverride | None, where: str, variant: str
+    base: BenchTable,
+    override: BenchOverride | None,
+    where: str,
+    variant: str,
+    *,
+    base_dir: Path,
 ) -> BenchPlan:
     merged = base.model_dump()
     if override is not None:
@@ -446,6 +476,7 @@ def _bench_plan(
         warmup=merged["warmup"],
         input_len=merged["input_len"],
         output_len=merged["output_len"],
+        dataset=_dataset(merged["dataset"], base_dir, where, variant),
         repeats=merged["repeats"],
         seed=merged["seed"],
     )

@@ -556,6 +556,7 @@ def _settings(url: str, task: _Task, engine: str) -> BenchSettings:
         warmup=bench.warmup,
         input_len=bench.input_len,
         output_len=bench.output_len,
+        dataset=bench.dataset,
         seed=bench.seed + task.repeat,
         engine=engine,
     )

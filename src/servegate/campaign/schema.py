@@ -76,6 +76,7 @@ class BenchTable(_Table):
     warmup: int = Field(default=8, ge=0)
     input_len: int = Field(default=1024, ge=1)
     output_len: int = Field(default=256, ge=1)
+    dataset: str = "random"  # random, FILE.jsonl or sharegpt:FILE (relative to the file)
     repeats: int = Field(default=3, ge=1)
     seed: int = 0
 
@@ -91,6 +92,7 @@ class BenchOverride(_Table):
     warmup: int | None = Field(default=None, ge=0)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
+    dataset: str | None = None
     repeats: int | None = Field(default=None, ge=1)
     seed: int | None = None
 
