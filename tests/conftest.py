@@ -1,9 +1,10 @@
 """Fixtures shared by the whole suite.
 
 Every test runs with its own state folder (tracked servers) and is checked, after it
-ends, for processes it left behind: descendants of the test process, and any process
-anywhere that carries this session's marker in its environment (which catches servers
-that called setsid() and left our process group and our tree).
+ends, for SQLite connections it left open and for processes it left behind:
+descendants of the test process, and any process anywhere that carries this session's
+marker in its environment (which catches servers that called setsid() and left our
+process group and our tree).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -88,3 +91,30 @@ def _no_leftover_processes() -> Iterator[None]:
 def port() -> int:
     """A free ephemeral port."""
     return free_port()
+
+
+@pytest.fixture(autouse=True)
+def _sqlite_connections_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[list[sqlite3.Connection]]:
+    """Record every connection opened during the test; fail the test if one stays open."""
+    opened: list[sqlite3.Connection] = []
+    real_connect = sqlite3.connect
+
+    def tracking_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = real_connect(*args, **kwargs)
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", tracking_connect)
+    yield opened
+    monkeypatch.undo()
+    still_open = []
+    for conn in opened:
+        try:
+            conn.execute("SELECT 1")
+        except sqlite3.ProgrammingError:
+            continue  # closed, as it should be
+        still_open.append(conn)
+        conn.close()
+    assert not still_open, f"{len(still_open)} SQLite connection(s) left open"
