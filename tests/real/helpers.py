@@ -13,7 +13,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+import tomllib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import psutil
@@ -134,3 +135,22 @@ def check_report(path: Path, baseline: str, variant: str, repeats: int) -> dict[
     assert estimate["n_variant"] == repeats, estimate
     assert comparison["call"], comparison
     return data
+
+
+def run_example_campaign(
+    example: Path, paths: Mapping[str, Path], tmp_path: Path, *, timeout_s: float
+) -> Path:
+    """Run a shipped campaign with its ``[vars]`` set to real paths; return its JSON report."""
+    text = example.read_text()
+    placeholders = tomllib.loads(text)["vars"]
+    for key, path in paths.items():
+        text = text.replace(placeholders[key], str(path))
+    campaign = tmp_path / example.name
+    campaign.write_text(text)
+    db = tmp_path / "real.db"
+    run = servegate("run", str(campaign), "--db", str(db), timeout=timeout_s)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report_json = tmp_path / "report.json"
+    report = servegate("report", "--db", str(db), "--json", str(report_json), timeout=120)
+    assert report.returncode == 0, report.stderr
+    return report_json

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from tests.real.helpers import (
     check_report,
     port_free,
     procs_with,
+    run_example_campaign,
     servegate,
     verdict_of,
     wait_until,
@@ -150,17 +150,7 @@ def test_campaign_compares_thread_counts(
     llamacpp_python: Path, gguf_model: Path, tmp_path: Path
 ) -> None:
     """`servegate run` measures --n_threads 1 against 2 and reports the change with intervals."""
-    text = EXAMPLE.read_text()
-    config = tomllib.loads(text)
-    text = text.replace(config["vars"]["llama_python"], str(llamacpp_python))
-    text = text.replace(config["vars"]["gguf"], str(gguf_model))
-    campaign = tmp_path / "threads.toml"
-    campaign.write_text(text)
-    db = tmp_path / "real.db"
-    run = servegate("run", str(campaign), "--db", str(db), timeout=840)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report_json = tmp_path / "report.json"
-    report = servegate("report", "--db", str(db), "--json", str(report_json), timeout=120)
-    assert report.returncode == 0, report.stderr
+    paths = {"llama_python": llamacpp_python, "gguf": gguf_model}
+    report_json = run_example_campaign(EXAMPLE, paths, tmp_path, timeout_s=840)
     check_report(report_json, "threads-1", "threads-2", repeats=3)
     assert not procs_with(str(gguf_model))

@@ -14,7 +14,6 @@ import os
 import re
 import signal
 import time
-import tomllib
 import urllib.request
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tests.real.helpers import (
     check_report,
     port_free,
     procs_with,
+    run_example_campaign,
     servegate,
     verdict_of,
     wait_until,
@@ -198,17 +198,7 @@ def test_campaign_compares_max_num_seqs(
     vllm_python: Path, tiny_llama: Path, tmp_path: Path
 ) -> None:
     """`servegate run` measures --max-num-seqs 1 against 8 and reports it with intervals."""
-    text = EXAMPLE.read_text()
-    config = tomllib.loads(text)
-    text = text.replace(config["vars"]["vllm_python"], str(vllm_python))
-    text = text.replace(config["vars"]["model_dir"], str(tiny_llama))
-    campaign = tmp_path / "seqs.toml"
-    campaign.write_text(text)
-    db = tmp_path / "real.db"
-    run = servegate("run", str(campaign), "--db", str(db), timeout=1100)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report_json = tmp_path / "report.json"
-    report = servegate("report", "--db", str(db), "--json", str(report_json), timeout=120)
-    assert report.returncode == 0, report.stderr
+    paths = {"vllm_python": vllm_python, "model_dir": tiny_llama}
+    report_json = run_example_campaign(EXAMPLE, paths, tmp_path, timeout_s=1100)
     check_report(report_json, "seqs-1", "seqs-8", repeats=3)
     assert not procs_with(str(tiny_llama))

@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from servegate.engines.profile import Signature
 
-__all__ = ["TAIL_LINES", "classify", "log_tail", "verdict_line"]
+__all__ = ["TAIL_LINES", "classify", "log_tail"]
 
 TAIL_LINES = 30
 
@@ -32,17 +31,6 @@ def log_tail(path: Path, lines: int, *, start: int = 0) -> list[str]:
         return []
     text = data.decode("utf-8", errors="replace").replace("\r", "\n")
     return [line for line in text.splitlines() if line.strip()][-lines:]
-
-
-def verdict_line(verdict: dict[str, Any]) -> str:
-    """The DESIGN.md verdict line of a verdict given as its JSON object."""
-    text = f"{str(verdict.get('status', 'crash')).upper()} after "
-    text += f"{float(verdict.get('elapsed_s') or 0.0):.1f}s: {verdict.get('reason')}"
-    if verdict.get("kind") and verdict.get("status") == "crash":
-        text += f" ({verdict['kind']})"
-    if verdict.get("hint") and verdict.get("status") == "crash":
-        text += f" - {verdict['hint']}"
-    return text
 
 
 def classify(tail: Iterable[str], signatures: Iterable[Signature]) -> str | None:

@@ -32,7 +32,6 @@ from servegate.campaign.crash import (
     TAIL_LINES,
     classify,
     log_tail,
-    verdict_line,
 )
 from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
@@ -356,7 +355,7 @@ class _Runner:
                     other = start_attempt(name)
                     self.store.record_verdict(other, data)
                     self.store.finish_attempt(other, exc.verdict.status)
-            line = verdict_line(data)
+            line = self.redactor.text(exc.verdict.line())
             self._fail(group.variants, line)
             self.progress.failure(f"{tag} {names}: {line}", tuple(data["tail"][-10:]))
             self.state.previous = ()
@@ -527,7 +526,7 @@ class _Runner:
 
     def _redacted(self, verdict: dict[str, Any]) -> dict[str, Any]:
         data = dict(verdict)
-        for key in ("reason", "matched_line", "hint", "gate_reason"):
+        for key in ("reason", "matched_line", "hint"):
             if isinstance(data.get(key), str):
                 data[key] = self.redactor.text(data[key])
         data["tail"] = self.redactor.lines(data.get("tail") or [])
