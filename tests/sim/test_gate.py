@@ -112,10 +112,16 @@ def test_gate_error_carries_the_simulated_log(port: int) -> None:
 
 
 def test_gate_sees_an_essential_child_that_dies_young(port: int) -> None:
-    """A scheduler killed within the first second of startup is still a child-exit CRASH."""
+    """A scheduler killed within the first second of startup is still a child-exit CRASH.
+
+    It lives 0.8 s: young enough to fall in the gate's fast-scan window, long enough that
+    a loaded machine, which can hold the gate off the CPU for a hundred milliseconds,
+    still lets a scan see it before it dies (a child that lives less than one scan period
+    cannot be seen by any poll).
+    """
     with pytest.raises(ServerCrashed) as info:
         launch(
-            sim("sglang", port, "--fail", "child-death", "--fail-at", "load_weights"),
+            sim("sglang", port, "--startup", "3", "--fail", "child-death", "--fail-at", "0.8"),
             engine="sglang",
             port=port,
             timeout_s=30,
