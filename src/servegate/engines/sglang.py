@@ -7,12 +7,16 @@ at the C++ level can leave the HTTP process alive, hence the essential children.
 
 from __future__ import annotations
 
-from servegate.engines.common import COMMON_FATAL, UVICORN_PHASE
+from servegate.engines.common import UVICORN_PHASE, common_fatal
 from servegate.engines.profile import EngineProfile, Phase, Signature
 
 __all__ = ["PROFILE"]
 
 _ROOT_CAUSE = "the root cause is the traceback above this line (--json keeps 300 lines)"
+_OOM_HINT = (
+    "lower --mem-fraction-static, --max-running-requests, --chunked-prefill-size or "
+    "--cuda-graph-max-bs, or free the GPU"
+)
 
 PROFILE = EngineProfile(
     name="sglang",
@@ -85,7 +89,7 @@ PROFILE = EngineProfile(
             hint=_ROOT_CAUSE,
             wrapper=True,
         ),
-        *COMMON_FATAL,
+        *common_fatal(oom_hint=_OOM_HINT),
     ),
     phases=(
         Phase(name="parse_args", start=(r"server_args=ServerArgs\(",)),

@@ -10,12 +10,16 @@ ends the API server with exit code 0: a dead engine is known by its essential ch
 
 from __future__ import annotations
 
-from servegate.engines.common import COMMON_FATAL, UVICORN_PHASE
+from servegate.engines.common import UVICORN_PHASE, common_fatal
 from servegate.engines.profile import EngineProfile, Phase, Signature
 
 __all__ = ["PROFILE"]
 
 _ROOT_CAUSE = "the root cause is printed above the final traceback (--json keeps 300 lines)"
+_OOM_HINT = (
+    "lower --gpu-memory-utilization (room for CUDA graphs and other processes), "
+    "--max-num-seqs or --max-model-len, add --enforce-eager, or free the GPU"
+)
 
 PROFILE = EngineProfile(
     name="vllm",
@@ -85,7 +89,7 @@ PROFILE = EngineProfile(
             "traceback above",
             wrapper=True,
         ),
-        *COMMON_FATAL,
+        *common_fatal(oom_hint=_OOM_HINT),
     ),
     phases=(
         Phase(
