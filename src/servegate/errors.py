@@ -2,7 +2,8 @@
 
 Every error the library raises is a ``ServegateError``; ``str(exc)`` is one sentence
 that names what to fix, and ``exc.exit_code`` is the code the command line exits with.
-Only ``servegate.cli`` catches them.
+Only ``servegate.cli`` catches them; under ``--json`` it prints ``exc.to_json()``, one
+``servegate.error/1`` object (a GateError's is its ``servegate.verdict/1`` verdict).
 
     ServegateError                 exit 3: an internal error
     ├── UsageError                 exit 2: bad flags, bad config, bad input
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from servegate.gate.verdict import Verdict
 
 __all__ = [
+    "ERROR_SCHEMA",
     "BenchError",
     "ConfigError",
     "GateError",
@@ -34,13 +36,25 @@ __all__ = [
     "ServerTimeout",
     "StoreVersionError",
     "UsageError",
+    "error_json",
 ]
+
+ERROR_SCHEMA = "servegate.error/1"
+
+
+def error_json(message: str, exit_code: int) -> dict[str, Any]:
+    """The ``servegate.error/1`` object that ``--json`` prints for a failed command."""
+    return {"schema": ERROR_SCHEMA, "error": message, "exit_code": exit_code}
 
 
 class ServegateError(Exception):
     """Base of every servegate error; ``exit_code`` is what the CLI exits with."""
 
     exit_code: int = 3
+
+    def to_json(self) -> dict[str, Any]:
+        """This error as the ``servegate.error/1`` object."""
+        return error_json(str(self), self.exit_code)
 
 
 class UsageError(ServegateError):

@@ -5,20 +5,25 @@ Each area keeps its commands in its own module here (``cli.gate``, ``cli.sim``,
 ``servegate stop`` does not pay for the load generator's imports.
 
 Exit codes: 0 ready or done; 1 crash or a threshold crossed; 124 timeout;
-2 bad usage, bad config or bad input; 3 an internal error.
+2 bad usage, bad config or bad input; 3 an internal error. Under ``--json`` (``--json -``
+for commands whose ``--json`` takes a FILE) stdout always holds exactly one JSON object,
+also when the command fails: see ``main``.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
-from typing import Any
+import traceback
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn, TextIO, cast
 
 import click
 
 from servegate._version import __version__
-from servegate.errors import ServegateError
+from servegate.errors import ServegateError, error_json
 
 # command name -> ("module:attribute" of its click command, one line of help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,6 +39,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _load(name: str) -> click.Command | None:
+    """The click command called ``name``, imported now; None if there is none."""
+    entry = COMMANDS.get(name)
+    if entry is None:
+        return None
+    module_name, attr = entry[0].split(":")
+    command = getattr(importlib.import_module(module_name), attr)
+    assert isinstance(command, click.Command)
+    return command
+
+
 class _LazyGroup(click.Group):
     """A group whose commands are imported when they are used."""
 
@@ -41,13 +57,7 @@ class _LazyGroup(click.Group):
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = COMMANDS.get(cmd_name)
-        if entry is None:
-            return None
-        module_name, attr = entry[0].split(":")
-        command = getattr(importlib.import_module(module_name), attr)
-        assert isinstance(command, click.Command)
-        return command
+        return _load(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # one line each, from the table: listing commands imports none of them
@@ -82,26 +92,130 @@ def error(message: str) -> None:
     click.echo(f"Error: {message}", err=True)
 
 
-def main(argv: list[str] | None = None) -> Any:
-    """Entry point of the ``servegate`` console script."""
+def json_requested(args: Sequence[str]) -> bool:
+    """Whether a command line asks for JSON on stdout: ``--json``, or ``--json -`` where
+    ``--json`` takes a FILE.
+
+    Read from the raw arguments, before click parses them, so that click's own usage
+    errors are answered in JSON too. Option values are skipped by the command's own
+    option table, and nothing after ``--`` (a server's command line) counts.
+    """
+    index = 0
+    while index < len(args) and args[index].startswith("-") and args[index] != "--":
+        index += 1  # the group's own options (--help, --version) take no value
+    if index >= len(args) or args[index] == "--":
+        return False
     try:
-        return cli.main(args=argv, prog_name="servegate", standalone_mode=False)
+        command = _load(args[index])
+    except Exception:  # an unimportable command fails later, as an internal error
+        command = None
+    arity: dict[str, int] = {}  # option spelling -> how many values follow it
+    interspersed = True
+    if command is not None:
+        for param in command.params:
+            if isinstance(param, click.Option):
+                values = 0 if param.is_flag or param.count else param.nargs
+                arity.update(dict.fromkeys((*param.opts, *param.secondary_opts), values))
+        interspersed = command.context_settings.get(
+            "allow_interspersed_args", command.allow_interspersed_args
+        )
+    rest = args[index + 1 :]
+    index = 0
+    while index < len(rest):
+        arg = rest[index]
+        if arg == "--":
+            return False
+        if arg.startswith("--") and "=" in arg:
+            name, _, value = arg.partition("=")
+            if name == "--json":
+                return value == "-"
+        elif arg.startswith("-") and arg != "-":
+            values = arity.get(arg, 0)
+            if arg == "--json":
+                return values == 0 or rest[index + 1 : index + 2] == ["-"]
+            index += values
+        elif not interspersed:
+            return False  # the first argument ends the options (launch's COMMAND)
+        index += 1
+    return False
+
+
+class _WatchedStdout:
+    """``sys.stdout``, noting whether anything was written to it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.written = False
+
+    def write(self, text: str) -> int:
+        if text:  # click probes streams with an empty write
+            self.written = True
+        return self.stream.write(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point of the ``servegate`` console script.
+
+    Under ``--json`` a command that fails before it printed its result prints one
+    ``servegate.error/1`` object on stdout instead (``{"schema": "servegate.error/1",
+    "error": "...", "exit_code": 2}``), for usage errors and internal errors alike; the
+    human message goes to stderr either way.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    watched = _WatchedStdout(sys.stdout) if json_requested(args) else None
+    if watched is not None:
+        sys.stdout = cast(TextIO, watched)
+    try:
+        return _main(args, watched)
+    finally:
+        if watched is not None and sys.stdout is cast(TextIO, watched):
+            sys.stdout = watched.stream
+
+
+def _main(args: list[str], watched: _WatchedStdout | None) -> Any:
+    def fail(code: int, message: str, data: dict[str, Any] | None = None) -> NoReturn:
+        # the one object of --json, unless the command already printed its result
+        if watched is not None and not watched.written:
+            click.echo(json.dumps(data or error_json(message, code)))
+        sys.stdout.flush()
+        sys.exit(code)
+
+    try:
+        return cli.main(args=args, prog_name="servegate", standalone_mode=False)
     except click.exceptions.Abort:
         error("interrupted.")
-        sys.exit(130)
+        fail(130, "interrupted.")
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+        fail(2 if isinstance(exc, click.UsageError) else exc.exit_code, exc.format_message())
     except ServegateError as exc:
         error(str(exc))
-        sys.exit(exc.exit_code)
+        fail(exc.exit_code, str(exc), exc.to_json())
     except KeyboardInterrupt:
         error("interrupted.")
-        sys.exit(130)
+        fail(130, "interrupted.")
     except BrokenPipeError:
         # stdout closed early (e.g. piped into head): not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(1)
+    except SystemExit as exc:
+        # a command that ends itself has printed its result, or says why on stderr
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if code not in (0, 1, 124):
+            fail(code, f"servegate stopped with exit code {code} before a result; see stderr.")
+        raise
+    except Exception as exc:
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        error(f"{message} (a bug in servegate; please report it with this traceback)")
+        traceback.print_exc(file=sys.stderr)
+        fail(3, message)
