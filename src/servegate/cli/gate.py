@@ -188,8 +188,8 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     env = _parse_env(env_pairs)
     if foreground:
         signal.signal(signal.SIGTERM, _on_sigterm)
-    click.echo(f"launching {' '.join(command)[:200]}", err=True)
-    try:
+    try:  # from the moment the SIGTERM handler is in place
+        click.echo(f"launching {' '.join(command)[:200]}", err=True)
         server = launch_server(
             list(command),
             engine=engine,
