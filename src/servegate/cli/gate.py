@@ -21,6 +21,8 @@ from servegate.errors import GateError, ServerNotFound, UsageError
 
 if TYPE_CHECKING:
     from servegate.gate.verdict import Verdict
+    from servegate.launch.state import Tracked
+    from servegate.launch.tree import ProcInfo, StopReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -308,16 +310,24 @@ _STOP_EPILOG = (
     "Example:\n"
     "  servegate stop sglang\n"
     "  servegate stop --pid 12345 --grace 30\n"
+    "  servegate stop --pid 4242 --force     # a process servegate did not launch\n"
     "\n"
     "\b\n"
     "Exit codes: 0 stopped, 1 something survived or the port stayed busy,\n"
-    "2 no such server."
+    "2 no such server, or a PID servegate did not launch (without --force)."
 )
 
 
 @click.command(epilog=_STOP_EPILOG)
 @click.argument("name", required=False)
-@click.option("--pid", type=int, help="Stop the server with this main PID instead.")
+@click.option(
+    "--pid", type=int, help="Stop by PID: a tracked server's main process, or an orphan ps lists."
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --pid: stop that PID's tree even if servegate did not launch it.",
+)
 @click.option(
     "--grace",
     "grace_s",
@@ -327,7 +337,7 @@ _STOP_EPILOG = (
     help="Seconds between SIGTERM and SIGKILL.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> None:
+def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json: bool) -> None:
     """Stop a server and its whole process tree, and confirm its port is free.
 
     Snapshots every descendant first (also those that left the group with setsid),
@@ -335,15 +345,21 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
     every snapshotted survivor. Prints what was killed and how long it took. A server
     whose main process already exited is still stopped while orphans of it run (each
     PID checked against its recorded start time, so a reused PID is never killed).
+
+    --pid takes a tracked server's main PID (its whole tree stops) or the PID of an
+    orphan that servegate ps lists for a dead server (that orphan's tree stops). Any
+    other PID is refused unless --force is given.
     """
     from servegate.launch import state
     from servegate.launch.tree import stop_tree
 
     if (name is None) == (pid is None):
         raise UsageError("pass a server NAME or --pid PID (one of them): see servegate ps.")
+    if force and pid is None:
+        raise UsageError("--force goes with --pid PID; stop NAME needs no --force.")
     if grace_s < 0:
         raise UsageError(f"--grace must be 0 or more seconds, not {grace_s}.")
-    tracked = None
+    tracked = orphan = None
     if name is not None:
         tracked = state.load(state.check_name(name))
         if tracked is None or tracked.gone():
@@ -352,8 +368,19 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
             raise ServerNotFound(f"no running server named {name!r}: see servegate ps.")
     else:
         assert pid is not None
-        tracked = next((t for t in state.list_tracked() if t.pid == pid), None)
-    if tracked is not None:
+        tracked, orphan = _owner(pid, state.list_tracked(), force=force)
+    if tracked is not None and orphan is not None:
+        label = f"{tracked.name} orphan {orphan.pid}"
+        report = stop_tree(
+            pid=orphan.pid,
+            pgid=None,  # the group may hold other orphans: only this one's own tree
+            recorded=(orphan,),
+            grace_s=grace_s,
+            main_create_time=orphan.create_time,
+        )
+        if tracked.gone():
+            state.remove(tracked.name)
+    elif tracked is not None:
         label = tracked.name
         report = stop_tree(
             pid=tracked.pid,
@@ -369,7 +396,7 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
     else:
         assert pid is not None
         label = f"pid {pid}"
-        report = _stop_untracked(pid, grace_s, stop_tree)
+        report = _stop_untracked(pid, grace_s)
     if as_json:
         click.echo(json.dumps({"name": label, **report.to_json()}))
     else:
@@ -379,9 +406,44 @@ def stop(name: str | None, pid: int | None, grace_s: float, as_json: bool) -> No
     _exit(0 if not report.survivors and report.port_free is not False else 1)
 
 
-def _stop_untracked(pid: int, grace_s: float, stop_tree: Any) -> Any:
+def _owner(
+    pid: int, servers: list[Tracked], *, force: bool
+) -> tuple[Tracked | None, ProcInfo | None]:
+    """The tracked server that answers for ``pid`` and, when ``pid`` is an orphan of a
+    dead one, that orphan; (None, None) for any other live process under --force."""
+    import psutil
+
+    from servegate.launch.tree import is_alive
+
+    for tracked in servers:
+        if tracked.pid == pid:
+            return tracked, None
+        for orphan in () if tracked.alive() else tracked.orphans():
+            if orphan.pid == pid:
+                return tracked, orphan
     if pid <= 1 or pid == os.getpid():
         raise UsageError(f"refusing to stop PID {pid}: pass a server's PID.")
+    if not psutil.pid_exists(pid):
+        raise ServerNotFound(f"no process has PID {pid}: see servegate ps.")
+    if force:
+        return None, None
+    for tracked in servers:
+        if any(d.pid == pid and is_alive(d) for d in tracked.descendants):
+            raise UsageError(
+                f"PID {pid} is a process of server {tracked.name!r}, not its main process: "
+                f"stop the whole server with servegate stop {tracked.name}, "
+                "or pass --force to stop only this PID's tree."
+            )
+    raise UsageError(
+        f"PID {pid} is not a server or orphan that servegate launched (see servegate ps): "
+        "pass --force to stop it anyway."
+    )
+
+
+def _stop_untracked(pid: int, grace_s: float) -> StopReport:
+    """Stop the tree of a process servegate did not launch (--force)."""
+    from servegate.launch.tree import stop_tree
+
     try:
         pgid = os.getpgid(pid)
     except ProcessLookupError:
