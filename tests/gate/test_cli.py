@@ -248,3 +248,21 @@ def test_one_gigabyte_of_log(port: int, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert log.stat().st_size > 1024 * 1024 * 1024
     assert servegate("stop", "flood").returncode == 0
+
+
+def test_wait_url_alone_gates_a_generic_server(port: int, tmp_path: Path) -> None:
+    """wait --url URL with the generic engine probes that URL (any 2xx): READY, exit 0."""
+    with subprocess.Popen(
+        [PY, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as server:
+        try:
+            result = servegate("wait", "--url", f"http://127.0.0.1:{port}", "--json")
+        finally:
+            server.terminate()
+    assert result.returncode == 0, result.stderr
+    data = verdict_of(result)
+    assert (data["status"], data["detected_by"], data["engine"]) == ("ready", "probe", "generic")
+    assert data["url"] == f"http://127.0.0.1:{port}"
+    assert f"GET http://127.0.0.1:{port}" in str(data["reason"])

@@ -251,6 +251,7 @@ _WAIT_EPILOG = (
     "Example:\n"
     "  nohup python3 -m sglang.launch_server --model-path /models/m > server.log 2>&1 &\n"
     "  servegate wait --engine sglang --log server.log --pid $! --port 30000\n"
+    "  servegate wait --url http://127.0.0.1:8000 --timeout 600\n"
     "\n"
     "\b\n"
     "Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
@@ -261,7 +262,11 @@ _WAIT_EPILOG = (
 @_gate_options
 @click.option("--log", "log_path", metavar="FILE", help="Its log file, followed from the start.")
 @click.option("--pid", type=int, help="Its main process: exiting is a CRASH.")
-@click.option("--url", metavar="URL", help="Its base URL, e.g. http://127.0.0.1:30000.")
+@click.option(
+    "--url",
+    metavar="URL",
+    help="Its base URL, e.g. http://127.0.0.1:30000 (--engine generic: GET URL must give 2xx).",
+)
 def wait(  # noqa: PLR0917 (click passes options positionally)
     engine: str,
     ready: tuple[str, ...],

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
+from servegate.engines import get_profile
 from servegate.errors import ServerCrashed, ServerTimeout, UsageError
 from servegate.gate.core import Gate, GateSources
 from servegate.gate.options import GateOptions
@@ -62,6 +63,8 @@ def wait(
         log_path: its log file, followed from the start (truncation and rotation too).
         pid: its main process: its exit is a CRASH, and essential children are watched.
         url: its base URL (``http://host:port``); the profile's probe path is added.
+            Where nothing else can tell readiness (generic, no ``ready``), the URL
+            itself is probed: any 2xx.
         engine: the profile: sglang, vllm, llamacpp, tgi, trtllm or generic.
         ready: extra ready-line regexes; crash: extra fatal-line regexes.
         port: probe ``http://host:port`` + the profile's probe path.
@@ -82,7 +85,9 @@ def wait(
             raise UsageError(
                 f"--url {url!r} is not an http(s) URL: pass e.g. http://127.0.0.1:8000."
             )
-        if parts.path not in ("", "/"):
+        profile = get_profile(engine)
+        if parts.path not in ("", "/") or not (profile.probe_path or profile.ready_lines or ready):
+            # a path, or nothing else can tell (generic): the URL itself is the probe
             health_url = url
         else:
             host = parts.hostname
