@@ -49,7 +49,7 @@ def hits(engine: str, text: str) -> tuple[LogWatcher, list[LineHit]]:
             "llama-server-0.5.0-cuda-bad-model.log",
             "failed to open GGUF file",
             "model-load",
-            True,
+            False,
         ),
         (
             "llamacpp",

@@ -25,7 +25,8 @@ CASES = [
         "llamacpp",
         "crash",
         "model-load",
-        "model loading error",
+        # the cause, printed before llama-server's generic "exiting due to ..." line
+        "failed to open GGUF file",
     ),
     (
         "llama-server-0.5.0-cuda-port-clash.log",

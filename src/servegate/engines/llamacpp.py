@@ -6,21 +6,216 @@ llama-server starts its HTTP server before the model loads: ``/health`` answers 
 model is loaded, prints ``Uvicorn running on http`` then, and has no ``/health`` route
 at all: ``probe_absent_ok`` lets a 404 there confirm a ready line (a 503 never does).
 Its ``Application startup complete`` is not a ready line: it precedes a failed bind.
-Ready and fatal strings differ between releases; both spellings are listed.
+Ready and fatal strings differ between releases; every spelling seen is listed.
+
+llama.cpp prints the specific cause of a failed start first (``cudaMalloc failed: out
+of memory``, ``failed to open GGUF file``, ``unknown model architecture``) and then a
+cascade of generic lines from each caller (``failed to load model``, ``unable to load
+model``, ``exiting due to model loading error``). So the specific lines decide at once
+and the generic ones are wrappers: they decide only when nothing more specific was
+printed, and then the first of them is quoted. A C++ exception that nobody catches
+ends the process with SIGABRT after ``terminate called ...`` and ``what():  <cause>``:
+the ``what()`` line is the cause.
 """
 
 from __future__ import annotations
 
-from servegate.engines.common import COMMON_FATAL, UVICORN_PHASE
+from servegate.engines.common import UVICORN_PHASE, common_fatal
 from servegate.engines.profile import EngineProfile, Phase, Signature
 
 __all__ = ["PROFILE"]
 
+_OOM_HINT = (
+    "offload fewer layers (lower -ngl), shrink the context (-c) or the batch (-b / -ub), "
+    "use a smaller quantization, or free the GPU (nvidia-smi shows who holds it)"
+)
+_KV_HINT = (
+    "the KV cache does not fit: lower the context (-c) or --parallel, quantize the cache "
+    "(--cache-type-k q8_0 --cache-type-v q8_0), or offload fewer layers (-ngl)"
+)
 _MODEL_HINT = (
-    "check the -m / --model path, that the GGUF file is complete, and the memory "
-    "needed for -ngl / -c"
+    "check the -m / --model path and that the GGUF file is complete and was made by a "
+    "llama.cpp converter of this version"
+)
+_ARCH_HINT = (
+    "this llama.cpp build does not know the model's architecture: update llama.cpp "
+    "(for llama-cpp-python, a release that vendors a newer llama.cpp)"
+)
+_ARGS_HINT = (
+    "llama-server rejected a flag: check its spelling and value in llama-server --help of "
+    "this build (older builds lack newer flags such as -hf)"
 )
 _PORT_HINT = "the port is taken or the host is wrong: pick another --port or --host"
+_DOWNLOAD_HINT = (
+    "the model download (-hf) failed: check the repository name, HF_TOKEN for a gated "
+    "model and network access, or pass a local file with -m"
+)
+_ABORT_HINT = (
+    "the server aborted on an uncaught C++ exception: the what() line is the cause; "
+    "see the lines above it"
+)
+
+# most specific first: when several match one line, the first one wins
+_FATAL: tuple[Signature, ...] = (
+    # out of memory, in each spelling of the allocator's callers
+    Signature(
+        pattern=r"cudaMalloc failed: out of memory",
+        kind="oom",
+        title="CUDA out of memory (cudaMalloc)",
+        hint=_OOM_HINT,
+    ),
+    Signature(
+        pattern=r"failed to allocate buffer for kv cache",
+        kind="oom",
+        title="the KV cache does not fit in memory",
+        hint=_KV_HINT,
+    ),
+    Signature(
+        pattern=r"unable to allocate \S+ buffer",
+        kind="oom",
+        title="a model buffer could not be allocated",
+        hint=_OOM_HINT,
+    ),
+    Signature(
+        pattern=r"failed to allocate \S+ buffer of size",
+        kind="oom",
+        title="a buffer could not be allocated",
+        hint=_OOM_HINT,
+    ),
+    Signature(
+        pattern=r"failed to allocate compute buffers",
+        kind="oom",
+        title="the compute buffers do not fit in memory",
+        hint=_OOM_HINT,
+    ),
+    Signature(
+        pattern=r"CUDA error: out of memory",
+        kind="oom",
+        title="CUDA out of memory",
+        hint=_OOM_HINT,
+    ),
+    # the model itself
+    Signature(
+        pattern=r"unknown model architecture: ",
+        kind="unsupported-model",
+        title="llama.cpp does not know this model architecture",
+        hint=_ARCH_HINT,
+    ),
+    Signature(
+        pattern=r"failed to open GGUF file",
+        kind="model-load",
+        title="the GGUF file could not be opened",
+        hint=_MODEL_HINT,
+    ),
+    Signature(
+        pattern=r"ValueError: Model path does not exist:",
+        kind="model-load",
+        title="the model path does not exist",
+        hint="check the --model path (llama-cpp-python wants a GGUF file)",
+    ),
+    # "llama_model_load: error loading model: <why>" and the older bare spelling
+    Signature(
+        pattern=r"error loading model: ",
+        kind="model-load",
+        title="the model failed to load",
+        hint=_MODEL_HINT,
+    ),
+    # -hf downloads (common/arg.cpp)
+    Signature(
+        pattern=r"error from HF API, response code",
+        kind="download",
+        title="the Hugging Face API refused the model download",
+        hint=_DOWNLOAD_HINT,
+    ),
+    Signature(
+        pattern=r"model is private or does not exist",
+        kind="download",
+        title="the Hugging Face repository is private or does not exist",
+        hint=_DOWNLOAD_HINT,
+    ),
+    # the command line (common/arg.cpp)
+    Signature(
+        pattern=r"error: invalid argument: ",
+        kind="bad-args",
+        title="llama-server does not know a flag",
+        hint=_ARGS_HINT,
+    ),
+    Signature(
+        pattern=r"error: unknown argument: ",
+        kind="bad-args",
+        title="llama-server does not know a flag",
+        hint=_ARGS_HINT,
+    ),
+    Signature(
+        pattern=r"error while handling argument",
+        kind="bad-args",
+        title="a flag has an invalid value",
+        hint=_ARGS_HINT,
+    ),
+    # the HTTP port
+    Signature(
+        pattern=r"couldn't bind HTTP server socket",
+        kind="port-in-use",
+        title="the HTTP server could not bind its socket",
+        hint=_PORT_HINT,
+    ),
+    Signature(
+        pattern=r"exiting due to HTTP server error",
+        kind="port-in-use",
+        title="the HTTP server could not start",
+        hint=_PORT_HINT,
+    ),
+    # generic lines each caller prints after the cause: they decide only alone
+    Signature(
+        pattern=r"failed to load model",
+        kind="model-load",
+        title="the model failed to load",
+        hint=_MODEL_HINT,
+        wrapper=True,
+    ),
+    Signature(
+        pattern=r"unable to load model",
+        kind="model-load",
+        title="the model failed to load",
+        hint=_MODEL_HINT,
+        wrapper=True,
+    ),
+    Signature(
+        pattern=r"exiting due to model loading error",
+        kind="model-load",
+        title="the model failed to load",
+        hint=_MODEL_HINT,
+        wrapper=True,
+    ),
+    Signature(
+        pattern=r"failed to create context with model",
+        kind="model-load",
+        title="the model's context could not be created",
+        hint=_OOM_HINT,
+        wrapper=True,
+    ),
+    Signature(
+        pattern=r"Failed to create llama_context",
+        kind="model-load",
+        title="the model's context could not be created",
+        hint=_OOM_HINT,
+        wrapper=True,
+    ),
+    Signature(
+        pattern=r"terminate called after throwing an instance of",
+        kind="abort",
+        title="uncaught C++ exception",
+        hint=_ABORT_HINT,
+        wrapper=True,
+    ),
+    Signature(
+        pattern=r"terminate called without an active exception",
+        kind="abort",
+        title="the server called std::terminate",
+        hint=_ABORT_HINT,
+        wrapper=True,
+    ),
+)
 
 PROFILE = EngineProfile(
     name="llamacpp",
@@ -34,39 +229,15 @@ PROFILE = EngineProfile(
         r"Uvicorn running on http",
     ),
     fatal=(
+        *_FATAL,
+        *common_fatal(oom_hint=_OOM_HINT, port_hint=_PORT_HINT, args_hint=_ARGS_HINT),
+        # an uncaught exception's message, when no signature above knows it
         Signature(
-            pattern=r"exiting due to model loading error",
-            kind="model-load",
-            title="the model failed to load",
-            hint=_MODEL_HINT,
+            pattern=r"what\(\):  ",
+            kind="abort",
+            title="uncaught C++ exception",
+            hint=_ABORT_HINT,
         ),
-        Signature(
-            pattern=r"ValueError: Model path does not exist:",
-            kind="model-load",
-            title="the model path does not exist",
-            hint="check the --model path (llama-cpp-python wants a GGUF file)",
-        ),
-        # llama-server prints its own final line right after this one: wait for it
-        Signature(
-            pattern=r"failed to open GGUF file",
-            kind="model-load",
-            title="the GGUF file could not be opened",
-            hint=_MODEL_HINT,
-            wrapper=True,
-        ),
-        Signature(
-            pattern=r"couldn't bind HTTP server socket",
-            kind="port-in-use",
-            title="the HTTP server could not bind its socket",
-            hint=_PORT_HINT,
-        ),
-        Signature(
-            pattern=r"exiting due to HTTP server error",
-            kind="port-in-use",
-            title="the HTTP server could not start",
-            hint=_PORT_HINT,
-        ),
-        *COMMON_FATAL,
     ),
     phases=(
         Phase(name="load_model", start=(r"loading model",), end=(r"model loaded",)),

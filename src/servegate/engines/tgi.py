@@ -2,16 +2,38 @@
 
 The router binds its port only after the shards are warm, right after ``Connected``.
 Shards run in their own process groups, so stopping must use the descendant snapshot.
+
+A shard's Python traceback is printed (through the launcher) before the launcher's own
+``Shard 0 failed to start`` / ``Error: ShardCannotStart``: those are wrappers, and the
+shard's exception line is the cause. The launcher's command line is parsed by clap,
+whose errors read ``error: unexpected argument '--x' found``.
 """
 
 from __future__ import annotations
 
-from servegate.engines.common import COMMON_FATAL
+from servegate.engines.common import common_fatal
 from servegate.engines.profile import EngineProfile, Phase, Signature
 
 __all__ = ["PROFILE"]
 
 _SHARD_HINT = "see the shard's standard error output above; OOM and NCCL errors show there"
+_OOM_HINT = (
+    "lower --max-batch-prefill-tokens, --max-batch-total-tokens or --max-total-tokens, "
+    "lower --cuda-memory-fraction if the GPU is shared, quantize (--quantize) or shard "
+    "over more GPUs (--num-shard)"
+)
+_PORT_HINT = (
+    "a port is taken: the router's --port or the shards' torch.distributed --master-port "
+    "(29500); stop the other process or pick another port"
+)
+_ARGS_HINT = (
+    "text-generation-launcher rejected a flag or its value: check it in --help of this "
+    "TGI version (environment variables such as MAX_TOTAL_TOKENS set flags too)"
+)
+_ARCH_HINT = (
+    "this TGI version has no implementation for the model: upgrade TGI or serve it with "
+    "another engine"
+)
 
 PROFILE = EngineProfile(
     name="tgi",
@@ -19,6 +41,50 @@ PROFILE = EngineProfile(
     probe_path="/health",
     ready_lines=(r"\bConnected\s*$",),
     fatal=(
+        # warmup: the largest prefill batch does not fit (flash_causal_lm.py)
+        Signature(
+            pattern=r"Not enough memory to handle \d+ ",
+            kind="oom",
+            title="warmup ran out of GPU memory",
+            hint=_OOM_HINT,
+        ),
+        Signature(
+            pattern=r"Error: Unsupported model type",  # not the raise line
+            kind="unsupported-model",
+            title="TGI does not support this model type",
+            hint=_ARCH_HINT,
+        ),
+        # the launcher's command line (clap 4, and clap 3's older wording)
+        Signature(
+            pattern=r"error: unexpected argument '",
+            kind="bad-args",
+            title="the launcher does not know a flag",
+            hint=_ARGS_HINT,
+        ),
+        Signature(
+            pattern=r"error: invalid value '",
+            kind="bad-args",
+            title="a launcher flag has an invalid value",
+            hint=_ARGS_HINT,
+        ),
+        Signature(
+            pattern=r"error: Found argument '.*' which wasn't expected",
+            kind="bad-args",
+            title="the launcher does not know a flag",
+            hint=_ARGS_HINT,
+        ),
+        Signature(
+            pattern=r"error: the following required arguments were not provided",
+            kind="bad-args",
+            title="a required launcher flag is missing",
+            hint=_ARGS_HINT,
+        ),
+        Signature(
+            pattern=r"Error: ArgumentValidation\(",
+            kind="bad-args",
+            title="the launcher's flags contradict each other",
+            hint=_ARGS_HINT,
+        ),
         Signature(
             pattern=r"Shard .* failed to start",
             kind="shard",
@@ -56,7 +122,7 @@ PROFILE = EngineProfile(
             pattern=r"Failed to bind to ",
             kind="port-in-use",
             title="the router could not bind its port",
-            hint="another process holds the port: stop it or pick another --port",
+            hint=_PORT_HINT,
         ),
         Signature(
             pattern=r"Download encountered an error",
@@ -77,7 +143,7 @@ PROFILE = EngineProfile(
             hint=_SHARD_HINT,
             wrapper=True,
         ),
-        *COMMON_FATAL,
+        *common_fatal(oom_hint=_OOM_HINT, port_hint=_PORT_HINT, args_hint=_ARGS_HINT),
     ),
     phases=(
         Phase(

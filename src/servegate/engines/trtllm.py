@@ -3,14 +3,46 @@
 uvicorn starts only after the model is built and warmed up; ``/health`` checks only the
 executor, so the probe is ``/health_generate``, which runs one real 1-token generation.
 MPI workers live in other process groups: stopping relies on the descendant snapshot.
+
+The executor's failures arrive in two shapes: a rank's own line
+(``[TRT-LLM] [E] Failed to initialize executor on rank N: <cause>``) or an exception
+line (``RuntimeError: Executor creation failed due to insufficient GPU memory.``),
+followed by the proxy's generic ``Executor worker returned error``. TensorRT's engine
+loader names a version or GPU mismatch (``The engine plan file is not compatible ...``).
+The command line is click's: ``Error: No such option: --x``.
 """
 
 from __future__ import annotations
 
-from servegate.engines.common import COMMON_FATAL, UVICORN_PHASE
+from servegate.engines.common import UVICORN_PHASE, common_fatal
 from servegate.engines.profile import EngineProfile, Phase, Signature
 
 __all__ = ["PROFILE"]
+
+_OOM_HINT = (
+    "lower --kv_cache_free_gpu_memory_fraction, --max_batch_size, --max_num_tokens or "
+    "--max_seq_len, or spread the model over more GPUs (--tp_size / --pp_size)"
+)
+_KV_HINT = (
+    "the KV cache cannot hold one whole sequence: raise --kv_cache_free_gpu_memory_fraction "
+    "or lower --max_seq_len"
+)
+_ENGINE_HINT = (
+    "the TensorRT engine was built by another TensorRT / TensorRT-LLM version: rebuild it "
+    "with trtllm-build of the installed version (or serve the Hugging Face checkpoint)"
+)
+_ARCH_HINT = (
+    "this TensorRT-LLM version cannot serve the model's architecture: check its supported "
+    "models, upgrade TensorRT-LLM, or serve the model with another engine"
+)
+_ARGS_HINT = (
+    "trtllm-serve rejected a flag or its value: check trtllm-serve serve --help of this "
+    "version (its options use underscores: --tp_size, --max_batch_size)"
+)
+_GPUS_HINT = (
+    "--tp_size x --pp_size asks for more GPUs than this node shows: lower them, check "
+    "CUDA_VISIBLE_DEVICES, or launch across nodes with mpirun / trtllm-llmapi-launch"
+)
 
 PROFILE = EngineProfile(
     name="trtllm",
@@ -18,6 +50,114 @@ PROFILE = EngineProfile(
     probe_path="/health_generate",
     ready_lines=(r"Application startup complete\.", r"Uvicorn running on "),
     fatal=(
+        # executor creation (py_executor_creator.py explains OOMs this way)
+        Signature(
+            pattern=r"Executor creation failed due to insufficient GPU memory",
+            kind="oom",
+            title="the executor does not fit in GPU memory",
+            hint=_OOM_HINT,
+        ),
+        Signature(
+            pattern=r"Executor creation failed with an error which might indicate insufficient",
+            kind="oom",
+            title="the executor probably does not fit in GPU memory",
+            hint=_OOM_HINT,
+        ),
+        Signature(
+            pattern=r"Executor creation failed with NCCL error",
+            kind="nccl",
+            title="NCCL failed while the executor was created",
+            hint="rerun with NCCL_DEBUG=INFO; check that every GPU is visible and that no "
+            "stale process holds one",
+        ),
+        Signature(
+            pattern=r"maxTokensInPagedKvCache.*must be large enough",
+            kind="oom",
+            title="the KV cache cannot hold one sequence",
+            hint=_KV_HINT,
+        ),
+        Signature(
+            pattern=r"Cuda Runtime \(out of memory\)",
+            kind="oom",
+            title="CUDA out of memory in the TensorRT-LLM runtime",
+            hint=_OOM_HINT,
+        ),
+        Signature(
+            pattern=r"CUDA runtime error in .*: out of memory",
+            kind="oom",
+            title="CUDA out of memory in the TensorRT-LLM runtime",
+            hint=_OOM_HINT,
+        ),
+        # the engine file and the plugins it was built with
+        Signature(
+            pattern=r"The engine plan file is not compatible with this version of TensorRT",
+            kind="engine-version",
+            title="the engine was built by another TensorRT version",
+            hint=_ENGINE_HINT,
+        ),
+        Signature(
+            pattern=r"getPluginCreator could not find plugin",
+            kind="engine-version",
+            title="the engine needs a plugin this TensorRT-LLM does not register",
+            hint=_ENGINE_HINT,
+        ),
+        Signature(
+            pattern=r"The engine plan file is generated on an incompatible device",
+            kind="cuda-arch",
+            title="the engine was built for another GPU",
+            hint="rebuild the engine with trtllm-build on this GPU model",
+        ),
+        # the model
+        Signature(
+            pattern=r"Error: .*is not supported in TRT-LLM yet",
+            kind="unsupported-model",
+            title="TensorRT-LLM does not support this model architecture",
+            hint=_ARCH_HINT,
+        ),
+        Signature(
+            pattern=r"Error: Unknown architecture for AutoModelForCausalLM",
+            kind="unsupported-model",
+            title="TensorRT-LLM does not support this model architecture",
+            hint=_ARCH_HINT,
+        ),
+        # the command line (click) and what it asks of the machine
+        Signature(
+            pattern=r"Only \d+ GPUs are available, but \d+ are required",
+            kind="bad-args",
+            title="more GPUs asked for than this node has",
+            hint=_GPUS_HINT,
+        ),
+        Signature(
+            pattern=r"Error: No such option: ",
+            kind="bad-args",
+            title="trtllm-serve does not know a flag",
+            hint=_ARGS_HINT,
+        ),
+        Signature(
+            pattern=r"Error: Invalid value for ",
+            kind="bad-args",
+            title="a flag has an invalid value",
+            hint=_ARGS_HINT,
+        ),
+        Signature(
+            pattern=r"Error: Missing argument ",
+            kind="bad-args",
+            title="the model argument is missing",
+            hint=_ARGS_HINT,
+        ),
+        Signature(
+            pattern=r"Error: Got unexpected extra argument",
+            kind="bad-args",
+            title="an unexpected extra argument",
+            hint=_ARGS_HINT,
+        ),
+        # a rank's own report: its cause follows on the same line
+        Signature(
+            pattern=r"Failed to initialize executor on rank \d+",
+            kind="engine-init",
+            title="an executor rank failed to start",
+            hint="the rank's error is on the matched line; its traceback follows",
+        ),
         Signature(
             pattern=r"!!! Segfault encountered !!!",
             kind="segfault",
@@ -46,12 +186,13 @@ PROFILE = EngineProfile(
             hint="one rank failed: its traceback is above; check every GPU is visible",
             wrapper=True,
         ),
-        *COMMON_FATAL,
+        *common_fatal(oom_hint=_OOM_HINT, args_hint=_ARGS_HINT),
     ),
     phases=(
         Phase(
             name="cuda_graph_warmup",
-            start=(r"Run generation-only CUDA graph warmup",),
+            # "generation-only" in some releases, "generation only" in others
+            start=(r"Run generation[- ]only CUDA graph warmup",),
         ),
         Phase(name="piecewise_cuda_graph_warmup", start=(r"Running piecewise CUDA graph warmup",)),
         UVICORN_PHASE,

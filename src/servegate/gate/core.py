@@ -333,9 +333,17 @@ class Gate:
             elif -code == signal.SIGKILL:
                 kind = "killed"
                 hint = "SIGKILL without a message is often the OOM killer: check dmesg and memory"
+            elif -code == signal.SIGABRT:
+                # abort() is called from inside: a failed assertion, an uncaught C++
+                # exception (std::terminate), a heap check ("free(): invalid pointer")
+                kind = "abort"
+                hint = "the server aborted itself: the cause is in the lines just above"
             else:
                 kind, hint = "exit", "something sent the server a signal: check who stops it"
-            reason = f"the server was killed by {sig}"
+            if -code == signal.SIGABRT:
+                reason = f"the server aborted itself ({sig})"
+            else:
+                reason = f"the server was killed by {sig}"
         else:
             kind = "exit"
             if code == 0:
