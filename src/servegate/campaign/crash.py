@@ -1,21 +1,31 @@
 """What a server's log says after it died in the middle of a benchmark.
 
 The gate decides a crash while the server starts; after READY the runner notices a death
-between load points (or by failed requests) and classifies it here, by the engine's own
-crash signatures in the lines written since READY.
+between load points (or by failed requests) and asks here why. The lines written since
+READY are read by the gate's own matcher (``LogWatcher`` over the same ``Rules``: the
+campaign's ``crash`` patterns, then the engine's signatures) and the cause is chosen as
+the gate chooses it during startup: the first specific signature wins; a wrapper
+signature ("Scheduler hit an exception") counts only when no specific one follows, and
+then carries the last line of the traceback.
+
+    cause = classify(Path(log), profile, crash=campaign.crash, start=ready_offset)
+    if cause is not None:
+        print(cause.summary())   # "CUDA out of memory (oom) - lower ..."
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from servegate.engines.profile import Signature
+from servegate.engines.profile import EngineProfile, Signature
+from servegate.gate.watch import LogWatcher, Rules
 
-__all__ = ["TAIL_LINES", "classify", "log_tail"]
+__all__ = ["TAIL_LINES", "Cause", "classify", "log_tail"]
 
 TAIL_LINES = 30
+_CHUNK = 1 << 20  # the log is read this much at a time: memory stays flat
 
 
 def log_tail(path: Path, lines: int, *, start: int = 0) -> list[str]:
@@ -33,10 +43,63 @@ def log_tail(path: Path, lines: int, *, start: int = 0) -> list[str]:
     return [line for line in text.splitlines() if line.strip()][-lines:]
 
 
-def classify(tail: Iterable[str], signatures: Iterable[Signature]) -> str | None:
-    """The engine's fatal signature found in ``tail``, as 'title (kind) - hint'."""
-    for line in reversed(list(tail)):
-        for signature in signatures:
-            if re.search(signature.pattern, line):
-                return f"{signature.title} ({signature.kind}) - {signature.hint}"
-    return None
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cause:
+    """Why a server died after READY, in the words of the gate's CRASH verdict."""
+
+    reason: str  # the signature's title (a wrapper's with the traceback's last line)
+    kind: str  # oom, nccl, signature (a campaign pattern), ...
+    hint: str
+    matched_line: str
+
+    def summary(self) -> str:
+        """``reason (kind) - hint``, as a CRASH verdict line says it."""
+        return f"{self.reason} ({self.kind}) - {self.hint}"
+
+
+def classify(
+    path: Path, profile: EngineProfile, *, crash: Sequence[str] = (), start: int = 0
+) -> Cause | None:
+    """The cause of death in the log lines after byte ``start``, or None if no line names
+    one (also when the log cannot be read).
+
+    ``crash`` are the campaign's own fatal patterns, matched before the profile's
+    signatures, as the gate matches ``--crash``.
+    """
+    watcher = LogWatcher(Rules(profile, crash=crash))
+    wrapper: tuple[Signature, str] | None = None
+    try:
+        with path.open("rb") as handle:
+            handle.seek(start)
+            while True:
+                chunk = handle.read(_CHUNK)
+                hits = watcher.feed(chunk, 0.0) if chunk else watcher.finish(0.0)
+                for hit in hits:
+                    if hit.what != "fatal" or hit.signature is None:
+                        continue
+                    if not hit.signature.wrapper:
+                        return _cause(hit.signature, hit.line)
+                    if wrapper is None:
+                        wrapper = (hit.signature, hit.line)
+                if not chunk:
+                    break
+    except OSError:
+        pass
+    if wrapper is None:
+        return None
+    signature, line = wrapper
+    cause = _cause(signature, line)
+    if watcher.last_error:
+        return Cause(
+            reason=f"{cause.reason}: {watcher.last_error[:200]}",
+            kind=cause.kind,
+            hint=cause.hint,
+            matched_line=cause.matched_line,
+        )
+    return cause
+
+
+def _cause(signature: Signature, line: str) -> Cause:
+    return Cause(
+        reason=signature.title, kind=signature.kind, hint=signature.hint, matched_line=line.strip()
+    )

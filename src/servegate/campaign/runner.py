@@ -28,11 +28,7 @@ from typing import Any
 
 from servegate.bench import BenchSettings, PointResult, Progress, run_point
 from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant
-from servegate.campaign.crash import (
-    TAIL_LINES,
-    classify,
-    log_tail,
-)
+from servegate.campaign.crash import TAIL_LINES, classify, log_tail
 from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.preflight import Level, ProcessRef, process_tree, run_preflight
@@ -490,10 +486,11 @@ class _Runner:
 
         A server whose engine process died may keep its HTTP process up for a moment
         (or for good: sglang#18421), so wait a little for it to exit, and read the log
-        for one of the engine's fatal lines.
+        for a fatal line (the campaign's crash patterns or the engine's signatures).
         """
-        since_ready = log_tail(Path(server.log_path), TAIL_LINES, start=self._ready_offset)
-        if classify(since_ready, self.profile.fatal) is not None:
+        log = Path(server.log_path)
+        cause = classify(log, self.profile, crash=self.campaign.crash, start=self._ready_offset)
+        if cause is not None:
             return True
         deadline = time.monotonic() + _DEATH_WAIT_S
         while time.monotonic() < deadline:
@@ -508,12 +505,12 @@ class _Runner:
         """The server died between or during points: record why, with its log tail."""
         tail = tuple(self.redactor.lines(log_tail(Path(server.log_path), TAIL_LINES)))
         when = "after" if measured else "before"
-        since_ready = log_tail(Path(server.log_path), TAIL_LINES, start=self._ready_offset)
-        cause = classify(since_ready, self.profile.fatal)
+        log = Path(server.log_path)
+        cause = classify(log, self.profile, crash=self.campaign.crash, start=self._ready_offset)
         reason = (
             f"server died during the benchmark ({when} {task.variant.name} {task.point.label} "
             f"repeat {task.repeat + 1})"
-            + (f": {cause}" if cause else "")
+            + (f": {self.redactor.text(cause.summary())}" if cause else "")
             + ("\n" + "\n".join(tail) if tail else "")
         )
         self._fail([task.variant], reason.split("\n", 1)[0])
