@@ -89,12 +89,6 @@ def test_oom_hint_names_the_engines_own_knobs(engine: str, line: str, words: tup
 @pytest.mark.parametrize(
     ("engine", "line"),
     [
-        # llama.cpp's generic advice after any load failure, not an OOM report
-        (
-            "llamacpp",
-            "common_init_from_params: failed to load model 'm.gguf', try reducing "
-            "--n-gpu-layers if you're running out of VRAM",
-        ),
         # pinned host memory is optional: llama.cpp falls back to pageable memory
         (
             "llamacpp",
@@ -114,19 +108,38 @@ def test_lines_that_only_look_fatal(engine: str, line: str) -> None:
     assert decisive == []
 
 
-def test_llama_cpp_cause_comes_before_its_generic_lines() -> None:
-    """The first specific loader line decides; the callers' generic lines are wrappers."""
-    text = (
+def test_llama_cpp_vram_advice_is_not_an_oom_report() -> None:
+    """The advice llama.cpp prints after any load failure says model-load, not oom."""
+    line = (
+        "common_init_from_params: failed to load model 'm.gguf', try reducing "
+        "--n-gpu-layers if you're running out of VRAM"
+    )
+    kinds = [hit.signature.kind for hit in fatal_hits("llamacpp", line + "\n") if hit.signature]
+    assert kinds == ["model-load"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "llama_model_load: error loading model: error loading model hyperparameters: "
         "key not found in model: gemma3.attention.layer_norm_rms_epsilon\n"
         "llama_model_load_from_file_impl: failed to load model\n"
         "srv    load_model: failed to load model, 'gemma3_27b.gguf'\n"
-        "main: exiting due to model loading error\n"
-    )
+        "main: exiting due to model loading error\n",
+        # a Git LFS pointer instead of the GGUF: the loader's summary line comes after
+        "gguf_init_from_file: invalid magic characters 'vers'\n"
+        "llama_model_load: error loading model: llama_model_loader: failed to load model "
+        "from models/m.gguf\n"
+        "llama_load_model_from_file: failed to load model\n"
+        "main: error: unable to load model\n",
+    ],
+)
+def test_llama_cpp_first_fatal_line_is_the_cause(text: str) -> None:
+    """llama.cpp prints the cause before its callers' generic lines: the first one decides."""
     hits = fatal_hits("llamacpp", text)
-    decisive = [h for h in hits if h.signature and not h.signature.wrapper]
-    assert [h.line for h in decisive][:1] == [text.splitlines()[0]]
-    assert all(h.signature and h.signature.wrapper for h in hits[1:])
+    assert [hit.line for hit in hits] == text.splitlines()
+    assert hits[0].signature is not None and not hits[0].signature.wrapper
+    assert hits[0].signature.kind == "model-load"
 
 
 def test_sigabrt_is_the_server_aborting_itself(port: int) -> None:

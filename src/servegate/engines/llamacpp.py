@@ -11,11 +11,11 @@ Ready and fatal strings differ between releases; every spelling seen is listed.
 llama.cpp prints the specific cause of a failed start first (``cudaMalloc failed: out
 of memory``, ``failed to open GGUF file``, ``unknown model architecture``) and then a
 cascade of generic lines from each caller (``failed to load model``, ``unable to load
-model``, ``exiting due to model loading error``). So the specific lines decide at once
-and the generic ones are wrappers: they decide only when nothing more specific was
-printed, and then the first of them is quoted. A C++ exception that nobody catches
-ends the process with SIGABRT after ``terminate called ...`` and ``what():  <cause>``:
-the ``what()`` line is the cause.
+model``, ``exiting due to model loading error``), never the other way round. So the
+first fatal line decides, and it is the most specific one printed: the generic lines
+decide only when they are all there is. The exception is a C++ exception that nobody
+catches: ``terminate called ...`` comes first and its ``what():  <cause>`` line next,
+then SIGABRT; the ``terminate`` line is a wrapper and the ``what()`` line the cause.
 """
 
 from __future__ import annotations
@@ -53,6 +53,14 @@ _DOWNLOAD_HINT = (
 _ABORT_HINT = (
     "the server aborted on an uncaught C++ exception: the what() line is the cause; "
     "see the lines above it"
+)
+
+_CUDA_ERROR = Signature(
+    pattern=r"CUDA error: ",
+    kind="cuda-error",
+    title="CUDA error",
+    hint="a CUDA runtime failure: check the driver (nvidia-smi), the GPU's health (Xid "
+    "errors in dmesg) and that the build matches the installed CUDA",
 )
 
 # most specific first: when several match one line, the first one wins
@@ -105,6 +113,21 @@ _FATAL: tuple[Signature, ...] = (
         pattern=r"failed to open GGUF file",
         kind="model-load",
         title="the GGUF file could not be opened",
+        hint=_MODEL_HINT,
+    ),
+    # gguf.cpp's own errors: bad magic (an old GGML file, a Git LFS pointer), truncated
+    # or corrupt data
+    Signature(
+        pattern=r"gguf_init_from_file",
+        kind="model-load",
+        title="the file is not a readable GGUF model",
+        hint=_MODEL_HINT,
+    ),
+    # the loader's summary of any of the above: generic
+    Signature(
+        pattern=r"llama_model_loader: failed to load model",
+        kind="model-load",
+        title="the model failed to load",
         hint=_MODEL_HINT,
     ),
     Signature(
@@ -165,41 +188,37 @@ _FATAL: tuple[Signature, ...] = (
         title="the HTTP server could not start",
         hint=_PORT_HINT,
     ),
-    # generic lines each caller prints after the cause: they decide only alone
+    # generic lines each caller prints after the cause: they decide only alone, the
+    # first of them (the loader's own) being the most precise
     Signature(
         pattern=r"failed to load model",
         kind="model-load",
         title="the model failed to load",
         hint=_MODEL_HINT,
-        wrapper=True,
     ),
     Signature(
         pattern=r"unable to load model",
         kind="model-load",
         title="the model failed to load",
         hint=_MODEL_HINT,
-        wrapper=True,
     ),
     Signature(
         pattern=r"exiting due to model loading error",
         kind="model-load",
         title="the model failed to load",
         hint=_MODEL_HINT,
-        wrapper=True,
     ),
     Signature(
         pattern=r"failed to create context with model",
         kind="model-load",
         title="the model's context could not be created",
         hint=_OOM_HINT,
-        wrapper=True,
     ),
     Signature(
         pattern=r"Failed to create llama_context",
         kind="model-load",
         title="the model's context could not be created",
         hint=_OOM_HINT,
-        wrapper=True,
     ),
     Signature(
         pattern=r"terminate called after throwing an instance of",
@@ -231,6 +250,8 @@ PROFILE = EngineProfile(
     fatal=(
         *_FATAL,
         *common_fatal(oom_hint=_OOM_HINT, port_hint=_PORT_HINT, args_hint=_ARGS_HINT),
+        # any other CUDA runtime error ggml reports (after the specific ones above)
+        _CUDA_ERROR,
         # an uncaught exception's message, when no signature above knows it
         Signature(
             pattern=r"what\(\):  ",

@@ -49,6 +49,26 @@ PROFILE = EngineProfile(
             hint=_OOM_HINT,
         ),
         Signature(
+            pattern=r"Error: weight \S+ does not exist",
+            kind="model-load",
+            title="a weight the model needs is missing from the checkpoint",
+            hint="the checkpoint does not match TGI's implementation of the model: check "
+            "--model-id / --revision, or upgrade TGI for a newer architecture",
+        ),
+        Signature(
+            pattern=r"Error: .*must be divisible by `num_shards`",
+            kind="bad-args",
+            title="the model cannot be split over this many shards",
+            hint="pick a --num-shard that divides the model's attention heads",
+        ),
+        Signature(
+            pattern=r"Error: sharded is not supported for",
+            kind="unsupported-model",
+            title="TGI cannot shard this model",
+            hint="TGI has no sharded implementation for it: use --num-shard 1 on a larger "
+            "GPU, or upgrade TGI",
+        ),
+        Signature(
             pattern=r"Error: Unsupported model type",  # not the raise line
             kind="unsupported-model",
             title="TGI does not support this model type",
@@ -144,6 +164,13 @@ PROFILE = EngineProfile(
             wrapper=True,
         ),
         *common_fatal(oom_hint=_OOM_HINT, port_hint=_PORT_HINT, args_hint=_ARGS_HINT),
+        Signature(
+            pattern=r"CUDA error: ",
+            kind="cuda-error",
+            title="CUDA error in a shard",
+            hint="a CUDA runtime failure: check the driver (nvidia-smi), the GPU's health "
+            "(Xid errors in dmesg) and that the image matches the installed driver",
+        ),
     ),
     phases=(
         Phase(

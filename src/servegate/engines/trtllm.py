@@ -151,12 +151,11 @@ PROFILE = EngineProfile(
             title="an unexpected extra argument",
             hint=_ARGS_HINT,
         ),
-        # a rank's own report: its cause follows on the same line
         Signature(
-            pattern=r"Failed to initialize executor on rank \d+",
-            kind="engine-init",
-            title="an executor rank failed to start",
-            hint="the rank's error is on the matched line; its traceback follows",
+            pattern=r"CUDA error: out of memory",
+            kind="oom",
+            title="CUDA out of memory",
+            hint=_OOM_HINT,
         ),
         Signature(
             pattern=r"!!! Segfault encountered !!!",
@@ -187,6 +186,21 @@ PROFILE = EngineProfile(
             wrapper=True,
         ),
         *common_fatal(oom_hint=_OOM_HINT, args_hint=_ARGS_HINT),
+        # after the specific CUDA errors above and in the shared set
+        Signature(
+            pattern=r"CUDA error: ",
+            kind="cuda-error",
+            title="CUDA error",
+            hint="a CUDA runtime or hardware failure (NVLink, ECC, Xid): check nvidia-smi "
+            "and dmesg, then rerun; a repeat on one GPU points at that GPU",
+        ),
+        # a rank's own report, whatever its cause: the cause follows on the same line
+        Signature(
+            pattern=r"Failed to initialize executor on rank \d+",
+            kind="engine-init",
+            title="an executor rank failed to start",
+            hint="the rank's error is on the matched line; its traceback follows",
+        ),
     ),
     phases=(
         Phase(
