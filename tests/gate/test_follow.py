@@ -74,3 +74,36 @@ def test_rotation_drains_the_old_file_then_follows_the_new(tmp_path: Path) -> No
         assert _read_all(follower) == (b"last of old\nstart of new\n", True)
     finally:
         follower.close()
+
+
+def test_copytruncate_refilled_past_the_offset_restarts_from_zero(tmp_path: Path) -> None:
+    """Truncated and refilled beyond the old offset between two reads: read again from 0."""
+    log = tmp_path / "ct.log"
+    log.write_bytes(b"old run, nothing to see\n" * 4)
+    follower = FileFollower(str(log))
+    try:
+        _read_all(follower)
+        # logrotate's copytruncate, then the server writes more than the old size at once
+        refill = b"generic server ready\n" + b"x" * 200 + b"\n"
+        with log.open("r+b") as f:
+            f.truncate(0)
+            f.write(refill)
+        assert _read_all(follower) == (refill, True)
+    finally:
+        follower.close()
+
+
+def test_a_growing_file_is_not_mistaken_for_a_copytruncate(tmp_path: Path) -> None:
+    """Appends after the first bytes were read never count as a restart."""
+    log = tmp_path / "g.log"
+    log.write_bytes(b"ab")
+    follower = FileFollower(str(log))
+    try:
+        assert _read_all(follower) == (b"ab", False)
+        for _ in range(3):
+            with log.open("ab") as f:
+                f.write(b"c" * 3000 + b"\n")
+            data, restarted = _read_all(follower)
+            assert (len(data), restarted) == (3001, False)
+    finally:
+        follower.close()

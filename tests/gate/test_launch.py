@@ -16,7 +16,9 @@ from servegate.errors import PortInUseError, ServerCrashed, ServerTimeout
 from servegate.launch import launch, state
 from servegate.launch.tree import stop_tree
 
-from .helpers import FAKE, MISBEHAVE, PY, alive, read_pid
+from .helpers import FAKE, MISBEHAVE, PY, SCRIPTS, alive, read_pid
+
+EDGES = str(SCRIPTS / "edges.py")
 
 
 def test_ready_then_stop(port: int, tmp_path: Path) -> None:
@@ -231,3 +233,18 @@ def test_port_taken_before_launch_starts_nothing(port: int) -> None:
         with pytest.raises(PortInUseError, match=f"port {port} is already in use"):
             launch([PY, FAKE, "sglang", str(port)], engine="sglang", port=port)
     assert state.list_tracked() == []
+
+
+def test_an_essential_child_that_renames_itself_late_is_watched() -> None:
+    """A child named sglang::scheduler only 0.5 s after it started, dying 2 s later: CRASH."""
+    with pytest.raises(ServerCrashed) as info:
+        launch(
+            [PY, EDGES, "rename-child"],
+            engine="sglang",
+            health_url="http://127.0.0.1:9/health",
+            timeout_s=20,
+        )
+    verdict = info.value.verdict
+    assert (verdict.kind, verdict.detected_by) == ("child-exit", "child-exit")
+    assert "sglang::scheduler_TP0" in verdict.reason
+    assert not alive(verdict.pid or 0)

@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,70 @@ def test_wait_bad_input() -> None:
     with pytest.raises(UsageError, match="does not exist"):
         wait(log_path="/no/such/folder/x.log", ready=["x"])
     assert sys.executable
+
+
+def test_timeout_line_carries_its_hint(tmp_path: Path) -> None:
+    """A TIMEOUT line ends with its hint, as a CRASH line does."""
+    log = tmp_path / "silent.log"
+    log.write_bytes(b"Load weight begin. avail mem=50 GB\n")
+    with pytest.raises(ServerTimeout) as info:
+        wait(log_path=str(log), engine="sglang", ready=["never"], timeout_s=30, stall_s=0.5)
+    verdict = info.value.verdict
+    assert verdict.hint is not None and "raise --stall" in verdict.hint
+    assert verdict.line() == f"TIMEOUT after {verdict.elapsed_s:.1f}s: {verdict.reason} - " + (
+        verdict.hint
+    )
+
+
+def _sglang_backlog(log: Path, t0: float) -> None:
+    """An SGLang log of a start that began at ``t0`` and is over: stamps, no live reading."""
+
+    def at(offset: float, text: str) -> str:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0 + offset))
+        return f"[{stamp} TP0] {text}\n"
+
+    log.write_text(
+        at(0, "server_args=ServerArgs(model_path='/models/m', port=30000)")
+        + at(1, "Init torch distributed begin.")
+        + at(3, "Init torch distributed ends. elapsed=2.0 s, mem usage=0.09 GB")
+        + at(4, "Load weight begin. avail mem=50.69 GB")
+        + at(14, "Load weight end. elapsed=10.0 s, type=LlamaForCausalLM, avail mem=34.9 GB")
+        + at(15, "Capture cuda graph begin. This can take up to several minutes.")
+        + at(22, "Capture cuda graph end. Time elapsed: 7.0 s")
+        + at(23, "INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)")
+        + at(30, "The server is fired up and ready to roll!")
+    )
+
+
+def test_wait_on_a_server_already_up_times_phases_by_the_log_stamps(tmp_path: Path) -> None:
+    """Read all at once, an SGLang backlog's phases keep the lengths its own stamps show."""
+    log = tmp_path / "up.log"
+    t0 = int(time.time()) - 300
+    _sglang_backlog(log, t0)
+    verdict = wait(log_path=str(log), engine="sglang", timeout_s=30)
+    spans = {phase.name: phase for phase in verdict.phases}
+    lengths = {name: round((span.end_s or 0.0) - span.start_s, 3) for name, span in spans.items()}
+    assert lengths == {
+        "parse_args": 1.0,
+        "init_distributed": 2.0,
+        "load_weights": 10.0,
+        "capture_cuda_graphs": 7.0,
+        "warmup": 7.0,  # open until the ready line's own stamp
+    }
+    # without --pid the clock starts with the gate: the backlog lies before it
+    started = datetime.fromisoformat(verdict.started_at).timestamp()
+    assert spans["load_weights"].start_s == pytest.approx(t0 + 4 - started, abs=0.01)
+
+
+def test_live_lines_are_timed_when_read_whatever_their_stamps(port: int, tmp_path: Path) -> None:
+    """Lines read as they are written keep the reading time (their stamps are a year off)."""
+    log = tmp_path / "live.log"
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        pid = _nohup([PY, FAKE, "sglang", str(port), "--delay", "0.02"], log, procs)
+        verdict = wait(log_path=str(log), pid=pid, engine="sglang", port=port, timeout_s=30)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert verdict.phases and all(0.0 <= p.start_s <= verdict.elapsed_s for p in verdict.phases)

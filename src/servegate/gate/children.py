@@ -3,18 +3,26 @@
 SGLang's HTTP process can outlive its scheduler (the server looks alive and never
 answers), so the profile names the children a server cannot live without. Each one
 found gets a pidfd in the gate's loop, so its death is seen the moment it happens.
+A child may take its role name only after it started (SGLang's scheduler sets its
+process title once its imports are done), so a descendant that matches nothing is
+looked at again on every scan for a while (``RENAME_WINDOW_S``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import psutil
 
-__all__ = ["ChildWatch", "EssentialChild", "descendants"]
+__all__ = ["RENAME_WINDOW_S", "ChildWatch", "EssentialChild", "descendants"]
+
+# how long after it was first seen an unmatched descendant may still take a role name:
+# a spawned Python worker imports torch and the engine (often 10-30 s) before renaming
+RENAME_WINDOW_S = 120.0
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -45,29 +53,43 @@ class EssentialChild:
 class ChildWatch:
     """Find essential children of ``root`` by name or command line; hold a pidfd each."""
 
-    def __init__(self, root: int, patterns: Sequence[str]) -> None:
+    def __init__(
+        self,
+        root: int,
+        patterns: Sequence[str],
+        *,
+        window_s: float = RENAME_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.root = root
         self._patterns = [re.compile(p) for p in patterns]
         self.known: dict[int, EssentialChild] = {}
-        self._seen: set[tuple[int, float]] = set()
+        self._window_s = window_s
+        self._clock = clock
+        # (pid, create time) -> until when to look again (inf: matched, never again)
+        self._seen: dict[tuple[int, float], float] = {}
 
     def scan(self) -> list[EssentialChild]:
         """Look for new essential children; return those found now."""
         if not self._patterns:
             return []
         found: list[EssentialChild] = []
+        now = self._clock()
+        alive: set[tuple[int, float]] = set()
         for proc in descendants(self.root):
             try:
                 key = (proc.pid, proc.create_time())
             except psutil.Error:
                 continue
-            if key in self._seen:
-                continue
-            self._seen.add(key)
+            alive.add(key)
+            until = self._seen.setdefault(key, now + self._window_s)
+            if now > until:
+                continue  # matched already, or never took a role name in time
             text = describe(proc)
             match = next((m for p in self._patterns if (m := p.search(text))), None)
             if match is None:
                 continue
+            self._seen[key] = -1.0  # matched: never looked at again
             try:
                 pidfd = os.pidfd_open(proc.pid)
             except OSError:
@@ -79,6 +101,8 @@ class ChildWatch:
             child = EssentialChild(pid=proc.pid, label=label, pidfd=pidfd)
             self.known[proc.pid] = child
             found.append(child)
+        for key in [key for key in self._seen if key not in alive]:
+            del self._seen[key]  # gone: a new process may take its PID
         return found
 
     def forget(self, pid: int) -> None:

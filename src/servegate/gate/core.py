@@ -23,6 +23,7 @@ from servegate.gate.children import ChildWatch
 from servegate.gate.follow import FileFollower
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
 from servegate.gate.probe import Prober
+from servegate.gate.stamps import LineClock
 from servegate.gate.verdict import Status, Verdict, iso
 from servegate.gate.watch import LineHit, LogWatcher
 
@@ -37,6 +38,7 @@ _PIPE_READ = 1 << 20
 _EXIT_DRAIN_S = 0.5  # after the main process exits, read what is left for this long at most
 _WRAPPER_WAIT_S = 0.5  # after a wrapper signature, wait this long for the specific cause
 _CHILD_GRACE_S = 0.3  # after an essential child dies, wait this long for the main to follow
+_PARTIAL_QUIET_S = 0.1  # output quiet this long: match an unfinished last line as it stands
 
 
 def exit_status(status: int) -> int:
@@ -74,6 +76,14 @@ class Gate:
         self.started_mono = sources.started_mono or now_mono
         self.started_wall = sources.started_wall or now_wall - (now_mono - self.started_mono)
         self.last_progress = self.started_mono  # silence is measured from the start
+        # a backlog (wait on a server already up) is placed by the engine's own stamps
+        self._clock = LineClock(
+            started_wall=self.started_wall,
+            process_start=sources.pid is not None and sources.started_wall is not None,
+        )
+        self.watcher.line_time = self._line_time
+        self._peek_at: float | None = None  # when to look at an unfinished last line
+        self._ready_line_s: float | None = None  # the ready line's own stamp, if read late
         self.exit_code: int | None = None
         self._verdict: Verdict | None = None
         self._sel = selectors.DefaultSelector()
@@ -204,6 +214,8 @@ class Gate:
             timers.append(self._next_snapshot)
         if self._follower is not None:
             timers.append(now + _BACKSTOP_S)
+        if self._peek_at is not None:
+            timers.append(self._peek_at)
         return min(timers)
 
     # -- event handlers ---------------------------------------------------------------
@@ -251,7 +263,12 @@ class Gate:
                 os.write(self._wake_w, b"f")
                 return
 
+    def _line_time(self, line: str, now: float) -> float:
+        placed = self._clock.place(line, now)
+        return now if placed is None else placed
+
     def _feed(self, data: bytes) -> None:
+        self._peek_at = time.monotonic() + _PARTIAL_QUIET_S
         novel = self.watcher.novel_blocks
         hits = self.watcher.feed(data, self._rel())
         if self.watcher.novel_blocks != novel:
@@ -277,6 +294,7 @@ class Gate:
                     self._wrapper = (hit.signature, hit.line, until)
             elif self._ready_line_at is None:
                 self._ready_line_at = time.monotonic()
+                self._ready_line_s = self._clock.place(hit.line, self._rel(self._ready_line_at))
                 if self._prober is None:
                     self._decide(
                         "ready",
@@ -409,6 +427,11 @@ class Gate:
                 return
         if self._children is not None and now >= self._next_snapshot:
             self._snapshot(now)
+        if self._peek_at is not None and now >= self._peek_at:
+            self._peek_at = None
+            self._hits(self.watcher.peek(self._rel(now)))
+            if self._verdict is not None:
+                return
         if self._wrapper is not None and now >= self._wrapper[2]:
             self._settle_wrapper()
             return
@@ -470,6 +493,8 @@ class Gate:
         now_mono = time.monotonic()
         elapsed = now_mono - self.started_mono
         ready = status == "ready"
+        # open phases end with the verdict, or with the ready line's own stamp in a backlog
+        ready_s = elapsed if self._ready_line_s is None else min(elapsed, self._ready_line_s)
         self._verdict = Verdict(
             status=status,
             elapsed_s=elapsed,
@@ -485,7 +510,7 @@ class Gate:
             engine=self.resolved.profile.name,
             url=self.resolved.url,
             log_path=self.sources.log_path,
-            phases=self.watcher.phases.spans(round(elapsed, 3) if ready else None),
+            phases=self.watcher.phases.spans(round(ready_s, 3) if ready else None),
             tail=() if ready else self.watcher.tail.last(),
         )
 

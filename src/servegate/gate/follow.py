@@ -1,8 +1,10 @@
 """Follow a log file that another process writes: inotify-driven, offset-based.
 
-The file is read from a saved offset and never re-read; truncation (size below the
-offset) restarts at 0, and rotation (a new inode at the path) drains the old file and
-opens the new one. inotify on the folder wakes the gate the moment the file changes;
+The file is read from a saved offset and never re-read; truncation restarts at 0, and
+rotation (a new inode at the path) drains the old file and opens the new one. A
+truncation shows as a size below the offset, or, when the file was refilled past the
+offset between two reads (copytruncate, then a burst of output), as first bytes that
+differ from those read before. inotify on the folder wakes the gate the moment the file changes;
 a slow timer remains as a backstop for filesystems that send no events (NFS).
 """
 
@@ -35,6 +37,7 @@ _MASK = (
     | _IN_DELETE
 )
 _READ_SIZE = 1 << 20
+_HEAD_BYTES = 4096  # the file's first bytes, kept to recognise a truncated-and-refilled file
 
 
 def _inotify_fd(folder: str) -> int | None:
@@ -70,6 +73,7 @@ class FileFollower:
         self.offset = 0
         self._fd: int | None = None
         self._ino: tuple[int, int] | None = None
+        self._head = b""  # the first bytes read, up to _HEAD_BYTES
         self.notify_fd = _inotify_fd(os.path.dirname(os.path.abspath(path)) or ".")
 
     def fileno(self) -> int | None:
@@ -94,8 +98,9 @@ class FileFollower:
             return ReadResult(chunks=(), restarted=False, more=False)
         assert self._fd is not None
         size = os.fstat(self._fd).st_size
-        if size < self.offset:  # truncated in place (copytruncate, > log)
+        if size < self.offset or not self._same_head():  # truncated in place (copytruncate)
             self.offset = 0
+            self._head = b""
             os.lseek(self._fd, 0, os.SEEK_SET)
             restarted = True
         total = self._read_into(chunks, budget)
@@ -125,8 +130,13 @@ class FileFollower:
         except FileNotFoundError:
             return False
         st = os.fstat(fd)
-        self._fd, self._ino, self.offset = fd, (st.st_dev, st.st_ino), 0
+        self._fd, self._ino, self.offset, self._head = fd, (st.st_dev, st.st_ino), 0, b""
         return True
+
+    def _same_head(self) -> bool:
+        """False when the file no longer starts with the bytes read from its start."""
+        assert self._fd is not None
+        return not self._head or os.pread(self._fd, len(self._head), 0) == self._head
 
     def _rotated(self) -> bool:
         try:
@@ -142,6 +152,8 @@ class FileFollower:
             data = os.read(self._fd, min(_READ_SIZE, budget - total))
             if not data:
                 break
+            if len(self._head) < _HEAD_BYTES and len(self._head) == self.offset + total:
+                self._head += data[: _HEAD_BYTES - len(self._head)]  # what was read, not re-read
             chunks.append(data)
             total += len(data)
         self.offset += total

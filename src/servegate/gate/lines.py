@@ -1,21 +1,34 @@
 """Turn a byte stream into lines, and keep the last few of them.
 
-Servers write progress bars with ``\\r``, partial lines across reads, binary garbage
-and, now and then, megabytes without a newline. ``LineAssembler`` cuts the stream into
-blocks of whole lines (``\\r`` and ``\\n`` both end a line), caps an endless line and
-keeps going; ``Tail`` keeps the last lines for the verdict without splitting every
-block into Python strings.
+Servers write progress bars with ``\\r``, partial lines across reads, binary garbage,
+ANSI colours and, now and then, megabytes without a newline. ``LineAssembler`` cuts
+the stream into blocks of whole lines (``\\r`` and ``\\n`` both end a line) with the
+escape sequences removed, caps an endless line and keeps going, and shows the
+unfinished last line on request; ``Tail`` keeps the last lines for the verdict without
+splitting every block into Python strings.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
-__all__ = ["MAX_LINE_BYTES", "LineAssembler", "Segment", "Tail", "decode_line"]
+__all__ = ["MAX_LINE_BYTES", "LineAssembler", "Segment", "Tail", "decode_line", "strip_ansi"]
 
 # A longer line is cut here; the rest, up to the next line end, is skipped.
 MAX_LINE_BYTES = 64 * 1024
 _TAIL_LINE_CHARS = 2000
+# ANSI escape sequences: CSI (colours, cursor moves, erase), OSC (window titles, links)
+# and the two-byte escapes. None of them can hold a line end, so whole lines are safe
+# to clean one by one.
+_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\r\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
+
+
+def strip_ansi(data: bytes) -> bytes:
+    """``data`` without ANSI escape sequences (the same object when it has none)."""
+    if b"\x1b" not in data:
+        return data
+    return _ANSI.sub(b"", data)
 
 
 def decode_line(raw: bytes) -> str:
@@ -59,7 +72,7 @@ class LineAssembler:
         cut = _last_line_end(data, start)
         if cut < 0:
             self._partial += data[start:] if start else data
-            return self._cap_partial()
+            return _clean(self._cap_partial())
         out: list[Segment] = []
         if self._partial:
             first = _first_line_end(data, start, cut + 1)
@@ -70,7 +83,7 @@ class LineAssembler:
         if start <= cut:
             out.append((data, start, cut + 1))
         self._partial += data[cut + 1 :]
-        return out + self._cap_partial()
+        return _clean(out + self._cap_partial())
 
     def flush(self) -> list[Segment]:
         """The unfinished last line, as a line (at end of stream)."""
@@ -78,7 +91,13 @@ class LineAssembler:
             return []
         block = bytes(self._partial) + b"\n"
         self._partial.clear()
-        return [(block, 0, len(block))]
+        return _clean([(block, 0, len(block))])
+
+    def pending(self) -> bytes | None:
+        """The unfinished last line so far (None if there is none); it stays unfinished."""
+        if not self._partial:
+            return None
+        return strip_ansi(bytes(self._partial))
 
     def reset(self) -> None:
         """Forget the partial line (the file was truncated or replaced)."""
@@ -94,22 +113,38 @@ class LineAssembler:
         return [(block, 0, len(block))]
 
 
+def _clean(segments: list[Segment]) -> list[Segment]:
+    """The segments with ANSI escape sequences removed (copied only where there are some)."""
+    for index, (block, start, end) in enumerate(segments):
+        if block.find(b"\x1b", start, end) >= 0:
+            clean = _ANSI.sub(b"", block[start:end])
+            segments[index] = (clean, 0, len(clean))
+    return segments
+
+
 class Tail:
     """The last ``size`` lines of a stream, fed in blocks of whole lines.
 
     Each block costs a few ``rfind`` calls: only its last ``size`` lines are kept, as
     raw bytes, and decoded when asked for. A progress bar redrawn with ``\\r`` keeps its
-    last state only, so a tail is not three hundred copies of one bar.
+    last state only, so a tail is not three hundred copies of one bar. An unfinished
+    last line can be shown provisionally, until the next whole lines replace it.
     """
 
     def __init__(self, size: int = 300) -> None:
         self.size = size
         self._pieces: deque[tuple[bytes, int]] = deque()  # (whole lines, their count)
         self._count = 0
+        self._provisional: bytes | None = None  # the unfinished last line, if shown
+
+    def provisional(self, line: bytes | None) -> None:
+        """Show ``line`` (unfinished, no line end) after the kept lines until more come."""
+        self._provisional = line
 
     def add_block(self, block: bytes, start: int = 0, end: int | None = None) -> None:
         """Add whole lines (each ended by ``\\n`` or ``\\r``): ``block[start:end]``."""
         end = len(block) if end is None else end
+        self._provisional = None  # these lines include its finished form
         pos = end - 1
         lines = 0
         while lines < self.size:
@@ -128,7 +163,10 @@ class Tail:
     def last(self, n: int | None = None) -> tuple[str, ...]:
         """The last ``n`` lines (all kept lines when None), decoded."""
         out: list[str] = []
-        for piece, _ in self._pieces:
+        pieces = [piece for piece, _ in self._pieces]
+        if self._provisional is not None:
+            pieces.append(self._provisional)
+        for piece in pieces:
             for raw in piece.split(b"\n"):
                 segments = [seg for seg in raw.split(b"\r") if seg.strip()]
                 if not segments:

@@ -6,6 +6,10 @@ asks for it, sends one real 1-token completion. It probes slowly until a ready l
 is seen, then every few milliseconds, and wakes the loop through a pipe when it passes.
 A profile with ``probe_absent_ok`` (llama-cpp-python has no ``/health``) also passes on
 a 404 once a ready line was seen: the ready line decides, the answer proves the port.
+
+Stopping never waits for a request in flight: its socket is shut down, and the thread
+writes to a wake-up descriptor of its own, which it closes itself, so a probe that
+outlives ``stop()`` (a connect that hangs) can never write into a reused descriptor.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import contextlib
 import http.client
 import json
 import os
+import socket
 import threading
 import time
 from urllib.parse import urlsplit
@@ -21,6 +26,7 @@ from urllib.parse import urlsplit
 __all__ = ["Prober", "http_get_status"]
 
 FAST_INTERVAL_S = 0.01
+_STOP_JOIN_S = 0.5  # stop() waits this long at most for the thread to notice
 
 
 def _connection(url: str, timeout_s: float) -> tuple[http.client.HTTPConnection, str]:
@@ -48,22 +54,6 @@ def http_get_status(url: str, timeout_s: float = 2.0) -> int:
         conn.close()
 
 
-def _post_status(url: str, body: dict[str, object], timeout_s: float) -> int:
-    conn, path = _connection(url, timeout_s)
-    try:
-        conn.request(
-            "POST",
-            path,
-            body=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", "Connection": "close"},
-        )
-        response = conn.getresponse()
-        response.read()
-        return response.status
-    finally:
-        conn.close()
-
-
 class Prober:
     """Probe ``url`` in a thread; write a byte to ``wake_fd`` when the server is ready."""
 
@@ -84,7 +74,8 @@ class Prober:
         self.last_error = "not probed yet"
         self.ok_at: float | None = None  # monotonic time the probe passed
         self.route_absent = False  # it passed on a 404: the engine has no such route
-        self._wake_fd = wake_fd
+        # the thread's own copy, closed by the thread: never written after being reused
+        self._wake_fd = os.dup(wake_fd)
         self._any_2xx = any_2xx
         self._absent_ok = absent_ok
         self._line_seen = False
@@ -94,10 +85,14 @@ class Prober:
         self._fast = False
         self._nudged = threading.Event()
         self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._conn: http.client.HTTPConnection | None = None  # the request in flight
         self._thread = threading.Thread(target=self._run, name="servegate-probe", daemon=True)
+        self._started = False
 
     def start(self) -> Prober:
         """Start probing; returns self."""
+        self._started = True
         self._thread.start()
         return self
 
@@ -108,26 +103,58 @@ class Prober:
         self._nudged.set()
 
     def stop(self) -> None:
-        """Stop probing and wait for the thread (at most one request timeout)."""
+        """Stop probing: abort a request in flight; never wait on a server that hangs."""
         self._stopped.set()
         self._nudged.set()
-        if self._thread.is_alive():
-            self._thread.join(self._timeout_s + 1.0)
+        with self._lock:
+            conn = self._conn
+        if conn is not None and conn.sock is not None:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once
+        if not self._started:
+            os.close(self._wake_fd)
+        elif self._thread.is_alive():
+            self._thread.join(_STOP_JOIN_S)
 
     def _run(self) -> None:
-        while not self._stopped.is_set():
-            if self._check():
-                self.ok_at = time.monotonic()
-                with contextlib.suppress(OSError):
-                    os.write(self._wake_fd, b"p")
-                return
-            interval = FAST_INTERVAL_S if self._fast else self._interval_s
-            self._nudged.wait(interval)
-            self._nudged.clear()
+        try:
+            while not self._stopped.is_set():
+                if self._check() and not self._stopped.is_set():
+                    self.ok_at = time.monotonic()
+                    with contextlib.suppress(OSError):
+                        os.write(self._wake_fd, b"p")
+                    return
+                interval = FAST_INTERVAL_S if self._fast else self._interval_s
+                self._nudged.wait(interval)
+                self._nudged.clear()
+        finally:
+            os.close(self._wake_fd)
+
+    def _status(self, url: str, body: dict[str, object] | None = None) -> int:
+        """GET ``url`` (POST ``body`` as JSON when given); the status. OSError if none."""
+        conn, path = _connection(url, self._timeout_s)
+        with self._lock:
+            self._conn = conn
+        try:
+            if self._stopped.is_set():
+                raise OSError("probe stopped")
+            headers = {"Connection": "close"}
+            if body is None:
+                conn.request("GET", path, headers=headers)
+            else:
+                headers["Content-Type"] = "application/json"
+                conn.request("POST", path, body=json.dumps(body).encode(), headers=headers)
+            response = conn.getresponse()
+            response.read()
+            return response.status
+        finally:
+            with self._lock:
+                self._conn = None
+            conn.close()
 
     def _check(self) -> bool:
         try:
-            status = http_get_status(self.url, self._timeout_s)
+            status = self._status(self.url)
         except (OSError, http.client.HTTPException) as exc:
             self.last_error = f"GET {self.url}: {exc.__class__.__name__}: {exc}"
             return False
@@ -143,7 +170,7 @@ class Prober:
         if self._model:
             body["model"] = self._model
         try:
-            status = _post_status(self.generate_url, body, self._timeout_s)
+            status = self._status(self.generate_url, body)
         except (OSError, http.client.HTTPException) as exc:
             self.last_error = f"POST {self.generate_url}: {exc.__class__.__name__}: {exc}"
             return False

@@ -63,14 +63,18 @@ class Verdict:
         return self.status == "ready"
 
     def line(self) -> str:
-        """The one-line verdict, e.g. ``CRASH after 12.4s: CUDA out of memory (oom) - ...``."""
+        """The one-line verdict, e.g. ``CRASH after 12.4s: CUDA out of memory (oom) - ...``.
+
+        CRASH names its kind; CRASH and TIMEOUT end with the hint, when there is one.
+        """
         if self.status == "ready":
             return f"SERVER READY after {self.elapsed_s:.1f}s"
         if self.status == "timeout":
-            return f"TIMEOUT after {self.elapsed_s:.1f}s: {self.reason}"
-        text = f"CRASH after {self.elapsed_s:.1f}s: {self.reason}"
-        if self.kind:
-            text += f" ({self.kind})"
+            text = f"TIMEOUT after {self.elapsed_s:.1f}s: {self.reason}"
+        else:
+            text = f"CRASH after {self.elapsed_s:.1f}s: {self.reason}"
+            if self.kind:
+                text += f" ({self.kind})"
         if self.hint:
             text += f" - {self.hint}"
         return text

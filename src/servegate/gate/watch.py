@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from servegate.engines.profile import EngineProfile, Signature
@@ -189,6 +189,9 @@ class LogWatcher:
         self._traceback_lines = 0  # lines left to scan for a traceback's last line
         self.novel_blocks = 0  # blocks that brought something new (progress)
         self._recent: deque[bytes] = deque(maxlen=_RECENT_LINES)
+        # when a phase line was written, given the line and when it was read; the gate
+        # swaps in one that reads the engine's own stamps (for a backlog read at once)
+        self.line_time: Callable[[str, float], float] = _as_read
 
     def feed(self, data: bytes, now: float) -> list[LineHit]:
         """Take new bytes read at ``now`` (seconds since start); return decisive lines."""
@@ -208,6 +211,20 @@ class LogWatcher:
     def reset(self) -> None:
         """The file was truncated or replaced: drop the partial line."""
         self._assembler.reset()
+
+    def peek(self, now: float) -> list[LineHit]:
+        """Match the unfinished last line as a line, and show it in the tail.
+
+        For a server that printed its last line without a line end and went quiet. The
+        line stays unfinished: once its end comes, the whole line replaces it.
+        """
+        pending = self._assembler.pending()
+        if pending is None:
+            return []
+        self.tail.provisional(pending)
+        hits: list[LineHit] = []
+        self._classify(decode_line(pending), self.rules.fast + self.rules.slow, now, hits)
+        return hits
 
     def _block(self, block: bytes, start: int, end: int, now: float) -> list[LineHit]:
         """Process the whole lines ``block[start:end]`` (scanned in place, not copied)."""
@@ -269,9 +286,9 @@ class LogWatcher:
                 if not any(hit.what == "ready" and hit.line == line for hit in hits):
                     hits.append(LineHit(what="ready", line=line))
             elif rule.action == "end":
-                self.phases.end(rule.name, now)
+                self.phases.end(rule.name, self.line_time(line, now))
             elif rule.action == "start":
-                self.phases.start(rule.name, now)
+                self.phases.start(rule.name, self.line_time(line, now))
             else:
                 traceback = True
         return traceback
@@ -289,6 +306,10 @@ class LogWatcher:
             if match and not line.lstrip().startswith(("File ", "raise ")):
                 self.last_error = line[match.start() :].strip()[:500]
                 self._traceback_lines = 0
+
+
+def _as_read(line: str, now: float) -> float:
+    return now
 
 
 def iter_lines(block: bytes) -> Iterator[str]:
