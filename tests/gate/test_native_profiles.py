@@ -166,6 +166,16 @@ def test_uncaught_exception_quotes_its_what_line(port: int) -> None:
     assert verdict.hint is not None and "update llama.cpp" in verdict.hint
 
 
+def test_trtllm_rank_abort_names_its_mpi_failure(port: int) -> None:
+    """A TensorRT-LLM rank aborting on a failed MPI call is an mpi crash, what() quoted."""
+    what = "what():  [TensorRT-LLM][ERROR] Assertion failed: Failed: MPI error mpiUtils.cpp:211"
+    text = f"terminate called after throwing an instance of 'TllmException'\n  {what}\n"
+    with pytest.raises(ServerCrashed) as info:
+        launch(aborting_server(text), engine="trtllm", port=port, timeout_s=60)
+    verdict = info.value.verdict
+    assert (verdict.kind, verdict.matched_line) == ("mpi", what)
+
+
 def test_an_unknown_uncaught_exception_is_still_its_cause(port: int) -> None:
     """A what() line no signature knows is quoted as the cause of an abort."""
     text = (

@@ -164,6 +164,13 @@ PROFILE = EngineProfile(
             wrapper=True,
         ),
         *common_fatal(oom_hint=_OOM_HINT, port_hint=_PORT_HINT, args_hint=_ARGS_HINT),
+        # torch's spelling of an OOM inside a CUDA-graph capture, before any CUDA error
+        Signature(
+            pattern=r"CUDA error: out of memory",
+            kind="oom",
+            title="CUDA out of memory",
+            hint=_OOM_HINT,
+        ),
         Signature(
             pattern=r"CUDA error: ",
             kind="cuda-error",

@@ -39,6 +39,10 @@ _ARGS_HINT = (
     "trtllm-serve rejected a flag or its value: check trtllm-serve serve --help of this "
     "version (its options use underscores: --tp_size, --max_batch_size)"
 )
+_ABORT_HINT = (
+    "a rank aborted on an uncaught C++ exception: the what() line is the cause; "
+    "see the lines above it"
+)
 _GPUS_HINT = (
     "--tp_size x --pp_size asks for more GPUs than this node shows: lower them, check "
     "CUDA_VISIBLE_DEVICES, or launch across nodes with mpirun / trtllm-llmapi-launch"
@@ -193,6 +197,28 @@ PROFILE = EngineProfile(
             title="CUDA error",
             hint="a CUDA runtime or hardware failure (NVLink, ECC, Xid): check nvidia-smi "
             "and dmesg, then rerun; a repeat on one GPU points at that GPU",
+        ),
+        # an uncaught C++ exception (TllmException) aborts the rank: its what() line is
+        # the cause, and names an MPI failure when there is one
+        Signature(
+            pattern=r"Failed: MPI error",
+            kind="mpi",
+            title="an MPI call failed",
+            hint="check that every rank started (mpirun -n / --tp_size), that the GPUs see "
+            "each other, and the MPI / UCX settings",
+        ),
+        Signature(
+            pattern=r"terminate called after throwing an instance of",
+            kind="abort",
+            title="uncaught C++ exception",
+            hint=_ABORT_HINT,
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"what\(\):  ",
+            kind="abort",
+            title="uncaught C++ exception",
+            hint=_ABORT_HINT,
         ),
         # a rank's own report, whatever its cause: the cause follows on the same line
         Signature(
