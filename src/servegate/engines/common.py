@@ -1,8 +1,9 @@
 """Fatal log signatures shared by every engine (CUDA, NCCL, sockets, the interpreter).
 
-These come from the CUDA runtime, PyTorch, NCCL, FlashInfer, uvicorn, argparse and the C
-runtime, so they read the same whichever engine prints them. Each engine module adds its
-own.
+These come from the CUDA runtime, PyTorch, NCCL, gloo, torch.distributed, FlashInfer,
+uvicorn, argparse, huggingface_hub and the C runtime, so they read the same whichever
+engine prints them. Each engine module adds its own, and passes its own hints (its
+flags) to ``common_fatal``.
 """
 
 from __future__ import annotations
@@ -19,34 +20,76 @@ _NCCL_HINT = (
     "rerun with NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME, that every GPU is visible "
     "and that no stale process holds one"
 )
+_DISTRIBUTED_HINT = (
+    "a peer of the distributed group died or cannot be reached: the first error of "
+    "another rank is above; across nodes check the rendezvous address, "
+    "GLOO_SOCKET_IFNAME and the firewall"
+)
+_CUDA_GRAPH_HINT = "run without CUDA graphs to confirm, then capture fewer batch sizes"
 _PORT_HINT = (
     "another process holds the port: stop it (servegate ps / servegate stop) or pick another --port"
 )
+_RENDEZVOUS_HINT = (
+    "another process holds the torch.distributed rendezvous port (MASTER_PORT or the "
+    "engine's distributed init address): stop it or pick another port"
+)
 # argparse's last line, printed by every Python engine's command line
 _ARGS_HINT = "check the flag's spelling and value for this engine version (its --help lists them)"
+_MODEL_HINT = (
+    "check the model path or Hub id; for a gated or private repo accept its terms "
+    "on the Hub and set HF_TOKEN"
+)
+_ILLEGAL_HINT = (
+    "a kernel bug or a bad kernel choice: try another attention backend "
+    "or disable CUDA graphs to locate it"
+)
 
 
 def common_fatal(
     *,
     oom_hint: str = _OOM_HINT,
     nccl_hint: str = _NCCL_HINT,
+    distributed_hint: str = _DISTRIBUTED_HINT,
+    cuda_graph_hint: str = _CUDA_GRAPH_HINT,
     port_hint: str = _PORT_HINT,
     args_hint: str = _ARGS_HINT,
+    model_hint: str = _MODEL_HINT,
 ) -> tuple[Signature, ...]:
     """The shared signatures, with an engine's own hints (its flags, not another's).
 
     Each keyword replaces the hint of one kind: ``oom_hint`` (oom), ``nccl_hint``
-    (nccl), ``port_hint`` (port-in-use), ``args_hint`` (bad-args). The defaults name
-    no engine's flags.
+    (nccl), ``distributed_hint`` (distributed: gloo, the torch.distributed store),
+    ``cuda_graph_hint`` (cuda-graph: a failed CUDA-graph capture), ``port_hint``
+    (port-in-use), ``args_hint`` (bad-args), ``model_hint`` (model-load). The defaults
+    name no engine's flags. Order is priority: the first signature that matches a line
+    names it, so a capture that failed because of an OOM or a lost peer is that cause.
     """
     return (
+        # out of memory, in each spelling: torch's allocator, a CUDA call, ROCm
         Signature(
             pattern=r"CUDA out of memory", kind="oom", title="CUDA out of memory", hint=oom_hint
         ),
         Signature(
             pattern=r"OutOfMemoryError", kind="oom", title="GPU out of memory", hint=oom_hint
         ),
+        Signature(
+            pattern=r"CUDA error: out of memory",
+            kind="oom",
+            title="CUDA out of memory (a CUDA call failed)",
+            hint=oom_hint,
+        ),
+        Signature(
+            pattern=r"cudaErrorMemoryAllocation",
+            kind="oom",
+            title="CUDA out of memory (a CUDA call failed)",
+            hint=oom_hint,
+        ),
+        Signature(
+            pattern=r"HIP out of memory", kind="oom", title="GPU out of memory", hint=oom_hint
+        ),
+        # NCCL, however torch or the engine's own wrapper spells it
         Signature(pattern=r"NCCL error", kind="nccl", title="NCCL error", hint=nccl_hint),
+        Signature(pattern=r"NCCL Error \d", kind="nccl", title="NCCL error", hint=nccl_hint),
         Signature(
             pattern=r"ProcessGroupNCCL.*(?:Timeout|Watchdog caught)",
             kind="nccl",
@@ -59,15 +102,50 @@ def common_fatal(
             title="NCCL hit a CUDA error",
             hint=nccl_hint,
         ),
+        *(
+            Signature(pattern=code, kind="nccl", title=f"NCCL error ({code})", hint=nccl_hint)
+            for code in ("ncclSystemError", "ncclInternalError", "ncclRemoteError")
+        ),
+        # torch.distributed without NCCL: gloo's TCP transport, the rendezvous store
         Signature(
-            pattern=r"CUDA error: an illegal memory access",
-            kind="cuda-error",
-            title="CUDA illegal memory access",
-            hint="a kernel bug or a bad kernel choice: try another attention backend "
-            "or disable CUDA graphs to locate it",
+            pattern=r"gloo/transport/tcp/pair\.cc",
+            kind="distributed",
+            title="a gloo connection to another rank failed",
+            hint=distributed_hint,
         ),
         Signature(
-            pattern=r"CUDA error: no kernel image is available",
+            pattern=r"Connection closed by peer",
+            kind="distributed",
+            title="another rank closed its connection",
+            hint=distributed_hint,
+        ),
+        Signature(
+            pattern=r"Gloo connectFullMesh failed",
+            kind="distributed",
+            title="gloo could not connect every rank",
+            hint=distributed_hint,
+        ),
+        Signature(
+            pattern=r"DistStoreError",
+            kind="distributed",
+            title="the torch.distributed store failed (a rank did not join in time)",
+            hint=distributed_hint,
+        ),
+        Signature(
+            pattern=r"DistNetworkError",
+            kind="distributed",
+            title="the torch.distributed store could not be reached",
+            hint=distributed_hint,
+        ),
+        Signature(
+            pattern=r"EADDRINUSE",
+            kind="port-in-use",
+            title="the torch.distributed rendezvous port is in use",
+            hint=_RENDEZVOUS_HINT,
+        ),
+        # CUDA errors with a known meaning, then any other CUDA error
+        Signature(
+            pattern=r"no kernel image is available",
             kind="cuda-arch",
             title="no CUDA kernel image for this GPU",
             hint="the installed wheels were not built for this GPU: install a build "
@@ -81,6 +159,65 @@ def common_fatal(
             "upgrade CUDA or choose another attention backend",
         ),
         Signature(
+            pattern=r"illegal memory access was encountered",
+            kind="cuda-error",
+            title="CUDA illegal memory access",
+            hint=_ILLEGAL_HINT,
+        ),
+        Signature(
+            pattern=r"cudaErrorIllegalAddress",
+            kind="cuda-error",
+            title="CUDA illegal memory access",
+            hint=_ILLEGAL_HINT,
+        ),
+        Signature(
+            pattern=r"device-side assert triggered",
+            kind="cuda-error",
+            title="a CUDA kernel assertion failed",
+            hint="rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; often an index out "
+            "of range (a token id past the vocabulary)",
+        ),
+        Signature(
+            pattern=r"uncorrectable (?:NVLink|ECC) error",
+            kind="cuda-error",
+            title="a GPU hardware error",
+            hint="the GPU or its NVLink reported an uncorrectable error: check nvidia-smi -q "
+            "and dmesg (Xid), reset or drain the GPU",
+        ),
+        # a failed CUDA-graph capture (after OOM and lost peers, which also break one)
+        Signature(
+            pattern=r"operation not permitted when stream is capturing",
+            kind="cuda-graph",
+            title="CUDA-graph capture failed: an operation not allowed during capture",
+            hint=cuda_graph_hint,
+        ),
+        Signature(
+            pattern=r"during CUDA graph capture",
+            kind="cuda-graph",
+            title="CUDA-graph capture failed: an operation not allowed during capture",
+            hint=cuda_graph_hint,
+        ),
+        Signature(
+            pattern=r"cudaErrorStreamCapture",
+            kind="cuda-graph",
+            title="CUDA-graph capture failed",
+            hint=cuda_graph_hint,
+        ),
+        Signature(
+            pattern=r"Capture cuda graph failed",
+            kind="cuda-graph",
+            title="CUDA-graph capture failed",
+            hint=cuda_graph_hint,
+        ),
+        Signature(
+            pattern=r"CUDA error: ",
+            kind="cuda-error",
+            title="CUDA error",
+            hint="see the CUDA error in the matched line; rerun with CUDA_LAUNCH_BLOCKING=1 "
+            "to find the call that failed",
+        ),
+        # the HTTP port
+        Signature(
             pattern=r"Address already in use",
             kind="port-in-use",
             title="address already in use",
@@ -92,6 +229,7 @@ def common_fatal(
             title="the HTTP port is already in use",
             hint=port_hint,
         ),
+        # the command line (argparse's messages)
         Signature(
             pattern=r"error: unrecognized arguments",
             kind="bad-args",
@@ -99,11 +237,70 @@ def common_fatal(
             hint=args_hint,
         ),
         Signature(
-            pattern=r"error: argument .*: invalid",
+            pattern=r"error: argument .*: (?:invalid|expected|not allowed|ignored)",
             kind="bad-args",
             title="a flag has an invalid value",
             hint=args_hint,
         ),
+        Signature(
+            pattern=r"error: the following arguments are required",
+            kind="bad-args",
+            title="a required argument is missing",
+            hint=args_hint,
+        ),
+        Signature(
+            pattern=r"error: ambiguous option",
+            kind="bad-args",
+            title="an abbreviated flag matches several flags",
+            hint=args_hint,
+        ),
+        # the model: Hub access, a wrong path, missing files
+        Signature(
+            pattern=r"You are trying to access a gated repo",
+            kind="model-load",
+            title="the model is a gated Hub repo this token cannot read",
+            hint=model_hint,
+        ),
+        Signature(
+            pattern=r"Cannot access gated repo",
+            kind="model-load",
+            title="the model is a gated Hub repo this token cannot read",
+            hint=model_hint,
+        ),
+        Signature(
+            pattern=r"GatedRepoError",
+            kind="model-load",
+            title="the model is a gated Hub repo this token cannot read",
+            hint=model_hint,
+        ),
+        *(
+            Signature(
+                pattern=pattern,
+                kind="model-load",
+                title="no such model repo on the Hub",
+                hint=model_hint,
+            )
+            for pattern in (r"RepositoryNotFoundError", r"Repository Not Found for url")
+        ),
+        Signature(
+            pattern=r"is not a local folder and is not a valid model identifier",
+            kind="model-load",
+            title="the model path is neither a folder nor a Hub id",
+            hint=model_hint,
+        ),
+        Signature(
+            pattern=r"does not appear to have a file named",
+            kind="model-load",
+            title="the model folder lacks a file it needs",
+            hint=model_hint,
+        ),
+        Signature(
+            pattern=r"Cannot find any model weights",
+            kind="model-load",
+            title="no model weights found",
+            hint=model_hint,
+        ),
+        # the process itself
         Signature(
             pattern=r"Segmentation fault",
             kind="segfault",

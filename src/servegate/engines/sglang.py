@@ -17,6 +17,24 @@ _OOM_HINT = (
     "lower --mem-fraction-static, --max-running-requests, --chunked-prefill-size or "
     "--cuda-graph-max-bs, or free the GPU"
 )
+_NCCL_HINT = (
+    "rerun with NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME, that --tp GPUs are visible "
+    "and no stale process holds one; --disable-custom-all-reduce rules out SGLang's own "
+    "all-reduce"
+)
+_DISTRIBUTED_HINT = (
+    "a peer rank died or cannot be reached: the first error of another rank is above; "
+    "across nodes check --dist-init-addr, --nnodes / --node-rank, GLOO_SOCKET_IFNAME and "
+    "that every node started"
+)
+_CUDA_GRAPH_HINT = (
+    "confirm with --disable-cuda-graph, then lower --cuda-graph-max-bs; with "
+    "--enable-torch-compile, try without it"
+)
+_MODEL_HINT = (
+    "check --model-path (a folder with config.json or a Hub id); for a gated or private "
+    "repo accept its terms on the Hub and set HF_TOKEN"
+)
 
 PROFILE = EngineProfile(
     name="sglang",
@@ -32,12 +50,40 @@ PROFILE = EngineProfile(
             "--context-length",
         ),
         Signature(
+            pattern=r"runs out of memory\. Please set a smaller number",
+            kind="oom",
+            title="the request or token pool ran out of memory",
+            hint="lower --max-running-requests, or raise --mem-fraction-static",
+        ),
+        Signature(
+            pattern=r"(?:Prefill|Decode) out of memory",
+            kind="oom",
+            title="the KV cache ran out of memory",
+            hint=_OOM_HINT,
+        ),
+        Signature(
             pattern=r"The memory capacity is unbalanced",
             kind="gpu-busy",
             title="GPU memory is unbalanced across ranks",
             hint="another process holds memory on one GPU (often an orphan of an earlier "
             "run): free it",
         ),
+        # raised as ValueError; a bare "Warning: ..." line is only a warning
+        Signature(
+            pattern=r"Error: (?:Warning: )?User-specified context_length",
+            kind="max-model-len",
+            title="--context-length is longer than the model allows",
+            hint="lower --context-length to the model's limit, or set "
+            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 if the model supports more",
+        ),
+        *common_fatal(
+            oom_hint=_OOM_HINT,
+            nccl_hint=_NCCL_HINT,
+            distributed_hint=_DISTRIBUTED_HINT,
+            cuda_graph_hint=_CUDA_GRAPH_HINT,
+            model_hint=_MODEL_HINT,
+        ),
+        # wrappers: they say that something failed; the cause is printed near them
         Signature(
             pattern=r"Scheduler hit an exception",
             kind="engine-init",
@@ -60,6 +106,21 @@ PROFILE = EngineProfile(
             wrapper=True,
         ),
         Signature(
+            pattern=r"TpModelWorkerClient hit an exception",
+            kind="engine-init",
+            title="the model worker thread raised an exception",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
+        # SGLang before 0.3
+        Signature(
+            pattern=r"Exception in (?:run_tp_server|ModelRpcClient|ModelTpServer)",
+            kind="engine-init",
+            title="a model worker raised an exception",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
+        Signature(
             pattern=r"Received sigquit from a child process",
             kind="child-exit",
             title="a child process failed (sigquit)",
@@ -75,11 +136,19 @@ PROFILE = EngineProfile(
             wrapper=True,
         ),
         Signature(
+            pattern=r"Rank \d+ scheduler is dead",
+            kind="child-exit",
+            title="a scheduler process died",
+            hint="exit code -9 usually means the OS OOM killer: check host memory; "
+            "otherwise see the traceback above",
+            wrapper=True,
+        ),
+        Signature(
             pattern=r"Initialization failed\. warmup error",
             kind="engine-init",
             title="the warmup request failed",
             hint="the first generation failed: see the traceback above "
-            "(JIT toolchain, kernels, sampling parameters)",
+            "(JIT toolchain, kernels, sampling parameters, an HTTP proxy in the environment)",
             wrapper=True,
         ),
         Signature(
@@ -89,7 +158,6 @@ PROFILE = EngineProfile(
             hint=_ROOT_CAUSE,
             wrapper=True,
         ),
-        *common_fatal(oom_hint=_OOM_HINT),
     ),
     phases=(
         Phase(name="parse_args", start=(r"server_args=ServerArgs\(",)),

@@ -20,6 +20,27 @@ _OOM_HINT = (
     "lower --gpu-memory-utilization (room for CUDA graphs and other processes), "
     "--max-num-seqs or --max-model-len, add --enforce-eager, or free the GPU"
 )
+_KV_HINT = (
+    "the KV cache cannot hold one request of --max-model-len: raise "
+    "--gpu-memory-utilization, lower --max-model-len, or add GPUs (--tensor-parallel-size)"
+)
+_NCCL_HINT = (
+    "rerun with NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME and NCCL_P2P_DISABLE, that "
+    "--tensor-parallel-size GPUs are visible and no stale process holds one; "
+    "--disable-custom-all-reduce rules out vLLM's own all-reduce"
+)
+_DISTRIBUTED_HINT = (
+    "a peer rank died or cannot be reached: the first error of another rank is above; "
+    "across nodes check VLLM_HOST_IP, GLOO_SOCKET_IFNAME and the Ray cluster"
+)
+_CUDA_GRAPH_HINT = (
+    "add --enforce-eager to run without CUDA graphs, or capture fewer sizes "
+    "(--max-num-seqs, --compilation-config cudagraph_capture_sizes)"
+)
+_MODEL_HINT = (
+    "check --model (a folder with config.json or a Hub id); for a gated or private repo "
+    "accept its terms on the Hub and set HF_TOKEN"
+)
 
 PROFILE = EngineProfile(
     name="vllm",
@@ -51,7 +72,14 @@ PROFILE = EngineProfile(
             pattern=r"is larger than the available KV cache memory",
             kind="oom",
             title="the KV cache cannot hold one request of max model length",
-            hint="increase --gpu-memory-utilization or lower --max-model-len",
+            hint=_KV_HINT,
+        ),
+        # vLLM before 0.8: the same check, counted in tokens
+        Signature(
+            pattern=r"is larger than the maximum number of tokens that can be stored in KV cache",
+            kind="oom",
+            title="the KV cache cannot hold one request of max model length",
+            hint=_KV_HINT,
         ),
         Signature(
             pattern=r"User-specified max_model_len .* is greater than the derived max_model_len",
@@ -60,6 +88,14 @@ PROFILE = EngineProfile(
             hint="lower --max-model-len to the model's max_position_embeddings (its "
             "config.json) or leave it out",
         ),
+        *common_fatal(
+            oom_hint=_OOM_HINT,
+            nccl_hint=_NCCL_HINT,
+            distributed_hint=_DISTRIBUTED_HINT,
+            cuda_graph_hint=_CUDA_GRAPH_HINT,
+            model_hint=_MODEL_HINT,
+        ),
+        # wrappers: they say that something failed; the cause is printed near them
         Signature(
             pattern=r"Engine core initialization failed",
             kind="engine-init",
@@ -74,8 +110,44 @@ PROFILE = EngineProfile(
             hint=_ROOT_CAUSE,
             wrapper=True,
         ),
+        # vLLM 0.6-0.7 (the V0 engine in its own process)
+        Signature(
+            pattern=r"Engine process failed to start",
+            kind="engine-init",
+            title="the engine process failed to start",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"WorkerProc hit an exception",
+            kind="engine-init",
+            title="a worker raised an exception",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"Exception in worker .* while processing method",
+            kind="engine-init",
+            title="a worker raised an exception",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"Error executing method .* This might cause deadlock",
+            kind="engine-init",
+            title="a worker raised an exception",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
         Signature(
             pattern=r"EngineDeadError",
+            kind="engine-dead",
+            title="the engine core died",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"EngineCore encountered a fatal error",
             kind="engine-dead",
             title="the engine core died",
             hint=_ROOT_CAUSE,
@@ -89,7 +161,6 @@ PROFILE = EngineProfile(
             "traceback above",
             wrapper=True,
         ),
-        *common_fatal(oom_hint=_OOM_HINT),
     ),
     phases=(
         Phase(

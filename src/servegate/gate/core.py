@@ -373,7 +373,9 @@ class Gate:
                 hint = "the cause is in the log tail"
         if last:
             reason += f" after {last[:200]}"
-        self._decide("crash", "exit", reason, kind=kind, hint=hint, matched_line=last)
+        self._decide(
+            "crash", "exit", reason, kind=kind, hint=hint, matched_line=self.watcher.cause_line
+        )
 
     def _on_child_exit(self, pid: int, label: str) -> None:
         assert self._children is not None
@@ -395,15 +397,18 @@ class Gate:
             kind="child-exit",
             hint="the engine lost a worker and will not serve: the cause is in the log tail "
             "(exit -9 without a message is usually the OOM killer)",
-            matched_line=self.watcher.last_error,
+            matched_line=self.watcher.cause_line,
         )
 
     def _settle_wrapper(self) -> None:
         assert self._wrapper is not None
         signature, line, _ = self._wrapper
         reason = signature.title
-        if self.watcher.last_error:
-            reason += f": {self.watcher.last_error[:200]}"
+        # the wrapper says that something failed; quote the line that says what
+        cause = self.watcher.cause()
+        if cause is not None and cause.line != line.strip():
+            reason += f": {cause.text[:200]}"
+            line = cause.line
         self._decide(
             "crash",
             "signature",

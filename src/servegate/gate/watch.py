@@ -1,8 +1,11 @@
-"""Read a server's log as it grows: fatal lines, ready lines, phases, the last error.
+"""Read a server's log as it grows: fatal lines, ready lines, phases, the cause.
 
 ``LogWatcher.feed(bytes, now)`` takes whatever the pipe or file gave and returns the
 decisive lines in it (fatal or ready). It never looks at a line twice and keeps only a
-bounded tail, so memory stays flat whatever the log's size.
+bounded tail, so memory stays flat whatever the log's size. A fatal pattern found in a
+traceback's source line (``raise RuntimeError(f"NCCL error: ...")``) is not decisive:
+the exception line that follows is. ``cause()`` picks, when a verdict needs it, the
+line that says what failed (gate/cause.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 
 from servegate.engines.profile import EngineProfile, Signature
 from servegate.errors import UsageError
+from servegate.gate.cause import Cause, exception_text, is_source_line, select_cause
 from servegate.gate.lines import LineAssembler, Tail, decode_line
 from servegate.gate.scan import MIN_ANCHOR, Prefilter, line_bounds, required_literal
 from servegate.gate.verdict import PhaseSpan
@@ -21,9 +25,6 @@ from servegate.gate.verdict import PhaseSpan
 __all__ = ["LineHit", "LogWatcher", "PhaseTracker", "Rules", "compile_user_pattern"]
 
 _TRACEBACK = r"Traceback \(most recent call last\)"
-_EXCEPTION_LINE = re.compile(
-    r"\b((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt))(?::\s|:?\s*$)"
-)
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 _TRACEBACK_SCAN_LINES = 400
 # clock times, dates, durations and rates: what changes in a heartbeat line that makes
@@ -102,6 +103,12 @@ class Rules:
                 _Rule(pattern=re.compile(t), action="start", name=phase.name) for t in phase.start
             )
         rules.append(_Rule(pattern=re.compile(_TRACEBACK), action="traceback"))
+        # every fatal rule in priority order: the first that matches a line names it
+        self.fatal: tuple[tuple[re.Pattern[str], Signature], ...] = tuple(
+            (rule.pattern, rule.signature)
+            for rule in rules
+            if rule.action == "fatal" and rule.signature is not None
+        )
         fast: list[_Rule] = []
         slow: list[_Rule] = []
         anchors: list[bytes] = []
@@ -183,7 +190,8 @@ class LogWatcher:
         self.tail = Tail(tail_lines)
         self.phases = PhaseTracker()
         self.bytes_seen = 0
-        self.last_error: str | None = None  # final line of the latest traceback
+        # the exception line that ended the latest traceback (kept beyond the tail)
+        self._traceback_cause: Cause | None = None
         self.ready_line: str | None = None  # first ready line seen
         self._assembler = LineAssembler()
         self._traceback_lines = 0  # lines left to scan for a traceback's last line
@@ -271,13 +279,35 @@ class LogWatcher:
         self._recent.append(key)
         self.novel_blocks += 1
 
+    def cause(self) -> Cause | None:
+        """The line that says what failed, from the tail (or the latest traceback)."""
+        found = select_cause(self.tail.last(), self.rules.fatal)
+        return found if found is not None else self._traceback_cause
+
+    @property
+    def last_error(self) -> str | None:
+        """The cause's text without logger prefixes (for a verdict's reason), or None."""
+        cause = self.cause()
+        return None if cause is None else cause.text[:500]
+
+    @property
+    def cause_line(self) -> str | None:
+        """The cause's line as the server printed it (for ``matched_line``), or None."""
+        cause = self.cause()
+        return None if cause is None else cause.line
+
     def _classify(self, line: str, rules: Sequence[_Rule], now: float, hits: list[LineHit]) -> bool:
         """Apply every rule to one line; True when it opens a traceback."""
         traceback = False
+        source: bool | None = None  # is the line a traceback's frame or source line?
         for rule in rules:
             if not rule.pattern.search(line):
                 continue
             if rule.action == "fatal":
+                if source is None:
+                    source = is_source_line(line)
+                if source:
+                    continue  # the exception line after it says it, and is quoted
                 if not any(hit.what == "fatal" and hit.line == line for hit in hits):
                     hits.append(LineHit(what="fatal", line=line, signature=rule.signature))
             elif rule.action == "ready":
@@ -302,9 +332,9 @@ class LogWatcher:
             line = decode_line(block[line_start:line_end])
             if not line.strip() or line.lstrip().startswith(_CHAINED):
                 continue
-            match = _EXCEPTION_LINE.search(line)
-            if match and not line.lstrip().startswith(("File ", "raise ")):
-                self.last_error = line[match.start() :].strip()[:500]
+            text = exception_text(line)
+            if text is not None:
+                self._traceback_cause = Cause(line=line.strip(), text=text)
                 self._traceback_lines = 0
 
 
