@@ -18,8 +18,8 @@ from servegate.engines import get_profile
 PATTERN = r"KV shard \d+ lost its heartbeat"
 DEATH = "[2026-01-01 00:00:09] watchdog: KV shard 3 lost its heartbeat; aborting"
 
-# A server that serves (the simulator, its log relayed), then, once the benchmark's
-# first request was served, prints a line only the campaign's pattern knows and dies.
+# A server that serves (the simulator, its log relayed), then, once the benchmark is well
+# under way, prints a line only the campaign's pattern knows and dies.
 DYING_SERVER = textwrap.dedent(
     """\
     import re, subprocess, sys, threading, time, urllib.request
@@ -41,12 +41,12 @@ DYING_SERVER = textwrap.dedent(
 
     threading.Thread(target=relay, daemon=True).start()
     ready.wait()
-    while True:  # until the load generator's first prompt was processed
+    while True:  # until several of the benchmark's prompts (32 tokens each) were served
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
                 text = r.read().decode()
             m = re.search(r"^sglang:prompt_tokens_total(?:{.*})? (\\S+)", text, re.M)
-            if m and float(m.group(1)) > 0:
+            if m and float(m.group(1)) >= 200:
                 break
         except OSError:
             pass

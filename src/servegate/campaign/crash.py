@@ -89,9 +89,11 @@ def classify(
         return None
     signature, line = wrapper
     cause = _cause(signature, line)
-    if watcher.last_error:
+    # the wrapper says that something failed; quote the line that says what, as the gate
+    last = watcher.last_error
+    if last and last.strip() not in line:
         return Cause(
-            reason=f"{cause.reason}: {watcher.last_error[:200]}",
+            reason=f"{cause.reason}: {last[:200]}",
             kind=cause.kind,
             hint=cause.hint,
             matched_line=cause.matched_line,
