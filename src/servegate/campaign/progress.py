@@ -4,6 +4,7 @@ stdout is kept for the results table; everything said while the campaign runs go
 stderr. On a terminal a status line shows what is happening now (launching, request
 counts of the running load point); elsewhere (a log file, CI, ``nohup``) each event is
 one plain line, so the log reads well after the fact. ``NO_COLOR`` is respected by rich.
+Every line passes ``servegate.redact`` first (inherited secrets, URL credentials).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.status import Status
 from rich.text import Text
+
+from servegate.redact import Redactor
 
 __all__ = ["CampaignProgress"]
 
@@ -29,6 +32,7 @@ class CampaignProgress:
         self._console = Console(file=self._stream, highlight=False, soft_wrap=True)
         self._status: Status | None = None
         self._last_update = 0.0
+        self._redactor = Redactor.collect()
 
     # --- events ------------------------------------------------------------------------
 
@@ -57,6 +61,7 @@ class CampaignProgress:
         if not self._live:
             self._line(message, style="")
             return
+        message = self._redactor.text(message)
         if self._status is None:
             self._status = self._console.status(message)
             self._status.start()
@@ -70,7 +75,7 @@ class CampaignProgress:
         now = time.monotonic()
         if now - self._last_update >= 0.2:
             self._last_update = now
-            self._status.update(message)
+            self._status.update(self._redactor.text(message))
 
     def done(self) -> None:
         """End the live status line (before the results are printed)."""
@@ -83,6 +88,7 @@ class CampaignProgress:
     def _line(self, message: str, *, style: str, always: bool = False) -> None:
         if self._quiet and not always:
             return
+        message = self._redactor.text(message)
         if self._live:
             self._console.print(Text(message, style=style))
         else:

@@ -33,4 +33,5 @@ def html_available() -> bool:
 def write_html(report: Report, path: Path) -> Path:
     """Write the self-contained HTML report to ``path``; return it."""
     path.write_text(render_html(report), encoding="utf-8")
+    path.chmod(0o644)  # reports are meant to be shared, whatever the umask
     return path

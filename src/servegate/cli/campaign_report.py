@@ -27,6 +27,7 @@ def _write(target: str, content: str) -> None:
         )
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # reports are meant to be shared; mkstemp makes 0600
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(content)
         os.replace(tmp, path)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from servegate.errors import GateError, ServerNotFound, UsageError
+from servegate.redact import Redactor, scrub
 
 if TYPE_CHECKING:
     from servegate.gate.verdict import Verdict
@@ -91,6 +92,7 @@ def _stall(stall_s: float) -> float | None:
 
 
 def _render(verdict: Verdict, *, tail: int, as_json: bool, extra: dict[str, Any]) -> None:
+    verdict = scrub(verdict)  # a token the server echoed must not reach the terminal
     if as_json:
         click.echo(json.dumps({**verdict.to_json(), **extra}))
         return
@@ -191,7 +193,8 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     if foreground:
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:  # from the moment the SIGTERM handler is in place
-        click.echo(f"launching {' '.join(command)[:200]}", err=True)
+        shown = Redactor.collect(envs=[env]).command(command)
+        click.echo(f"launching {' '.join(shown)[:200]}", err=True)
         server = launch_server(
             list(command),
             engine=engine,
@@ -365,6 +368,7 @@ def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json
     if grace_s < 0:
         raise UsageError(f"--grace must be 0 or more seconds, not {grace_s}.")
     tracked = orphan = None
+    problem = None  # the keeper's log trouble, shown in the report
     if name is not None:
         tracked = state.load(state.check_name(name))
         if tracked is None or tracked.gone():
@@ -397,17 +401,19 @@ def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json
             port=tracked.port,
             main_create_time=tracked.create_time,
         )
-        state.remove(tracked.name)
+        problem = state.remove(tracked.name)
     else:
         assert pid is not None
         label = f"pid {pid}"
         report = _stop_untracked(pid, grace_s)
     if as_json:
-        click.echo(json.dumps({"name": label, **report.to_json()}))
+        click.echo(json.dumps({"name": label, **report.to_json(), "log_problem": problem}))
     else:
         click.echo(f"{label}: {report.line()}")
         if report.killed:
             click.echo(f"killed: {' '.join(map(str, report.killed))}")
+        if problem:
+            click.echo(f"{label}: {problem}")
     _exit(0 if not report.survivors and report.port_free is not False else 1)
 
 

@@ -1,11 +1,21 @@
 """The keeper: a small process that owns a launched server and is its dead-man switch.
 
-    python -m servegate.launch.keeper SPEC_JSON     (started by servegate.launch)
+    python -m servegate.launch.keeper --spec-fd FD     (started by ``spawn``)
+
+Its spec (the server's command and environment, secrets included) arrives as JSON on
+the pipe FD, never in its argv, which every local user can read in ``ps``.
 
 It starts the server in a new session with its output on a pipe, drains that pipe into
 the log file for the server's whole life (a full pipe would hang the server), runs the
 gate on it and reports on stdout, one JSON object per line:
 ``{"event": "started", ...}``, ``{"event": "verdict", ...}``, ``{"event": "exit", ...}``.
+The verdict is redacted (``servegate.redact``) before it leaves; the log file itself
+keeps the server's output verbatim and is readable by its owner only (0600).
+
+The keeper never kills a healthy server for its own trouble: when the log cannot be
+written (disk full, EIO), the output is still drained, the bytes are dropped and
+counted, and the problem is recorded in the server's ``NAME.status`` for ``ps`` and
+``stop``; writing is tried again every second, so a freed disk resumes the log.
 
 Its stdin is a pipe from the process that launched it. ``detach`` on that pipe lets the
 server outlive the launcher (a detached ``servegate launch``); otherwise end-of-file,
@@ -17,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import json
 import os
@@ -25,14 +36,56 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, BinaryIO
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-__all__ = ["main"]
+from servegate.redact import Redactor
+
+if TYPE_CHECKING:
+    from servegate.launch.state import StatusFile
+
+__all__ = ["LogSink", "main", "spawn"]
 
 _PR_SET_CHILD_SUBREAPER = 36
 _F_SETPIPE_SZ = 1031
 _PIPE_SIZE = 1 << 20
 _CALLER_GONE_GRACE_S = 5.0
+_RETRY_S = 1.0  # after a failed log write, drop output this long before trying again
+_STATUS_EVERY_S = 1.0  # the dropped-bytes count in NAME.status is at most this old
+
+
+def spawn(spec: dict[str, Any], *, control: int) -> subprocess.Popen[bytes]:
+    """Start a keeper for ``spec``; ``control`` becomes its stdin (see the module doc).
+
+    The spec travels through a pipe: argv is world-readable in /proc and ``ps``.
+    """
+    spec_r, spec_w = os.pipe()
+    try:
+        keeper = subprocess.Popen(
+            [sys.executable, "-m", "servegate.launch.keeper", "--spec-fd", str(spec_r)],
+            stdin=control,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(spec_r,),
+        )
+    except BaseException:
+        os.close(spec_w)
+        raise
+    finally:
+        os.close(spec_r)
+    with open(spec_w, "wb") as pipe, contextlib.suppress(BrokenPipeError):
+        pipe.write(json.dumps(spec).encode())  # a dead keeper tells on its stdout
+    return keeper
+
+
+def _read_spec(argv: list[str]) -> dict[str, Any]:
+    if len(argv) != 3 or argv[1] != "--spec-fd":
+        raise SystemExit("usage: python -m servegate.launch.keeper --spec-fd FD")
+    with open(int(argv[2]), "rb") as pipe:
+        spec: dict[str, Any] = json.loads(pipe.read())
+    return spec
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -64,6 +117,79 @@ def _reap(keep: int) -> None:
             return
 
 
+def _describe(exc: OSError) -> str:
+    """``No space left on device (ENOSPC)``."""
+    code = errno.errorcode.get(exc.errno or 0)
+    text = exc.strerror or str(exc)
+    return f"{text} ({code})" if code else text
+
+
+class LogSink:
+    """The server's log file, for writers that must never fail: a failed write (disk
+    full, EIO, file too large) drops the bytes, counts them and records why."""
+
+    def __init__(self, fd: int, status: StatusFile | None = None) -> None:
+        self.fd = fd
+        self.status = status
+        self.error: str | None = None
+        self.error_at: str | None = None
+        self.dropped = 0
+        self._retry_at = 0.0
+        self._reported: tuple[str | None, int] = (None, 0)  # last written to NAME.status
+        self._reported_at = 0.0
+
+    def write(self, data: bytes) -> int:
+        """Append ``data`` to the log, or drop it; always "succeeds" (returns its length)."""
+        now = time.monotonic()
+        if self.error is not None and now < self._retry_at:
+            self.dropped += len(data)
+            self.report(now=now)
+            return len(data)
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            self.dropped += len(view)
+            if self.error is None:
+                self.error_at = datetime.now(UTC).isoformat(timespec="seconds")
+            self.error = _describe(exc)
+            self._retry_at = now + _RETRY_S
+        self.report(now=now)
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
+
+    def report(self, *, now: float | None = None, final: bool = False) -> None:
+        """Bring NAME.status up to date (at most once a second unless ``final``)."""
+        if self.status is None or self.error is None:
+            return
+        now = time.monotonic() if now is None else now
+        current = (self.error, self.dropped)
+        first = self._reported[0] is None
+        if current == self._reported or not (
+            first or final or now - self._reported_at >= _STATUS_EVERY_S
+        ):
+            return
+        self._reported, self._reported_at = current, now
+        self.status.write(
+            {
+                "log_error": self.error,
+                "log_error_at": self.error_at,
+                "log_dropped_bytes": self.dropped,
+            }
+        )
+
+
+def _open_log(path: str) -> int:
+    """The log file for appending, readable by its owner only (it may hold secrets)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    with contextlib.suppress(OSError):  # a file given with --log may have been 0644
+        os.fchmod(fd, 0o600)
+    return fd
+
+
 class Keeper:
     """Start the server, gate it, then keep its output flowing until it ends."""
 
@@ -72,17 +198,27 @@ class Keeper:
         self.detached = False
         self.server: subprocess.Popen[bytes] | None = None
         self.out_r = -1
-        self.log: BinaryIO | None = None
+        self.log: LogSink | None = None
 
     def start(self) -> None:
         """Start the server; report its PID (or why it could not start)."""
         spec = self.spec
+        env = dict(os.environ)
+        env.update(spec["env"])
+        try:
+            status = None
+            if spec.get("status_path"):
+                from servegate.launch.state import StatusFile
+
+                status = StatusFile(spec["status_path"])
+            self.log = LogSink(_open_log(spec["log_path"]), status)
+        except OSError as exc:
+            where = exc.filename or spec["log_path"]
+            _send({"event": "error", "message": f"cannot write {where}: {_describe(exc)}"})
+            sys.exit(3)
         out_r, out_w = os.pipe()
         with contextlib.suppress(OSError):  # a smaller pipe only means more wake-ups
             fcntl.fcntl(out_r, _F_SETPIPE_SZ, _PIPE_SIZE)
-        env = dict(os.environ)
-        env.update(spec["env"])
-        self.log = open(spec["log_path"], "ab", buffering=0)  # noqa: SIM115
         try:
             self.server = subprocess.Popen(
                 spec["command"],
@@ -126,7 +262,7 @@ class Keeper:
             pid=self.server.pid,
             is_parent=True,
             pipe_fd=self.out_r,
-            tee=self.log,
+            tee=cast(BinaryIO, self.log),  # write() and flush(), and neither ever raises
             log_path=self.spec["log_path"],
             started_mono=self.started[0],
             started_wall=self.started[1],
@@ -135,12 +271,23 @@ class Keeper:
         gate = Gate(resolved, sources)
         verdict = gate.run(close=False)
         essential = list(gate.essential_pids)
-        _send({"event": "verdict", "verdict": verdict.to_json(), "essential": essential})
+        redactor = self._redactor()
+        _send(
+            {
+                "event": "verdict",
+                "verdict": redactor.json(verdict.to_json()),
+                "essential": essential,
+            }
+        )
         gate.close()
         if sources.pipe_fd is None:
             self.out_r = -1  # the gate saw end-of-file and closed it
         if verdict.status == "crash" and verdict.detected_by == "exit":
             self.server.returncode = verdict.exit_code  # reaped by the gate
+
+    def _redactor(self) -> Redactor:
+        """Masks the secrets this server was given or inherited, and URL credentials."""
+        return Redactor.collect(envs=[self.spec["env"]], commands=[self.spec["command"]])
 
     def _control(self) -> bool:
         """A message (or end-of-file) from the launcher; False: stop watching stdin."""
@@ -173,7 +320,10 @@ class Keeper:
                 pidfd = -1
         exited = self.server.returncode is not None
         while not exited:
-            for key, _ in sel.select(1.0):
+            events = sel.select(1.0)
+            if self.log is not None:
+                self.log.report()  # the last drops of a burst, once the server is quiet
+            for key, _ in events:
                 if key.data == "out":
                     if not self._drain():
                         sel.unregister(self.out_r)
@@ -193,6 +343,8 @@ class Keeper:
             self._drain()
         if pidfd >= 0:
             os.close(pidfd)
+        if self.log is not None:
+            self.log.report(final=True)
 
     def _drain(self) -> bool:
         """Copy what the pipe holds to the log; False at end-of-file."""
@@ -224,10 +376,13 @@ class Keeper:
 
 
 def main() -> None:
-    """Entry point: ``python -m servegate.launch.keeper SPEC_JSON``."""
+    """Entry point: ``python -m servegate.launch.keeper --spec-fd FD``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launcher decides when to stop
+    # a log past RLIMIT_FSIZE: EFBIG from write() (handled), not death by SIGXFSZ; the
+    # server gets the default back (Popen's restore_signals)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     _subreaper()
-    keeper = Keeper(json.loads(sys.argv[1]))
+    keeper = Keeper(_read_spec(sys.argv))
 
     def on_term(signum: int, frame: object) -> None:
         keeper.kill_tree(_CALLER_GONE_GRACE_S)

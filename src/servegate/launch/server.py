@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -30,6 +29,7 @@ from servegate.gate import check_log_path, raise_for_verdict
 from servegate.gate.options import GateOptions, model_from_command, port_from_command
 from servegate.gate.verdict import Verdict, iso
 from servegate.launch import state
+from servegate.launch.keeper import spawn as spawn_keeper
 from servegate.launch.tree import (
     MARKER_VAR,
     ProcInfo,
@@ -249,35 +249,37 @@ def launch(
             "(servegate ps / servegate stop) or pick another --port.",
             port=options.port,
         )
-    name = state.unique_name(state.check_name(name or resolved.profile.name))
-    if log_path is None:
-        log_path = str(state.state_dir() / f"{name}.log")
-    log_path = os.path.abspath(log_path)
-    check_log_path(log_path)
-    with open(log_path, "wb"):
-        pass  # a fresh log for a fresh start
-    marker = uuid.uuid4().hex
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    env[MARKER_VAR] = marker
-    spec = {
-        "command": command,
-        "env": env,
-        "cwd": cwd,
-        "log_path": log_path,
-        "gate": options.to_json(),
-    }
-    control_r, control_w = os.pipe()
+    # reserved under a lock: launches started together never share a name
+    name = state.reserve_name(state.check_name(name or resolved.profile.name))
     try:
-        keeper = subprocess.Popen(
-            [sys.executable, "-m", "servegate.launch.keeper", json.dumps(spec)],
-            stdin=control_r,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-        )
-    finally:
-        os.close(control_r)
+        if log_path is None:
+            log_path = str(state.state_dir() / f"{name}.log")
+        log_path = os.path.abspath(log_path)
+        check_log_path(log_path)
+        with open(log_path, "wb"):
+            pass  # a fresh log for a fresh start
+        marker = uuid.uuid4().hex
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env[MARKER_VAR] = marker
+        spec = {
+            "command": command,
+            "env": env,
+            "cwd": cwd,
+            "log_path": log_path,
+            "status_path": str(state.status_path(name)),
+            "gate": options.to_json(),
+        }
+        control_r, control_w = os.pipe()
+        try:
+            keeper = spawn_keeper(spec, control=control_r)  # the spec never goes in argv
+        except BaseException:
+            os.close(control_w)
+            raise
+        finally:
+            os.close(control_r)
+    except BaseException:
+        state.remove(name)  # the reservation: nothing was started
+        raise
     assert keeper.stdout is not None
     try:
         started = _read_message(keeper.stdout)

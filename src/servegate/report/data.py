@@ -1,18 +1,22 @@
 """A stored campaign read into memory: what every report renders from.
 
 Reading once and handing plain values to the statistics and the renderers keeps the
-renderers free of SQL and lets tests build a campaign without a server.
+renderers free of SQL and lets tests build a campaign without a server. What is read is
+redacted here, once for every report format: a database written before redaction
+existed, or by another tool, still shows no secret of this environment, no secret flag
+value and no URL credentials.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from servegate.errors import UsageError
+from servegate.redact import Redactor
 from servegate.store import AttemptInfo, CampaignInfo, PointInfo, Samples, Store
 
 _LOAD = re.compile(r"^\s*([a-z_]+)\s*=\s*([0-9.]+|inf)", re.I)
@@ -76,10 +80,14 @@ def resolve_campaign(store: Store, name: str | None) -> CampaignInfo:
 
 
 def load_campaign(store: Store, cid: int) -> CampaignData:
-    """Read one campaign, its attempts, points and samples."""
-    info = store.campaign_info(cid)
-    points = store.points(cid)
-    attempts = store.attempts(cid)
+    """Read one campaign, its attempts, points and samples (secrets masked)."""
+    redactor = Redactor.collect()
+    info = redactor.record(store.campaign_info(cid))
+    points = [redactor.record(point) for point in store.points(cid)]
+    attempts = [
+        replace(redactor.record(a), command=tuple(redactor.command(a.command)))
+        for a in store.attempts(cid)
+    ]
     names = store.variants(cid)
     for name in [a.variant for a in attempts] + [p.variant for p in points]:
         if name not in names:

@@ -3,6 +3,8 @@
 Written as things happen, one transaction per result, in WAL mode so that a report can
 read while a campaign runs and a SIGKILLed runner loses at most the result in flight.
 ``done_points`` is what lets ``servegate run --resume`` skip finished measurements.
+Text is redacted again at the door (secret names, the inherited environment's secret
+values, URL credentials): a token in a database file travels with every report.
 
     with Store.open("servegate.db") as store:
         cid = store.campaign("fusion", config_text, baseline="baseline")
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from servegate.errors import UsageError
-from servegate.redact import Redactor
+from servegate.redact import Redactor, scrub
 from servegate.store.records import (
     AttemptInfo,
     CampaignInfo,
@@ -44,9 +46,6 @@ from servegate.store.records import (
     sample_row,
 )
 from servegate.store.schema import MIGRATIONS, Migration, check_readable, migrate
-
-# the store redacts again by name: a token in a database file travels with every report
-_BY_NAME = Redactor(secrets=frozenset())
 
 CAMPAIGN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
 ATTEMPT_STATUSES = frozenset(
@@ -173,6 +172,7 @@ class Store:
         replaced by the ones given (the file as it is now) and its status set to running.
         """
         now = self._now()
+        config_text = scrub(config_text)
         with self._tx() as conn:
             row = conn.execute("SELECT id FROM campaign WHERE name = ?", (name,)).fetchone()
             if row is not None:
@@ -278,6 +278,7 @@ class Store:
         (an attempt stopped by preflight, or that crashed, warmed no cache).
         Secret-looking env values and flag values are redacted before they are stored.
         """
+        redactor = Redactor.collect()
         with self._tx() as conn:
             vid = self._variant_id(conn, cid, variant)
             earlier = conn.execute(
@@ -294,9 +295,9 @@ class Store:
                     vid,
                     server_key,
                     int(earlier is None),
-                    dumps(_BY_NAME.command(command)),
-                    dumps(_BY_NAME.env(env)),
-                    host,
+                    dumps(redactor.command(command)),
+                    dumps(redactor.env(env)),
+                    scrub(host),
                     dumps(dict(versions)),
                     git_commit,
                     self._now(),
@@ -309,7 +310,7 @@ class Store:
 
         The attempt's status becomes the verdict's: ready, crash or timeout.
         """
-        data = clean_json(as_dict(verdict))
+        data = scrub(clean_json(as_dict(verdict)))
         status = str(data.get("status") or "crash")
         phases = data.get("phases") or []
         with self._tx() as conn:
@@ -376,7 +377,7 @@ class Store:
             conn.execute(
                 "UPDATE attempt SET status = ?, reason = COALESCE(?, reason), ended_at = ? "
                 "WHERE id = ?",
-                (status, reason, self._now(), aid),
+                (status, scrub(reason), self._now(), aid),
             )
 
     def mark_interrupted(self, cid: int, reason: str = "the runner stopped") -> int:
@@ -390,7 +391,7 @@ class Store:
                 "UPDATE attempt SET status = 'interrupted', reason = COALESCE(reason, ?), "
                 "ended_at = ? WHERE campaign_id = ? AND ended_at IS NULL "
                 "AND status IN ('running', 'ready')",
-                (reason, self._now(), cid),
+                (scrub(reason), self._now(), cid),
             )
             return int(cur.rowcount)
 
@@ -490,8 +491,8 @@ class Store:
                     dumps({str(k): int(v) for k, v in failures.items()}),
                     dumps(summary),
                     dumps(field_of(result, "server_metrics") or {}),
-                    dumps(list(field_of(result, "warnings") or ())),
-                    dumps(_detail(result)),
+                    dumps(scrub(list(field_of(result, "warnings") or ()))),
+                    dumps(scrub(_detail(result))),
                 ),
             )
             pid = int(cur.lastrowid or 0)
