@@ -34,6 +34,7 @@ __all__ = [
     "load_fixtures",
     "replay",
     "replay_all",
+    "run_log",
     "split_of",
 ]
 
@@ -70,12 +71,6 @@ class Fixture:
     note: str
     ready: tuple[str, ...] = ()
 
-    def end(self) -> str:
-        """How the replaying process ends, for replay_log.py."""
-        if self.exit is None:
-            return "hold"
-        return f"signal:{-self.exit}" if self.exit < 0 else f"exit:{self.exit}"
-
 
 def _fixture(sidecar: Path) -> Fixture:
     data = json.loads(sidecar.read_text())
@@ -100,6 +95,8 @@ def _fixture(sidecar: Path) -> Fixture:
     cause = data["cause"]
     if cause is not None and not any(cause in line for line in log.read_text().splitlines()):
         raise ValueError(f"{name}.json: cause {cause!r} is not in any line of {log.name}")
+    if data["engine"] == "generic" and not data.get("ready"):
+        raise ValueError(f"{name}.json: a generic log needs 'ready' (what --ready would be)")
     code = data["exit"]
     if code is not None and not isinstance(code, int):
         raise ValueError(f"{name}.json: exit must be an integer or null")
@@ -162,20 +159,23 @@ def score(fixture: Fixture, verdict: Verdict) -> Outcome:
     )
 
 
-def replay(fixture: Fixture) -> Outcome:
-    """Run the fixture's log through the gate as a live process; score the verdict."""
-    options = GateOptions(
-        engine=fixture.engine,
-        ready=fixture.ready,
-        timeout_s=TIMEOUT_S if fixture.status == "timeout" else CRASH_TIMEOUT_S,
-        stall_s=None,
-    )
+def run_log(
+    log: Path,
+    *,
+    engine: str,
+    exit: int | None,
+    timeout_s: float = CRASH_TIMEOUT_S,
+    ready: Sequence[str] = (),
+) -> Verdict:
+    """Gate a live process that prints ``log`` and then ends as ``exit`` says."""
+    end = "hold" if exit is None else (f"signal:{-exit}" if exit < 0 else f"exit:{exit}")
+    options = GateOptions(engine=engine, ready=tuple(ready), timeout_s=timeout_s, stall_s=None)
     resolved = options.resolve()
     out_r, out_w = os.pipe()
     try:
-        argv = [sys.executable, "-S", str(WRITER), str(fixture.log), str(CHUNKS), str(GAP_S)]
+        argv = [sys.executable, "-S", str(WRITER), str(log), str(CHUNKS), str(GAP_S), end]
         child = subprocess.Popen(
-            [*argv, fixture.end()],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=out_w,
             stderr=out_w,
@@ -186,13 +186,24 @@ def replay(fixture: Fixture) -> Outcome:
     os.set_blocking(out_r, False)
     try:
         gate = Gate(resolved, GateSources(pid=child.pid, is_parent=True, pipe_fd=out_r))
-        verdict = gate.run()
+        return gate.run()
     finally:
         with contextlib.suppress(ProcessLookupError):
             child.kill()
         child.wait()  # reaped by the gate already when it saw the exit: returns at once
         with contextlib.suppress(OSError):
             os.close(out_r)
+
+
+def replay(fixture: Fixture) -> Outcome:
+    """Run the fixture's log through the gate as a live process; score the verdict."""
+    verdict = run_log(
+        fixture.log,
+        engine=fixture.engine,
+        exit=fixture.exit,
+        timeout_s=TIMEOUT_S if fixture.status == "timeout" else CRASH_TIMEOUT_S,
+        ready=fixture.ready,
+    )
     return score(fixture, verdict)
 
 
