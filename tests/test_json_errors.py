@@ -63,6 +63,7 @@ def only_object(stdout: str) -> dict[str, Any]:
         ),
         (["report", "--json=-", "--db", "no-such.db"], "no database at no-such.db"),
         (["no-such-command", "--json"], "No such command 'no-such-command'"),
+        (["--json", "ps"], "No such option '--json'"),
     ],
 )
 def test_usage_errors_print_one_error_object(args: list[str], message: str) -> None:

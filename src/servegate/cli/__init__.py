@@ -102,6 +102,8 @@ def json_requested(args: Sequence[str]) -> bool:
     """
     index = 0
     while index < len(args) and args[index].startswith("-") and args[index] != "--":
+        if args[index] == "--json":
+            return True  # before the command's name: wrong, and to be answered in JSON
         index += 1  # the group's own options (--help, --version) take no value
     if index >= len(args) or args[index] == "--":
         return False
