@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 TINY = str(Path(__file__).parent / "launch" / "scripts" / "tiny_server.py")
 TOKEN = "hf_exported_0123456789abcdef"
 URL = "https://alice:pa55w0rd-x@models.example.com/m"
@@ -74,6 +76,7 @@ def assert_clean(where: str, data: bytes) -> None:
         assert secret.encode() not in data, f"{secret!r} found in {where}"
 
 
+@pytest.mark.timeout(600)  # a campaign of two servers and five commands, on a busy machine
 def test_exported_token_and_url_credentials_reach_no_output(tmp_path: Path) -> None:
     """Dry run, progress lines, the SQLite file and every report format (console,
     markdown, JSON, CSV, HTML) mask the secrets; reports are 0644, server logs 0600."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from servegate.launch import state
 
 from .helpers import PY, TINY, free_port, servegate
@@ -13,6 +15,7 @@ LAUNCHES = 5
 LAUNCH = [PY, "-m", "servegate", "launch", "--ready", "tiny server ready", "--timeout", "60"]
 
 
+@pytest.mark.timeout(300)  # 15 Python processes start at once on a busy machine
 def test_concurrent_launches_each_get_their_own_name() -> None:
     """Launches started together with the same default name are tracked as generic,
     generic-2, ... and every one of them is stopped by its name."""
