@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from tests.sim.helpers import Sim
 
+from servegate.errors import UsageError
 from servegate.sim.config import resolve
-from servegate.sim.model import PerfModel, Scheduler
+from servegate.sim.model import InstanceSpeed, PerfModel, Scheduler, draw_speed, next_start
 
 
 def model(**flags: Any) -> PerfModel:
@@ -168,3 +172,117 @@ def test_ttft_grows_with_prompt_length(port: int) -> None:
             _load(url, 1, 3, {"prompt": "x " * 4010, "max_tokens": 2, "stream": True})
         )
     assert 0.15 < long["ttft_p50"] - short["ttft_p50"] < 0.4
+
+
+# --- per-start speed: regimes and a lognormal instance factor ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        ({"regimes": "1.0:0.7,0.85"}, "write SPEED:PROBABILITY pairs"),
+        ({"regimes": "fast:1"}, "write SPEED:PROBABILITY pairs"),
+        ({"regimes": "1.0:0.7,0.85:0.2"}, "the probabilities add up to 0.9, not 1"),
+        ({"regimes": "0:1"}, "must be > 0"),
+        ({"instance_sd": -0.1}, "--instance-sd -0.1: must be >= 0"),
+        ({"instance_sd": 2.0}, "--instance-sd must be between 0 and 1"),
+    ],
+)
+def test_bad_regimes_and_instance_sd_name_the_fix(flags: dict[str, Any], needle: str) -> None:
+    """A malformed --regimes or --instance-sd is one UsageError sentence naming the flag."""
+    with pytest.raises(UsageError, match=needle):
+        resolve(profile=None, flags=flags)
+
+
+def test_start_counter_numbers_each_start_once(tmp_path: Path) -> None:
+    """The counter file hands out 0, 1, 2, ... and keeps the next number."""
+    counter = tmp_path / "starts"
+    assert [next_start(counter) for _ in range(3)] == [0, 1, 2]
+    assert counter.read_text().strip() == "3"
+
+
+def test_counted_starts_draw_reproducible_factors_that_differ(tmp_path: Path) -> None:
+    """Same seed and start numbers: same factors; each start its own; another seed others."""
+
+    def draws(name: str, seed: int) -> list[float]:
+        config = resolve(
+            profile=None,
+            flags={"instance_sd": 0.05, "seed": seed, "start_counter": tmp_path / name},
+        )
+        return [draw_speed(config).factor for _ in range(5)]
+
+    first, again, other = draws("a", 1), draws("b", 1), draws("c", 2)
+    assert first == again
+    assert len(set(first)) == 5
+    assert first != other
+
+
+def test_regimes_are_drawn_with_their_probabilities(tmp_path: Path) -> None:
+    """2000 counted starts of 1.0:0.7,0.85:0.3: about 30 % run at 0.85, the rest at 1.0."""
+    config = resolve(
+        profile=None,
+        flags={"regimes": "1.0:0.7,0.85:0.3", "start_counter": tmp_path / "n"},
+    )
+    speeds = [draw_speed(config) for _ in range(2000)]
+    assert {s.factor for s in speeds} == {1.0, 0.85}
+    assert all(s.regime == (0 if s.factor == 1.0 else 1) for s in speeds)
+    slow = sum(s.factor == 0.85 for s in speeds) / len(speeds)
+    assert 0.26 < slow < 0.34  # 4 binomial standard deviations either side of 0.3
+
+
+def test_the_lognormal_instance_factor_has_mean_one_and_the_given_spread(tmp_path: Path) -> None:
+    """--instance-sd 0.1: factors average 1 and their log has sd 0.1 (3000 starts)."""
+    config = resolve(profile=None, flags={"instance_sd": 0.1, "start_counter": tmp_path / "n"})
+    factors = [draw_speed(config).factor for _ in range(3000)]
+    assert statistics.fmean(factors) == pytest.approx(1.0, abs=0.008)
+    assert statistics.stdev(math.log(f) for f in factors) == pytest.approx(0.1, abs=0.008)
+
+
+def test_without_a_counter_each_start_draws_afresh() -> None:
+    """No --start-counter: draws come from os.urandom, so two starts differ."""
+    config = resolve(profile=None, flags={"instance_sd": 0.05, "seed": 3})
+    first, second = draw_speed(config), draw_speed(config)
+    assert (first.start, second.start) == (None, None)
+    assert first.factor != second.factor
+
+
+def test_the_speed_factor_divides_every_duration() -> None:
+    """At speed 0.8 prefill, first token and decode steps all take 1/0.8 as long."""
+    config = resolve(profile=None, flags={"ttft_ms": 20.0, "itl_ms": 10.0, "prefill_tok_s": 1000.0})
+    base = PerfModel(config)
+    slow = PerfModel(config, InstanceSpeed(factor=0.8, start=None, regime=None))
+    assert base.speed.factor == 1.0
+    assert slow.first_token_delay() == pytest.approx(base.first_token_delay() / 0.8)
+    assert slow.step_s(4) == pytest.approx(base.step_s(4) / 0.8)
+    assert slow.prefill_s(100) == pytest.approx(base.prefill_s(100) / 0.8)
+
+
+def test_a_slow_start_serves_slower_and_says_so(port: int, tmp_path: Path) -> None:
+    """A real process at regime speed 0.2 takes 5x the 100 ms TTFT; each start is numbered."""
+    counter = tmp_path / "starts"
+    body = {"prompt": "x", "max_tokens": 2, "stream": True}
+    errors = []
+    for _ in range(2):
+        with Sim(
+            port,
+            "--engine",
+            "vllm",
+            "--startup",
+            "0.2",
+            "--ttft-ms",
+            "100",
+            "--regimes",
+            "0.2:1",
+            "--start-counter",
+            str(counter),
+        ) as sim:
+            sim.wait_line("startup complete")
+            result = asyncio.run(_load(sim.url + "/v1/completions", 1, 2, body))
+            assert sim.proc is not None
+            sim.proc.terminate()
+            assert sim.wait_exit(timeout=30) == 0
+            errors.append(sim.stderr())
+        assert result["ttft_p50"] >= 0.45  # 100 ms / 0.2; the deadline is never early
+    assert "instance speed factor 0.2000 (start 0, regime 1 of 1)" in errors[0]
+    assert "instance speed factor 0.2000 (start 1, regime 1 of 1)" in errors[1]
+    assert counter.read_text().strip() == "2"

@@ -58,6 +58,24 @@ __all__ = ["sim"]
 @click.option("--spec-draft-tokens", type=int, help="Draft tokens proposed per step.")
 @click.option("--jitter", type=float, help="Relative noise on every duration (0.05 = 5 %).")
 @click.option("--seed", type=int, help="Seed of the noise and the output lengths.")
+@click.option(
+    "--regimes",
+    metavar="SPEED:P,...",
+    help="Each start runs at one of these speed factors with its probability, "
+    "e.g. 1.0:0.7,0.85:0.3 (durations are divided by the factor).",
+)
+@click.option(
+    "--instance-sd",
+    type=float,
+    help="Each start draws a lognormal speed factor with mean 1 and this log-sd "
+    "(0.05: starts differ by about 5 %).",
+)
+@click.option(
+    "--start-counter",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File counting starts: each start's speed is drawn from --seed and its number "
+    "(reproducible); without it, from os.urandom.",
+)
 @click.option("--max-model-len", type=int, help="Context length; longer requests get HTTP 400.")
 @click.option("--tp", type=int, help="Tensor-parallel ranks (child processes).")
 @click.option("--error-rate", type=float, help="Fraction of completions answered with HTTP 500.")
@@ -91,6 +109,7 @@ def sim(phases: tuple[str, ...], list_profiles: bool, profile: str | None, **fla
       servegate sim --engine vllm --port 8123 --profile fast
       servegate sim --engine sglang --port 30000 --fail oom --fail-at load_weights
       servegate sim --engine vllm --port 8123 --spec-accept-length 2.5 --itl-ms 12
+      servegate sim --port 30000 --regimes 1.0:0.7,0.85:0.3 --start-counter starts.txt
     """
     from servegate.sim.config import parse_phase, resolve, shipped_profiles
     from servegate.sim.runner import run

@@ -30,6 +30,7 @@ __all__ = [
     "STARTUP_FAILURES",
     "SimConfig",
     "parse_phase",
+    "parse_regimes",
     "resolve",
     "shipped_profiles",
 ]
@@ -134,6 +135,10 @@ class SimConfig:
     spec_draft_tokens: int
     jitter: float
     seed: int
+    # per-start speed: each process start draws one factor that divides every duration
+    regimes: tuple[tuple[float, float], ...]  # (speed factor, probability); () for none
+    instance_sd: float  # sd of a lognormal speed factor with mean 1; 0 for none
+    start_counter: Path | None  # file counting starts; draws come from (seed, count)
     max_model_len: int
     tp: int
     error_rate: float
@@ -145,6 +150,11 @@ class SimConfig:
     def startup_s(self) -> float:
         """Wall seconds from start to the ready line."""
         return sum(seconds for _, seconds in self.phases)
+
+    @property
+    def per_start_speed(self) -> bool:
+        """Whether each start draws its own speed factor (``--regimes``, ``--instance-sd``)."""
+        return bool(self.regimes) or self.instance_sd > 0
 
     @property
     def spec_enabled(self) -> bool:
@@ -173,6 +183,8 @@ class _Profile(BaseModel):
     spec_draft_tokens: int | None = None
     jitter: float | None = None
     seed: int | None = None
+    regimes: str | None = None
+    instance_sd: float | None = None
     max_model_len: int | None = None
     tp: int | None = None
     health_check_timeout: float | None = None
@@ -192,6 +204,7 @@ DEFAULTS: dict[str, Any] = {
     "spec_accept_length": 1.0,
     "jitter": 0.0,
     "seed": 0,
+    "instance_sd": 0.0,
     "max_model_len": 32768,
     "tp": 1,
     "error_rate": 0.0,
@@ -255,6 +268,31 @@ def parse_phase(text: str) -> tuple[str, float]:
     return name.strip(), seconds
 
 
+def parse_regimes(text: str) -> tuple[tuple[float, float], ...]:
+    """``SPEED:PROBABILITY,...`` from ``--regimes``, e.g. ``1.0:0.7,0.85:0.3``."""
+    example = "e.g. --regimes 1.0:0.7,0.85:0.3 (speed factor:probability, summing to 1)"
+    regimes = []
+    for part in text.split(","):
+        speed, sep, chance = part.strip().partition(":")
+        try:
+            pair = (float(speed), float(chance))
+        except ValueError:
+            pair = (math.nan, math.nan)
+        if not sep or not all(math.isfinite(x) for x in pair):
+            raise UsageError(f"--regimes {text}: write SPEED:PROBABILITY pairs, {example}.")
+        if pair[0] <= 0 or pair[1] <= 0:
+            raise UsageError(
+                f"--regimes {text}: speed factors and probabilities must be > 0, {example}."
+            )
+        regimes.append(pair)
+    total = sum(chance for _, chance in regimes)
+    if abs(total - 1.0) > 1e-6:
+        raise UsageError(
+            f"--regimes {text}: the probabilities add up to {total:g}, not 1; {example}."
+        )
+    return tuple(regimes)
+
+
 def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
     """Defaults, then the profile, then the flags that were given, validated."""
     values: dict[str, Any] = dict(DEFAULTS)
@@ -276,7 +314,11 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
     phases = {k: v for k, v in profile_phases.items() if k in known}
     phases.update(flag_phases)
     _check_nonneg(values, ("startup", "ttft_ms", "prefill_tok_s", "itl_ms", "batch_slowdown"))
-    _check_nonneg(values, ("jitter", "health_check_timeout"))
+    _check_nonneg(values, ("jitter", "health_check_timeout", "instance_sd"))
+    if values["instance_sd"] > 1.0:
+        raise UsageError("--instance-sd must be between 0 and 1, e.g. 0.05 for 5 % per start.")
+    regimes = parse_regimes(values["regimes"]) if values.get("regimes") else ()
+    counter = values.get("start_counter")
     if values["time_scale"] <= 0:
         raise UsageError("--time-scale must be > 0 (0.01 makes startup 100 times faster).")
     if values["max_running"] < 1:
@@ -330,6 +372,9 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         spec_draft_tokens=int(draft),
         jitter=float(values["jitter"]),
         seed=int(values["seed"]),
+        regimes=regimes,
+        instance_sd=float(values["instance_sd"]),
+        start_counter=Path(counter) if counter is not None else None,
         max_model_len=int(values["max_model_len"]),
         tp=int(values["tp"]),
         error_rate=float(values["error_rate"]),

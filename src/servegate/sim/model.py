@@ -6,20 +6,29 @@ comes ``ttft_ms`` later. Each decode step takes ``itl_ms``, stretched by
 ``batch_slowdown`` per other running request, so throughput rises with concurrency and
 flattens; with speculative decoding a step emits ``spec_accept_length`` tokens on
 average. Every value is a deadline on the caller's clock, so emission never drifts.
+
+A real server instance can settle into one of several performance regimes for its whole
+life (vLLM #39903). With ``--regimes`` or ``--instance-sd`` each process start draws one
+speed factor that divides every duration (prefill, first token, decode steps), so
+restarts of one configuration differ the way restarts of a real server do, while the
+expected difference between two configurations stays exactly what their flags say.
 """
 
 from __future__ import annotations
 
+import fcntl
 import math
+import os
 import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from servegate.sim.config import SimConfig
 
-__all__ = ["Job", "PerfModel", "Scheduler", "Step"]
+__all__ = ["InstanceSpeed", "Job", "PerfModel", "Scheduler", "Step", "draw_speed", "next_start"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,16 +40,73 @@ class Step:
     accepted: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceSpeed:
+    """The speed factor one process start drew, and where it came from."""
+
+    factor: float  # every duration is divided by it: 0.85 is 15 % slower
+    start: int | None  # the start's number from the counter file; None: drawn from os.urandom
+    regime: int | None  # index of the ``--regimes`` entry drawn, when there are regimes
+
+
+def next_start(path: Path) -> int:
+    """The next start number from the counter file at ``path`` (0 first), counted up once.
+
+    The file is locked while it is read and rewritten, so simultaneous starts of several
+    simulators sharing one counter get distinct numbers.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        text = os.read(fd, 64).decode("ascii", "replace").strip()
+        count = int(text) if text.isdigit() else 0
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{count + 1}\n".encode())
+        return count
+    finally:
+        os.close(fd)
+
+
+def draw_speed(config: SimConfig) -> InstanceSpeed:
+    """This start's speed factor: a regime, times a lognormal factor with mean 1.
+
+    With ``start_counter`` the draw is seeded by ``(seed, start number)``: reproducible,
+    and different for every start. Without it, each start draws from ``os.urandom``.
+    """
+    if not config.per_start_speed:
+        return InstanceSpeed(factor=1.0, start=None, regime=None)
+    start = next_start(config.start_counter) if config.start_counter is not None else None
+    rng = random.Random(f"instance:{config.seed}:{start}" if start is not None else os.urandom(16))
+    factor, regime = 1.0, None
+    if config.regimes:
+        pick = rng.random()
+        regime = len(config.regimes) - 1
+        for index, (_, chance) in enumerate(config.regimes):
+            if pick < chance:
+                regime = index
+                break
+            pick -= chance
+        factor = config.regimes[regime][0]
+    if config.instance_sd > 0:
+        sd = config.instance_sd
+        factor *= math.exp(sd * rng.gauss(0.0, 1.0) - sd * sd / 2.0)
+    return InstanceSpeed(factor=factor, start=start, regime=regime)
+
+
 class PerfModel:
     """Durations and lengths drawn from the configured model, seeded."""
 
-    def __init__(self, config: SimConfig) -> None:
+    def __init__(self, config: SimConfig, speed: InstanceSpeed | None = None) -> None:
         self.config = config
-        self.rng = random.Random(config.seed)
+        self.speed = speed if speed is not None else draw_speed(config)
+        # numbered starts also differ in their request-level noise, as real restarts do
+        start = self.speed.start
+        self.rng = random.Random(config.seed if start is None else f"{config.seed}:{start}")
         # a run-level drift, so two seeds differ the way two real runs do
         self.run_factor = self._noise(config.jitter / 4) if config.jitter else 1.0
-        self.ttft_s = config.ttft_ms / 1000.0
-        self.itl_s = config.itl_ms / 1000.0
+        self.ttft_s = config.ttft_ms / 1000.0 / self.speed.factor
+        self.itl_s = config.itl_ms / 1000.0 / self.speed.factor
         accept = config.spec_accept_length - 1.0
         self.accept_floor = math.floor(accept + 1e-9)
         self.accept_frac = accept - self.accept_floor
@@ -59,7 +125,7 @@ class PerfModel:
         """Seconds the prefill lane is busy with a prompt of ``prompt_tokens``."""
         if self.config.prefill_tok_s <= 0:
             return 0.0
-        return prompt_tokens / self.config.prefill_tok_s
+        return prompt_tokens / (self.config.prefill_tok_s * self.speed.factor)
 
     def step_s(self, running: int) -> float:
         """Seconds of one decode step while ``running`` requests share the batch."""

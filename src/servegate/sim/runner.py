@@ -135,6 +135,17 @@ class Runner:
         loop = asyncio.get_running_loop()
         self.done = asyncio.Event()
         self.app = App(self.config, self.line)
+        speed = self.app.model.speed
+        if self.config.per_start_speed:
+            # stderr, so the engine's own log on stdout stays as the engine writes it
+            where = f"start {speed.start}" if speed.start is not None else "unseeded start"
+            if speed.regime is not None:
+                where += f", regime {speed.regime + 1} of {len(self.config.regimes)}"
+            print(
+                f"servegate sim: instance speed factor {speed.factor:.4f} ({where})",
+                file=sys.stderr,
+                flush=True,
+            )
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._shutdown)
         startup = loop.create_task(self._startup())
