@@ -91,3 +91,23 @@ def test_launch_line_ps_and_state_hold_no_secret() -> None:
     assert stopped.returncode == 0, stopped.stderr
     for secret in (EXPORTED, GIVEN, FLAG):
         assert secret not in stopped.stdout + stopped.stderr
+
+
+def test_a_spec_larger_than_a_pipe_buffer_arrives_whole(tmp_path: Path) -> None:
+    """A 400 KB environment reaches the server through the keeper's spec pipe (as one
+    argv string it would exceed the kernel's 128 KiB limit per argument)."""
+    port = free_port()
+    big = {f"BIG_{i}": str(i) * 100_000 for i in range(4)}
+    log = tmp_path / "server.log"
+    with launch(
+        [PY, TINY, "echo", str(port), *big],
+        env=big,
+        ready=["tiny server ready"],
+        port=port,
+        timeout_s=60,
+        log_path=str(log),
+    ) as server:
+        assert server.alive()
+    text = log.read_text()
+    for name, value in big.items():
+        assert f"{name}={value}\n" in text

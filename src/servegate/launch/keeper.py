@@ -75,8 +75,13 @@ def spawn(spec: dict[str, Any], *, control: int) -> subprocess.Popen[bytes]:
         raise
     finally:
         os.close(spec_r)
-    with open(spec_w, "wb") as pipe, contextlib.suppress(BrokenPipeError):
-        pipe.write(json.dumps(spec).encode())  # a dead keeper tells on its stdout
+    try:
+        view = memoryview(json.dumps(spec).encode())
+        with contextlib.suppress(BrokenPipeError):  # a dead keeper tells on its stdout
+            while view:
+                view = view[os.write(spec_w, view) :]
+    finally:
+        os.close(spec_w)
     return keeper
 
 
