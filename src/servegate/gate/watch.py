@@ -192,6 +192,7 @@ class LogWatcher:
         self.bytes_seen = 0
         # the exception line that ended the latest traceback (kept beyond the tail)
         self._traceback_cause: Cause | None = None
+        self._cause: tuple[Cause | None] | None = None  # cause() until the tail changes
         self.ready_line: str | None = None  # first ready line seen
         self._assembler = LineAssembler()
         self._traceback_lines = 0  # lines left to scan for a traceback's last line
@@ -230,12 +231,14 @@ class LogWatcher:
         if pending is None:
             return []
         self.tail.provisional(pending)
+        self._cause = None  # the tail changed without new bytes
         hits: list[LineHit] = []
         self._classify(decode_line(pending), self.rules.fast + self.rules.slow, now, hits)
         return hits
 
     def _block(self, block: bytes, start: int, end: int, now: float) -> list[LineHit]:
         """Process the whole lines ``block[start:end]`` (scanned in place, not copied)."""
+        self._cause = None
         self.tail.add_block(block, start, end)
         self._note_novelty(block, start, end)
         hits: list[LineHit] = []
@@ -281,8 +284,13 @@ class LogWatcher:
 
     def cause(self) -> Cause | None:
         """The line that says what failed, from the tail (or the latest traceback)."""
+        if self._cause is not None:
+            return self._cause[0]
         found = select_cause(self.tail.last(), self.rules.fatal)
-        return found if found is not None else self._traceback_cause
+        if found is None:
+            found = self._traceback_cause
+        self._cause = (found,)
+        return found
 
     @property
     def last_error(self) -> str | None:
