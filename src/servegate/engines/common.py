@@ -39,6 +39,10 @@ _MODEL_HINT = (
     "check the model path or Hub id; for a gated or private repo accept its terms "
     "on the Hub and set HF_TOKEN"
 )
+_ARCH_HINT = (
+    "this engine version (or its transformers) does not support the model's "
+    "architecture: upgrade it, or check config.json's architectures"
+)
 _ILLEGAL_HINT = (
     "a kernel bug or a bad kernel choice: try another attention backend "
     "or disable CUDA graphs to locate it"
@@ -299,6 +303,19 @@ def common_fatal(
             kind="model-load",
             title="no model weights found",
             hint=model_hint,
+        ),
+        # the model's architecture is one this engine (or its transformers) lacks
+        Signature(
+            pattern=r"are not supported for now",
+            kind="unsupported-model",
+            title="the engine does not support this model's architecture",
+            hint=_ARCH_HINT,
+        ),
+        Signature(
+            pattern=r"does not recognize this architecture",
+            kind="unsupported-model",
+            title="transformers does not know this model's architecture",
+            hint=_ARCH_HINT,
         ),
         # the process itself
         Signature(

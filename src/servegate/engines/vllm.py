@@ -119,9 +119,16 @@ PROFILE = EngineProfile(
             wrapper=True,
         ),
         Signature(
-            pattern=r"WorkerProc hit an exception",
+            pattern=r"(?:EngineCore|WorkerProc) hit an exception",
             kind="engine-init",
-            title="a worker raised an exception",
+            title="the engine core or a worker raised an exception",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"WorkerProc initialization failed",
+            kind="engine-init",
+            title="a worker failed to initialize",
             hint=_ROOT_CAUSE,
             wrapper=True,
         ),
