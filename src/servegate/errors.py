@@ -9,11 +9,14 @@ Only ``servegate.cli`` catches them; under ``--json`` it prints ``exc.to_json()`
     ├── UsageError                 exit 2: bad flags, bad config, bad input
     │   ├── ConfigError            a campaign or profile file is invalid (names file, key)
     │   ├── PortInUseError         the port a server should take is already taken
-    │   └── StoreVersionError      the database was written by a newer servegate
+    │   ├── StoreVersionError      the database was written by a newer servegate
+    │   ├── StoreDamagedError      the database file is damaged (restore it or use a new --db)
+    │   └── RunnerBusyError        another `servegate run` is using the database
     ├── GateError                  a server did not become ready (carries the verdict)
     │   ├── ServerCrashed          exit 1: CRASH
     │   └── ServerTimeout          exit 124: TIMEOUT
     ├── ServerNotFound             exit 2: no tracked server by that name or PID
+    ├── StoreError                 exit 3: the database could not be written (disk full, I/O)
     └── BenchError                 exit 1: the load generator could not measure
 """
 
@@ -30,10 +33,13 @@ __all__ = [
     "ConfigError",
     "GateError",
     "PortInUseError",
+    "RunnerBusyError",
     "ServegateError",
     "ServerCrashed",
     "ServerNotFound",
     "ServerTimeout",
+    "StoreDamagedError",
+    "StoreError",
     "StoreVersionError",
     "UsageError",
     "error_json",
@@ -82,6 +88,18 @@ class PortInUseError(UsageError):
 
 class StoreVersionError(UsageError):
     """The database comes from a newer servegate and is left untouched."""
+
+
+class StoreDamagedError(UsageError):
+    """The database file is damaged: SQLite cannot read its header or one of its pages."""
+
+
+class RunnerBusyError(UsageError):
+    """Another ``servegate run`` is alive and writing to the same database."""
+
+
+class StoreError(ServegateError):
+    """The database could not be written or read: the disk is full, or an I/O error."""
 
 
 class ServerNotFound(ServegateError):

@@ -521,3 +521,106 @@ def test_missing_bench_dataset_is_named_with_the_fix(tmp_path: Path) -> None:
     assert info.value.key == "bench.dataset"
     assert "prompts.jsonl" in str(info.value)
     assert 'dataset = "random"' in str(info.value)
+
+
+MINIMAL = """\
+[campaign]
+name = "c"
+baseline = "b"
+[server]
+command = "srv --port {{port}}"
+{server}
+[bench]
+{bench}
+[[variant]]
+name = "b"
+"""
+
+
+def minimal(*, server: str = "", bench: str = "") -> str:
+    return MINIMAL.format(server=server, bench=bench)
+
+
+@pytest.mark.parametrize(
+    ("server", "bench", "key"),
+    [
+        ("port = true", "", "server.port"),
+        ("port = 0", "", "server.port"),
+        ("port = 70000", "", "server.port"),
+        ("port = 8000.0", "", "server.port"),
+        ('port = "any"', "", "server.port"),
+        ("timeout_s = true", "", "server.timeout_s"),
+        ("timeout_s = inf", "", "server.timeout_s"),
+        ("stall_s = nan", "", "server.stall_s"),
+        ("", "requests = true", "bench.requests"),
+        ("", "concurrency = [1, true]", "bench.concurrency"),
+        ("", "rate = nan", "bench.rate"),
+        ("", "rate = [2.0, inf]", "bench.rate"),
+        ("", "rate = -1.0", "bench.rate"),
+        ("", "repeats = false", "bench.repeats"),
+    ],
+)
+def test_ports_booleans_and_non_finite_numbers_are_refused(
+    server: str, bench: str, key: str
+) -> None:
+    """A port outside 1-65535, a boolean where a number goes, and nan or inf are each one
+    ConfigError naming the key (true is not port 1, nan is not a rate)."""
+    with pytest.raises(ConfigError) as info:
+        parse_campaign(minimal(server=server, bench=bench), path=Path("c.toml"))
+    message = str(info.value)
+    assert (info.value.key or "").startswith(key), message
+    assert message.startswith("c.toml:"), message
+    assert len(message) < 300, message
+    assert "\n" not in message
+
+
+def test_port_auto_and_a_valid_port_are_accepted() -> None:
+    """port = "auto" picks a port per start; 65535 is a port."""
+    assert parse_campaign(minimal(server='port = "auto"'), path=Path("c.toml")).port is None
+    assert parse_campaign(minimal(server="port = 65535"), path=Path("c.toml")).port == 65535
+
+
+@pytest.mark.parametrize("depth", [40, 5000])
+def test_deeply_nested_values_are_one_config_error(depth: int) -> None:
+    """An array nested thousands deep (a RecursionError in the TOML parser) or merely far
+    deeper than any campaign key is one short ConfigError, not a traceback."""
+    text = minimal() + "[vars]\nx = " + "[" * depth + "]" * depth + "\n"
+    with pytest.raises(ConfigError) as info:
+        parse_campaign(text, path=Path("c.toml"))
+    message = str(info.value)
+    assert "nest" in message
+    assert len(message) < 300, message
+
+
+def test_an_oversized_file_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """A campaign file of several MiB is refused with its size and the limit."""
+    path = tmp_path / "big.toml"
+    path.write_text(minimal() + "# padding\n" * 400_000)
+    with pytest.raises(ConfigError, match=r"MiB"):
+        load_campaign(path)
+
+
+def _matrix(values: int, *, axes: str = "ab", extra: str = "") -> str:
+    listed = "".join(f"{axis} = {list(range(values))}\n" for axis in axes)
+    baseline = ",".join(f"{axis}=0" for axis in axes)
+    return (
+        f'[campaign]\nname = "c"\nbaseline = "{baseline}"\n[server]\ncommand = "srv {{port}}"\n'
+        f"[matrix]\n{extra}\n[matrix.axes]\n{listed}"
+    )
+
+
+def test_a_matrix_past_the_cap_is_refused_with_its_count() -> None:
+    """A [matrix] expanding to more than 1,000 variants is refused with its count and the
+    key that raises the cap, before the variants are built (10^12 is refused at once)."""
+    with pytest.raises(ConfigError) as info:
+        parse_campaign(_matrix(32), path=Path("c.toml"))  # 32 x 32 = 1024
+    assert "1024 variants" in str(info.value)
+    assert "max_variants" in str(info.value)
+    with pytest.raises(ConfigError, match="1000000000000 variants"):
+        parse_campaign(_matrix(1000, axes="abcd"), path=Path("c.toml"))
+
+
+def test_max_variants_raises_the_matrix_cap() -> None:
+    """[matrix] max_variants lets a larger matrix through."""
+    campaign = parse_campaign(_matrix(32, extra="max_variants = 1100"), path=Path("c.toml"))
+    assert len(campaign.variants) == 1024

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 from tests.campaign.helpers import query
+from tests.store.runners import claimed, claimer
 
 from servegate.campaign import demo
 from servegate.campaign.config import parse_campaign
+from servegate.errors import RunnerBusyError
+from servegate.store import Store
 
 
 def test_shipped_demo_has_the_four_variants_on_the_simulator() -> None:
@@ -64,3 +67,17 @@ def test_demo_runs_the_campaign_and_writes_the_html_report(
     )
     assert crash == [("crash",)]
     assert int(query(db, "SELECT count(*) FROM point")[0][0]) == 3  # type: ignore[call-overload]
+
+
+def test_demo_keeps_the_database_of_a_demo_still_running(tmp_path: Path) -> None:
+    """A demo started in the folder of a running demo refuses (naming its PID) instead of
+    deleting the database under it."""
+    folder = tmp_path / "servegate-demo"
+    folder.mkdir()
+    db = folder / "servegate.db"
+    Store.open(db).close()
+    with claimer(db) as running:
+        assert claimed(running) == "claimed"
+        with pytest.raises(RunnerBusyError, match=f"PID {running.pid} "):
+            demo.run_demo(folder, quiet=True)
+        assert query(db, "SELECT name FROM campaign") == [("c",)]

@@ -372,3 +372,70 @@ def test_timeout_is_recorded_and_the_campaign_goes_on(tmp_path: Path) -> None:
     assert hung.verdict is not None and hung.verdict["tail"]
     assert attempts["ok"].status == "done"
     assert [p.variant for p in points] == ["ok"]
+
+
+def test_busy_fixed_port_fails_at_once_naming_its_holder_and_exits_1(
+    tmp_path: Path, port: int
+) -> None:
+    """A fixed port held by another process fails each server's preflight at once (not
+    after release_timeout_s) naming the holder's PID; with nothing measured, exit 1."""
+    path = write_campaign(
+        tmp_path,
+        """
+        [[variant]]
+        name = "baseline"
+
+        [[variant]]
+        name = "b"
+        args = "--itl-ms 6"
+        """,
+    )
+    text = path.read_text().replace('port = "auto"', f"port = {port}")
+    path.write_text(text.replace("release_timeout_s = 10", "release_timeout_s = 600"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        out = servegate("run", path, "--db", tmp_path / "c.db", timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert f"port {port} is in use by PID {os.getpid()}" in out.stderr
+    assert "no variant could be measured" in out.stderr
+    reasons = [str(r[0]) for r in query(tmp_path / "c.db", "SELECT reason FROM attempt")]
+    assert len(reasons) == 2
+    assert all(f"PID {os.getpid()}" in reason for reason in reasons)
+    assert not (tmp_path / "c-logs").exists() or not any((tmp_path / "c-logs").iterdir())
+
+
+def test_a_campaign_where_every_variant_crashes_exits_1(tmp_path: Path) -> None:
+    """When no variant could be measured (every start crashed), run exits 1 and says so."""
+    path = write_campaign(
+        tmp_path,
+        """
+        [[variant]]
+        name = "baseline"
+        args = "--fail oom --fail-at load_weights"
+        """,
+    )
+    out = servegate("run", path, "--db", tmp_path / "c.db")
+    assert out.returncode == 1, out.stderr
+    assert "Error: no variant could be measured" in out.stderr
+    assert "baseline" in out.stdout  # the table still shows the crash
+
+
+@pytest.mark.parametrize(
+    ("setting", "key"),
+    [("port = true", "server.port"), ("rate = nan", "bench.rate")],
+)
+def test_dry_run_checks_the_file_too(tmp_path: Path, setting: str, key: str) -> None:
+    """--dry-run refuses what run refuses (port = true, rate = nan), with exit 2."""
+    path = write_campaign(tmp_path, '[[variant]]\nname = "baseline"\n')
+    text = path.read_text()
+    if setting.startswith("port"):
+        text = text.replace('port = "auto"', setting)
+    else:
+        text = text.replace("[bench]\n", f"[bench]\n{setting}\n")
+    path.write_text(text)
+    out = servegate("run", path, "--dry-run", "--db", tmp_path / "c.db", timeout=30)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert key in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "c.db").exists()

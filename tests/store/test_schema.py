@@ -44,19 +44,29 @@ def test_reopening_applies_nothing_again(tmp_path: Path) -> None:
 
 
 def test_an_older_database_is_upgraded_step_by_step(tmp_path: Path) -> None:
-    """A database at step 1 gets step 2 applied and recorded, and keeps its data."""
+    """A database at the newest step gets one more step applied and recorded, and keeps
+    its data; a database at step 1 gets every later step."""
     path = tmp_path / "servegate.db"
     with Store.open(path) as store:
         cid = store.campaign("kept", "cfg", "baseline")
-    step2 = Migration(
-        version=2,
+    latest = MIGRATIONS[-1].version
+    step = Migration(
+        version=latest + 1,
         name="campaign notes",
         statements=("ALTER TABLE campaign ADD COLUMN notes TEXT",),
     )
-    with Store.open(path, migrations=(*MIGRATIONS, step2)) as store:
-        assert [n for _, n, _ in store.schema_steps()] == ["initial schema", "campaign notes"]
+    with Store.open(path, migrations=(*MIGRATIONS, step)) as store:
+        names = [n for _, n, _ in store.schema_steps()]
+        assert names == [m.name for m in MIGRATIONS] + ["campaign notes"]
         assert store.campaign_info(cid).name == "kept"
-    assert _pragma(path, "user_version") == 2
+    assert _pragma(path, "user_version") == latest + 1
+
+    old = tmp_path / "old.db"
+    with Store.open(old, migrations=MIGRATIONS[:1]) as store:
+        store.campaign("kept", "cfg", "baseline")
+    with Store.open(old) as store:
+        assert [v for v, _, _ in store.schema_steps()] == [m.version for m in MIGRATIONS]
+        assert [c.name for c in store.campaigns()] == ["kept"]
 
 
 def test_a_failing_step_is_rolled_back_whole(tmp_path: Path) -> None:
@@ -64,13 +74,13 @@ def test_a_failing_step_is_rolled_back_whole(tmp_path: Path) -> None:
     path = tmp_path / "servegate.db"
     Store.open(path).close()
     broken = Migration(
-        version=2,
+        version=MIGRATIONS[-1].version + 1,
         name="broken",
         statements=("CREATE TABLE half (x)", "CREATE TABLE campaign (x)"),
     )
     with pytest.raises(sqlite3.OperationalError):
         Store.open(path, migrations=(*MIGRATIONS, broken))
-    assert _pragma(path, "user_version") == 1
+    assert _pragma(path, "user_version") == MIGRATIONS[-1].version
     conn = sqlite3.connect(path)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}

@@ -16,8 +16,11 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
+import os
 import re
 import shlex
+import shutil
 import string
 import sys
 import tomllib
@@ -47,11 +50,14 @@ __all__ = [
     "LoadPoint",
     "ServerGroup",
     "Variant",
+    "check_programs",
     "load_campaign",
     "parse_campaign",
 ]
 
 BUILTIN_PLACEHOLDERS = ("host", "model", "port", "python")
+MAX_FILE_BYTES = 1 << 20  # campaign files are a few KiB; a larger one is not a campaign
+MAX_DEPTH = 8  # tables and arrays; the deepest key, variant[i].bench.concurrency[j], is 5
 LOCAL_ADDRESS = "127.0.0.1"  # {host}: where the runner reaches a local server
 
 # --- the resolved plan, as frozen values -------------------------------------------------
@@ -176,6 +182,28 @@ class Campaign:
 # --- loading -----------------------------------------------------------------------------
 
 
+def check_programs(campaign: Campaign) -> None:
+    """Refuse, before anything starts, a variant whose program cannot be found."""
+    where = str(campaign.path or "the campaign file")
+    for variant in campaign.variants:
+        argv, env = variant.render(port=0)
+        program = argv[0] if argv else ""
+        search = env.get("PATH", os.environ.get("PATH"))
+        if os.sep in program:
+            base = campaign.cwd or os.getcwd()
+            found = os.access(os.path.join(base, os.path.expanduser(program)), os.X_OK)
+        else:
+            found = bool(program) and shutil.which(program, path=search) is not None
+        if not found:
+            raise ConfigError(
+                f"{where}: variant {variant.name!r}: program {program!r} not found"
+                + ("" if os.sep in program else " on PATH")
+                + "; install it or give its full path in the command.",
+                path=where,
+                key=f"variant.{variant.name}.command",
+            )
+
+
 def load_campaign(path: Path) -> Campaign:
     """Read and validate the campaign file at ``path``.
 
@@ -183,6 +211,9 @@ def load_campaign(path: Path) -> Campaign:
         ConfigError: one sentence naming the file, the line or key, and the fix.
     """
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise _too_big(str(path), size)
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(
@@ -199,6 +230,8 @@ def load_campaign(path: Path) -> Campaign:
 def parse_campaign(text: str, *, path: Path | None = None) -> Campaign:
     """Validate campaign ``text`` (read from ``path``, which error messages name)."""
     where = str(path) if path is not None else "<campaign>"
+    if len(text) > MAX_FILE_BYTES:
+        raise _too_big(where, len(text.encode("utf-8", "replace")))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -206,6 +239,9 @@ def parse_campaign(text: str, *, path: Path | None = None) -> Campaign:
             f"{where}: TOML syntax error: {exc}; fix that line (https://toml.io has the syntax).",
             path=where,
         ) from None
+    except RecursionError:
+        raise _too_deep(where, None) from None
+    _check_depth(data, where)
     try:
         model = CampaignFile.model_validate(data)
     except ValidationError as exc:
@@ -365,6 +401,15 @@ def _expand_matrix(matrix: MatrixTable | None, where: str) -> list[VariantTable]
             path=where,
             key="matrix.axes",
         )
+    count = math.prod(len(values) for values in matrix.axes.values())
+    if count > matrix.max_variants:
+        raise ConfigError(
+            f"{where}: [matrix] expands to {count} variants, more than the cap of "
+            f"{matrix.max_variants}; remove axis values, or set [matrix] max_variants = {count} "
+            "if you mean to run them all.",
+            path=where,
+            key="matrix.max_variants",
+        )
     names = list(matrix.axes)
     for name in names:
         if name in BUILTIN_PLACEHOLDERS:
@@ -401,6 +446,41 @@ def _expand_matrix(matrix: MatrixTable | None, where: str) -> list[VariantTable]
             )
         )
     return tables
+
+
+def _too_big(where: str, size: int) -> ConfigError:
+    return ConfigError(
+        f"{where}: the file is {size / 2**20:.1f} MiB, more than the "
+        f"{MAX_FILE_BYTES // 2**20} MiB a campaign file may have; a campaign lists variants "
+        "and settings (prompts belong in a bench dataset file).",
+        path=where,
+    )
+
+
+def _too_deep(where: str, key: str | None) -> ConfigError:
+    at = f" at {key}" if key else ""
+    return ConfigError(
+        f"{where}: values nest more than {MAX_DEPTH} levels deep{at}; campaign values are "
+        "tables of strings, numbers and lists of them: flatten that value.",
+        path=where,
+        key=key,
+    )
+
+
+def _check_depth(data: dict[str, object], where: str) -> None:
+    """Refuse tables and arrays nested deeper than any campaign key goes (no recursion)."""
+    stack: list[tuple[object, int, str]] = [(data, 0, "")]
+    while stack:
+        node, depth, key = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _too_deep(where, re.sub(r"(\[\d+\])+$", "", key) or None)
+        if isinstance(node, dict):
+            stack.extend(
+                (value, depth + 1, f"{key}.{name}" if key else str(name))
+                for name, value in node.items()
+            )
+        elif isinstance(node, list):
+            stack.extend((value, depth + 1, f"{key}[{i + 1}]") for i, value in enumerate(node))
 
 
 def _base_dir(path: Path | None) -> Path:

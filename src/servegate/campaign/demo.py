@@ -20,8 +20,9 @@ from servegate.campaign.interrupt import Interrupts
 from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.results import html_available, print_results, write_html
 from servegate.campaign.runner import RunOptions, run_campaign
-from servegate.errors import UsageError
+from servegate.errors import RunnerBusyError, ServegateError, UsageError
 from servegate.store import Store
+from servegate.store.lock import busy_message
 
 __all__ = ["DEMO_FILE", "demo_text", "run_demo"]
 
@@ -33,6 +34,20 @@ def demo_text() -> str:
     return resources.files("servegate.campaign").joinpath(DEMO_FILE).read_text(encoding="utf-8")
 
 
+def _refuse_live_runner(db: Path) -> None:
+    """Raise RunnerBusyError when a run is writing to ``db``; a damaged file is no obstacle."""
+    if not db.is_file():
+        return
+    try:
+        store = Store.open(db, read_only=True)
+    except ServegateError:
+        return  # damaged or foreign: the demo replaces it
+    with store:
+        live = store.live_runner()
+    if live is not None:
+        raise RunnerBusyError(busy_message(str(db), live))
+
+
 def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> int:
     """Write the demo campaign into ``folder``, run it, print the results; the exit code.
 
@@ -41,12 +56,19 @@ def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> in
     """
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--dir {folder} is a file; pass a folder for the demo's files.")
-    folder.mkdir(parents=True, exist_ok=True)
     campaign_file = folder / DEMO_FILE
-    campaign_file.write_text(demo_text(), encoding="utf-8")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        campaign_file.write_text(demo_text(), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write the demo's files in {folder} ({exc.strerror or exc}); "
+            "pass a writable folder with --dir."
+        ) from None
     campaign = load_campaign(campaign_file)
     if db is None:
         db = folder / "servegate.db"
+        _refuse_live_runner(db)  # a demo running in this folder keeps its database
         for stale in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
             stale.unlink(missing_ok=True)
     progress = CampaignProgress(quiet=quiet)

@@ -5,7 +5,8 @@ still holds GPU memory, or a killed JIT build left its lock behind would be reco
 the new variant's failure. So before each start the runner checks, and waits a little
 for what a stop releases asynchronously:
 
-- the port is free (waits up to ``release_timeout_s``);
+- the port is free (waits up to ``release_timeout_s`` while the previous server may
+  still hold it; a port held by any other process fails at once, naming its PID);
 - every process of the previous server is gone (waits);
 - GPU memory is back to its idle level, where there are GPUs (waits; NVML);
 - the model path exists, when ``model`` is a local path;
@@ -34,8 +35,10 @@ __all__ = [
     "Level",
     "PreflightReport",
     "ProcessRef",
+    "describe_holders",
     "jit_cache_dirs",
     "port_free",
+    "port_holders",
     "run_preflight",
     "stale_locks",
 ]
@@ -147,9 +150,9 @@ def port_free(port: int) -> bool:
     return True
 
 
-def _port_holders(port: int) -> list[str]:
-    """'PID (name)' of local processes listening on ``port``, where visible."""
-    found: list[str] = []
+def port_holders(port: int) -> list[tuple[int | None, str]]:
+    """(PID, name) of local processes listening on ``port``; PID None where not visible."""
+    found: list[tuple[int | None, str]] = []
     try:
         conns = psutil.net_connections(kind="tcp")
     except (psutil.Error, OSError):
@@ -160,8 +163,16 @@ def _port_holders(port: int) -> list[str]:
                 name = psutil.Process(conn.pid).name() if conn.pid else "?"
             except psutil.Error:
                 name = "?"
-            found.append(f"{conn.pid} ({name})" if conn.pid else "a process of another user")
+            if (conn.pid, name) not in found:
+                found.append((conn.pid, name))
     return found
+
+
+def describe_holders(holders: Sequence[tuple[int | None, str]]) -> str:
+    """'PID 1234 (python3)' for each holder, or '' when none is visible."""
+    return ", ".join(
+        f"PID {pid} ({name})" if pid else "a process of another user" for pid, name in holders
+    )
 
 
 def _wait_until(
@@ -205,7 +216,7 @@ def run_preflight(
     start = clock()
     checks = [
         _check_processes(previous, timeout_s, clock, sleep),
-        _check_port(port, timeout_s, clock, sleep),
+        _check_port(port, previous, timeout_s, clock, sleep),
         _check_gpu(gpu, gpu_idle, timeout_s, clock, sleep),
         _check_model(model, env or {}),
         _check_locks(env if env is not None else os.environ),
@@ -236,21 +247,29 @@ def _check_processes(
 
 def _check_port(
     port: int | None,
+    previous: Sequence[ProcessRef],
     timeout_s: float,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
 ) -> Check:
     if port is None:
         return Check(name="port", level=Level.SKIPPED, message="no port to check")
-    if _wait_until(lambda: port_free(port), timeout_s, clock, sleep):
+    holders = [] if port_free(port) else port_holders(port)
+    ours = {p.pid for p in previous}
+    # only the previous server's stop releases a port by itself: wait for that, and
+    # fail at once when the port belongs to someone else (or there was no server before)
+    foreign = bool(holders) and all(pid is not None and pid not in ours for pid, _ in holders)
+    wait_s = 0.0 if not previous or foreign else timeout_s
+    if _wait_until(lambda: port_free(port), wait_s, clock, sleep):
         return Check(name="port", level=Level.OK, message=f"port {port} is free")
-    holders = _port_holders(port)
-    who = f" by {', '.join(holders)}" if holders else ""
+    holders = port_holders(port) or holders
+    who = f" by {describe_holders(holders)}" if holders else ""
+    waited = f" after {timeout_s:g}s" if wait_s else ""
     return Check(
         name="port",
         level=Level.ERROR,
         message=(
-            f"port {port} is in use{who}; stop that server or set [server] port "
+            f"port {port} is in use{who}{waited}; stop that server or set [server] port "
             'to a free port (or "auto")'
         ),
     )

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from servegate.bench import BenchSettings, PointResult, Progress, run_point
-from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant
+from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant, check_programs
 from servegate.campaign.crash import TAIL_LINES, classify, log_tail
 from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
@@ -35,7 +35,13 @@ from servegate.campaign.preflight import Level, ProcessRef, process_tree, run_pr
 from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
 from servegate.engines import get_profile
-from servegate.errors import BenchError, ConfigError, GateError, UsageError
+from servegate.errors import (
+    BenchError,
+    GateError,
+    ServegateError,
+    StoreError,
+    UsageError,
+)
 from servegate.launch import Server, launch
 from servegate.redact import Redactor
 from servegate.store import Store
@@ -64,12 +70,13 @@ class RunOutcome:
     measured: int  # points measured by this run
     skipped: int  # points already in the store (--resume)
     failed_variants: tuple[str, ...]
-    breaches: tuple[str, ...]  # thresholds crossed, one sentence each
+    breaches: tuple[str, ...]  # thresholds crossed (or nothing measured), one sentence each
     signum: int | None = None  # the signal that interrupted the run
 
     @property
     def exit_code(self) -> int:
-        """0 completed; 1 a user threshold crossed; 128 + signal when interrupted."""
+        """0 completed; 1 a threshold crossed or no variant measured; 128 + signal when
+        interrupted."""
         if self.signum is not None:
             return 128 + self.signum
         return 1 if self.breaches else 0
@@ -113,28 +120,6 @@ def run_campaign(
     return _Runner(campaign, store, options, progress, interrupts).run()
 
 
-def check_programs(campaign: Campaign) -> None:
-    """Refuse, before anything starts, a variant whose program cannot be found."""
-    where = str(campaign.path or "the campaign file")
-    for variant in campaign.variants:
-        argv, env = variant.render(port=0)
-        program = argv[0] if argv else ""
-        search = env.get("PATH", os.environ.get("PATH"))
-        if os.sep in program:
-            base = campaign.cwd or os.getcwd()
-            found = os.access(os.path.join(base, os.path.expanduser(program)), os.X_OK)
-        else:
-            found = bool(program) and shutil.which(program, path=search) is not None
-        if not found:
-            raise ConfigError(
-                f"{where}: variant {variant.name!r}: program {program!r} not found"
-                + ("" if os.sep in program else " on PATH")
-                + "; install it or give its full path in the command.",
-                path=where,
-                key=f"variant.{variant.name}.command",
-            )
-
-
 class _Runner:
     def __init__(
         self,
@@ -162,6 +147,20 @@ class _Runner:
     # --- the campaign ------------------------------------------------------------------
 
     def run(self) -> RunOutcome:
+        store = self.store
+        with self.interrupts.shielded():
+            gone = store.claim_runner(campaign=self.campaign.name)
+        if gone is not None:
+            self.progress.info(
+                f"the runner recorded in {store.path} (PID {gone.pid} on {gone.host}, "
+                f"since {gone.claimed_at}) is gone; this run takes over"
+            )
+        try:
+            return self._run()
+        finally:
+            store.release_runner()
+
+    def _run(self) -> RunOutcome:
         campaign, store = self.campaign, self.store
         cid = self._open_campaign()
         done = store.done_points(cid) if self.options.resume else set()
@@ -183,8 +182,12 @@ class _Runner:
                 store.set_campaign_status(cid, "interrupted")
             self.progress.done()
             return self._outcome(cid, "interrupted", exc.signum)
+        except StoreError as exc:
+            self.progress.done()
+            raise self._store_failed(cid, exc) from None
         except BaseException:
-            store.set_campaign_status(cid, "failed")
+            with suppress(ServegateError):  # the error on its way out is the one to report
+                store.set_campaign_status(cid, "failed")
             self.progress.done()
             raise
         finally:
@@ -194,6 +197,26 @@ class _Runner:
             store.set_campaign_status(cid, "done")
         self.progress.done()
         return self._outcome(cid, "done", None)
+
+    def _store_failed(self, cid: int, exc: StoreError) -> StoreError:
+        """Close the campaign after a failed write (a full disk); the error to raise.
+
+        The server is already stopped. Writing the status may fail as well on a full
+        disk: the campaign then reads as interrupted anyway, since its runner is gone.
+        """
+        store = self.store
+        with suppress(ServegateError):
+            store.set_campaign_status(cid, "interrupted")
+        try:
+            kept = len(store.done_points(cid))
+        except ServegateError:
+            kept = self.state.measured + self.state.skipped
+        file = self.campaign.path or "CAMPAIGN.toml"
+        return StoreError(
+            f"{exc}; the campaign is closed as interrupted with {kept} measurement(s) kept; "
+            f"free space (or fix the disk) and continue with: servegate run {file} "
+            f"--db {store.path} --resume"
+        )
 
     def _open_campaign(self) -> int:
         campaign, store = self.campaign, self.store
@@ -233,6 +256,12 @@ class _Runner:
             breaches.append(
                 f"{len(failed)} variant(s) failed ({', '.join(failed)}), more than "
                 f"--max-failed-variants {limit}"
+            )
+        if status == "done" and self.state.measured + self.state.skipped == 0 and failed:
+            first = failed[0]
+            breaches.append(
+                f"no variant could be measured: all {len(failed)} failed (first: {first}: "
+                f"{self.state.failed[first]})"
             )
         rate_limit = self.options.max_error_rate
         if rate_limit is not None:

@@ -9,14 +9,16 @@ wrong type.
 from __future__ import annotations
 
 import difflib
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from servegate.campaign.locate import loc_line
 from servegate.errors import ConfigError
 
 __all__ = [
+    "MAX_MATRIX_VARIANTS",
     "BenchOverride",
     "BenchTable",
     "CampaignFile",
@@ -29,13 +31,16 @@ __all__ = [
 ]
 
 Scalar = str | int | float | bool
+MAX_MATRIX_VARIANTS = 1000  # a [matrix] expanding to more is a mistake unless max_variants says
 
 
 # --- the file, as pydantic models (extra keys forbidden) ---------------------------------
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    # strict: TOML has types, so true is never the number 1 and 8000.0 never a port;
+    # nan and inf are never a rate, a timeout or a length
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class CampaignTable(_Table):
@@ -63,6 +68,15 @@ class ServerTable(_Table):
     ready: list[str] = Field(default_factory=list)  # extra ready-line regexes
     crash: list[str] = Field(default_factory=list)  # extra fatal-line regexes
     health_url: str | None = None  # probe this URL (placeholders allowed) instead
+
+    @field_validator("port", mode="before")
+    @classmethod
+    def _port(cls, value: object) -> object:
+        if value is None or value == "auto":
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+            raise ValueError('a port is a whole number from 1 to 65535, or "auto"')
+        return value
 
 
 class BenchTable(_Table):
@@ -114,6 +128,7 @@ class MatrixTable(_Table):
 
     axes: dict[str, list[Scalar]]
     name: str | None = None
+    max_variants: int = Field(default=MAX_MATRIX_VARIANTS, ge=1)  # refuse a larger matrix
     args: str | list[str] = ""
     env: dict[str, Scalar] = Field(default_factory=dict)
     command: str | None = None
@@ -132,10 +147,10 @@ class CampaignFile(_Table):
 
 def config_error(exc: ValidationError, data: dict[str, Any], text: str, where: str) -> ConfigError:
     """The first pydantic error as one sentence naming the key, its line and the fix."""
-    error = exc.errors()[0]
-    loc = tuple(error["loc"])
+    error, tags = _pick(exc.errors(), data)
+    loc = _clean_loc(tuple(error["loc"]), data)[0]
     key = _key_name(loc, data)
-    line = loc_line(text, loc)
+    line = loc_line(text, _line_loc(loc))
     kind = error["type"]
     if kind == "extra_forbidden":
         allowed = _allowed_keys(loc[:-1])
@@ -149,8 +164,93 @@ def config_error(exc: ValidationError, data: dict[str, Any], text: str, where: s
     elif kind == "missing":
         message = f"missing key {key}; add it"
     else:
-        message = f"{key}: {error['msg']} (got {error.get('input')!r}); fix the value"
+        said = str(error["msg"]).removeprefix("Value error, ")
+        if tags:  # no member of a union took the value's type
+            words = list(dict.fromkeys(_TYPE_WORDS.get(t, t) for t in tags))
+            said = "should be " + ", ".join(words[:-1]) + " or " + words[-1]
+        message = f"{key}: {said} (got {_shown(error.get('input'))}); fix the value"
     return ConfigError(f"{where}{line}: {message}.", path=where, key=key)
+
+
+# how a union member's tag in pydantic's error location reads in a message
+_TYPE_WORDS = {
+    "str": "a string",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "a boolean (true or false)",
+    "list[int]": "a list of whole numbers",
+    "list[float]": "a list of numbers",
+    "list[str]": "a list of strings",
+    "literal['auto']": '"auto"',
+    "literal['completions','chat']": '"completions" or "chat"',
+}
+_SHOWN_CHARS = 60
+
+
+def _shown(value: Any) -> str:
+    """A value as the file wrote it (true, nan), cut short: the message stays one line."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    shown = repr(value)
+    return shown if len(shown) <= _SHOWN_CHARS else shown[: _SHOWN_CHARS - 3] + "..."
+
+
+def _pick(errors: list[Any], data: dict[str, Any]) -> tuple[Any, list[str]]:
+    """The error worth showing for the first key that failed, and the union's tags when
+    the value fit none of its types (then no single member's message says it)."""
+    first = _clean_loc(tuple(errors[0]["loc"]), data)
+    base = first[0][: first[2]] if first[2] is not None else first[0]
+    same = []
+    for error in errors:
+        clean, tags, cut = _clean_loc(tuple(error["loc"]), data)
+        if clean[: len(base)] == base:
+            same.append((error, clean, tags, cut))
+    # a constraint broken by a value of the right type says the most; then a failure
+    # inside a value whose container type fitted (one list item)
+    for error, _, _, _ in same:
+        if not str(error["type"]).endswith("_type"):
+            return error, []
+    deeper = [entry for entry in same if len(entry[1]) > len(base)]
+    if deeper:
+        return deeper[0][0], []
+    tags = [tag for _, _, found, _ in same for tag in found]
+    return same[0][0], tags if len(tags) > 1 else []
+
+
+def _clean_loc(
+    loc: tuple[Any, ...], data: dict[str, Any]
+) -> tuple[tuple[Any, ...], list[str], int | None]:
+    """``loc`` without pydantic's union-member tags, the tags, and where the first was.
+
+    A string part is a key only where the value reached so far is a table; elsewhere it
+    names the member of a union that was tried (``list[int]``, ``float``).
+    """
+    clean: list[Any] = []
+    tags: list[str] = []
+    cut: int | None = None
+    node: Any = data
+    for part in loc:
+        if isinstance(part, str) and not isinstance(node, dict):
+            tags.append(part)
+            cut = len(clean) if cut is None else cut
+            continue
+        clean.append(part)
+        node = node[part] if isinstance(node, dict | list) and _has(node, part) else None
+    return tuple(clean), tags, cut
+
+
+def _line_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The part of ``loc`` that names a key written in the file (no list item numbers)."""
+    if loc and loc[0] == "variant":
+        return loc[:3]
+    kept = []
+    for part in loc:
+        if isinstance(part, int):
+            break
+        kept.append(part)
+    return tuple(kept)
 
 
 def _key_name(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
@@ -159,7 +259,11 @@ def _key_name(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
     node: Any = data
     for part in loc:
         if isinstance(part, int):
-            name = node[part].get("name") if isinstance(node, list) and part < len(node) else None
+            name = (
+                node[part].get("name")
+                if isinstance(node, list) and part < len(node) and isinstance(node[part], dict)
+                else None
+            )
             parts[-1] += f"[{name!r}]" if isinstance(name, str) else f"[{part + 1}]"
         else:
             parts.append(str(part))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from servegate.campaign.config import Campaign, load_campaign
+from servegate.campaign.config import Campaign, check_programs, load_campaign
 from servegate.errors import UsageError
 from servegate.redact import Redactor
 
@@ -82,14 +82,17 @@ def run(
     a second Ctrl-C stops at once. The results table is printed on stdout at the end;
     `servegate report` renders it again, as markdown, JSON, CSV or HTML.
 
-    Exit codes: 0 completed (a crashed variant is a result, not an error); 1 a
-    threshold set with --max-failed-variants or --max-error-rate was crossed; 2 bad
-    campaign file or flags (nothing is launched); 130 interrupted (what was measured
-    is kept; continue with --resume).
+    Exit codes: 0 completed (a crashed variant is a result, not an error); 1 no
+    variant could be measured, or a threshold set with --max-failed-variants or
+    --max-error-rate was crossed; 2 bad campaign file or flags, a damaged or read-only
+    database, or another run using it (nothing is launched); 3 the database could not
+    be written (disk full: what was measured is kept); 130 interrupted (what was
+    measured is kept; continue with --resume).
     """
     campaign = load_campaign(campaign_file)
     if only:
         campaign = campaign.only(only)
+    check_programs(campaign)
     if dry_run:
         _print_plan(campaign)
         return
@@ -115,7 +118,7 @@ def execute(campaign: Campaign, db: Path, *, options: RunOptions, quiet: bool = 
     from servegate.campaign.interrupt import Interrupts
     from servegate.campaign.progress import CampaignProgress
     from servegate.campaign.results import print_results
-    from servegate.campaign.runner import check_programs, run_campaign
+    from servegate.campaign.runner import run_campaign
     from servegate.store import Store
 
     if db.is_dir():
@@ -152,6 +155,17 @@ def _print_plan(campaign: Campaign) -> None:
     )
     port_text = str(campaign.port) if campaign.port is not None else "auto"
     click.echo(f"campaign {campaign.name} (baseline {campaign.baseline}), port {port_text}")
+    if campaign.port is not None:
+        from servegate.campaign.preflight import describe_holders, port_free, port_holders
+
+        if not port_free(campaign.port):
+            holders = describe_holders(port_holders(campaign.port))
+            click.echo(
+                f"Warning: port {campaign.port} is in use now"
+                + (f" by {holders}" if holders else "")
+                + "; the run fails its preflight unless it is freed.",
+                err=True,
+            )
     for number, group in enumerate(campaign.groups, start=1):
         shown_port = campaign.port if campaign.port is not None else 0
         argv, env = group.render(port=shown_port)

@@ -46,7 +46,8 @@ Example:
   servegate report --db runs.db spec --json spec.json --csv spec.csv
 
 \b
-Exit codes: 0 written; 2 unknown campaign, missing database or plotly, bad option.""",
+Exit codes: 0 written; 2 unknown campaign, missing or damaged database, missing
+plotly, bad option; 3 an I/O error reading the database.""",
 )
 @click.argument("campaign", required=False)
 @click.option(
@@ -105,7 +106,8 @@ def report(
         from servegate.report.html import require_plotly
 
         require_plotly()  # fail before any work when the html extra is missing
-    with Store.open(db) as store:
+    # read-only: a report never writes, and works in a read-only folder (an archive)
+    with Store.open(db, read_only=True) as store:
         result = reports.build_report(store, campaign, confidence=confidence, seed=seed)
     if not to_stdout:
         reports.render_console(result)

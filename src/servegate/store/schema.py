@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from servegate.errors import StoreVersionError, UsageError
+from servegate.store.failures import translate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,8 +127,26 @@ INITIAL = Migration(
     ),
 )
 
+RUNNER = Migration(
+    version=2,
+    name="runner lock",
+    statements=(
+        # at most one row: the runner writing to this database (see store/lock.py)
+        """CREATE TABLE runner (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            started REAL NOT NULL,
+            campaign TEXT NOT NULL,
+            claimed_at TEXT NOT NULL
+        )""",
+    ),
+)
+
 # Every step this version knows, oldest first; a new step is appended, never edited.
-MIGRATIONS: tuple[Migration, ...] = (INITIAL,)
+# A database opened read-only (a report in a read-only folder) is not migrated: reads
+# must not need what a later step adds, or must do without it.
+MIGRATIONS: tuple[Migration, ...] = (INITIAL, RUNNER)
 
 _BOOKKEEPING = """CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
@@ -153,10 +172,11 @@ def check_readable(conn: sqlite3.Connection, path: str, migrations: Sequence[Mig
     try:
         version = user_version(conn)
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    except sqlite3.DatabaseError as exc:
-        raise UsageError(
-            f"{path} is not a SQLite database ({exc}); pass a servegate database with --db."
-        ) from None
+    except sqlite3.Error as exc:
+        error = translate(exc, path)
+        if error is None:
+            raise
+        raise error from None
     known = migrations[-1].version if migrations else 0
     if version > known:
         raise StoreVersionError(

@@ -16,11 +16,13 @@ values, URL credentials): a token in a database file travels with every report.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -28,8 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from servegate.errors import UsageError
+from servegate.errors import RunnerBusyError, UsageError
 from servegate.redact import Redactor, scrub
+from servegate.store.failures import (
+    SQLITE_CANTOPEN,
+    guarded,
+    primary_code,
+    read_only_error,
+    translate,
+    writable_problem,
+)
+from servegate.store.lock import RunnerInfo, RunnerLock, busy_message, row_alive
 from servegate.store.records import (
     AttemptInfo,
     CampaignInfo,
@@ -82,13 +93,52 @@ def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+def _connect_read_only(target: Path) -> sqlite3.Connection:
+    """A read-only connection to ``target``, also in a folder that cannot be written.
+
+    A WAL database needs its -shm file; where SQLite can neither open nor create it (a
+    read-only folder, nothing left open by a writer) the file is opened as immutable,
+    which is exact when no -wal file holds results that are not in the database yet.
+    """
+    uri = target.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=10.0)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error as exc:
+        conn.close()
+        if primary_code(exc) != SQLITE_CANTOPEN:
+            error = translate(exc, target)
+            if error is None:
+                raise
+            raise error from None
+    wal = target.with_name(target.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise UsageError(
+            f"{target} has results in {wal.name} that SQLite reads only with write access "
+            f"to {target.resolve().parent}; copy {target.name} and {wal.name} to a writable "
+            "folder and pass that copy with --db."
+        )
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+
 class Store:
     """A servegate database; open it with ``Store.open(path)`` as a context manager."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, now: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: str,
+        now: Callable[[], str],
+        *,
+        read_only: bool = False,
+    ) -> None:
         self._conn = conn
         self.path = path
         self._now = now
+        self.read_only = read_only
+        self._lock = RunnerLock(path)
+        self._runner: RunnerInfo | None = None  # this process, while it is the runner
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -99,24 +149,45 @@ class Store:
         *,
         now: Callable[[], str] | None = None,
         migrations: Sequence[Migration] = MIGRATIONS,
+        read_only: bool = False,
     ) -> Store:
         """Open (or create) the database at ``path`` and bring its schema up to date.
 
-        Raises ``StoreVersionError`` for a database from a newer servegate, and
-        ``UsageError`` for a file that is not a servegate database; neither is altered.
+        ``read_only`` opens an existing database for reading only, without migrating
+        it; in a folder where SQLite cannot create its -wal and -shm files it is opened
+        as immutable (a report of results on read-only media).
+
+        Raises ``StoreVersionError`` for a database from a newer servegate,
+        ``StoreDamagedError`` for a damaged one, and ``UsageError`` for a file that is
+        not a servegate database or a folder that cannot be written; none is altered.
         """
         target = Path(path)
         if not target.parent.is_dir():
             raise UsageError(f"the folder of {target} does not exist; create it or change --db.")
         if target.is_dir():
             raise UsageError(f"{target} is a folder; pass a database file with --db.")
+        if read_only:
+            if not target.is_file():
+                raise UsageError(f"no database at {target}; pass an existing one with --db.")
+            conn = _connect_read_only(target)
+            try:
+                check_readable(conn, str(target), migrations)
+                conn.execute("PRAGMA busy_timeout = 10000")
+            except BaseException:
+                conn.close()
+                raise
+            return cls(conn, str(target), now or _utc_now, read_only=True)
         if target.exists():
             # check with a read-only connection first: a refused file is never written
-            probe = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+            probe = _connect_read_only(target)
             try:
                 check_readable(probe, str(target), migrations)
             finally:
                 probe.close()
+            if not os.access(target, os.W_OK) or writable_problem(target.resolve().parent):
+                raise read_only_error(target)
+        elif writable_problem(target.resolve().parent):
+            raise read_only_error(target)
         conn = sqlite3.connect(str(target), isolation_level=None, timeout=10.0)
         try:
             check_readable(conn, str(target), migrations)
@@ -125,14 +196,24 @@ class Store:
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA busy_timeout = 10000")
             migrate(conn, migrations)
+        except sqlite3.Error as exc:
+            conn.close()
+            error = translate(exc, target)
+            if error is None:
+                raise
+            raise error from None
         except BaseException:
             conn.close()
             raise
         return cls(conn, str(target), now or _utc_now)
 
     def close(self) -> None:
-        """Close the connection; the store cannot be used afterwards."""
-        self._conn.close()
+        """Close the connection (giving up the runner claim); the store is then unusable."""
+        try:
+            self.release_runner()
+        finally:
+            self._conn.close()
+            self._lock.close()  # only now: see RunnerLock
 
     def __enter__(self) -> Store:
         return self
@@ -151,11 +232,101 @@ class Store:
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk, an I/O error)
+            if self._conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
 
+    # --- the one runner ----------------------------------------------------------------
+
+    @guarded
+    def claim_runner(self, *, campaign: str) -> RunnerInfo | None:
+        """Make this process the database's one runner; return the dead runner it replaced.
+
+        Raises ``RunnerBusyError`` (naming the live runner's PID and host) when another
+        runner is alive; a runner that died, or whose PID now belongs to another
+        process, is replaced.
+        """
+        if self._runner is not None:
+            return None
+        if self._lock.held_elsewhere():  # at once, without waiting for a write lock
+            holder = self._read_runner()
+            if holder is not None:  # else it is claiming now: its commit is waited for below
+                raise RunnerBusyError(busy_message(self.path, holder))
+        me = RunnerInfo.current(campaign=campaign, claimed_at=self._now())
+        try:
+            with self._tx() as conn:  # racing runners pass here one at a time
+                previous = self._read_runner()
+                held = self._lock.acquire()
+                if held is False or (held is None and previous is not None and row_alive(previous)):
+                    raise RunnerBusyError(busy_message(self.path, previous))
+                conn.execute(
+                    "INSERT OR REPLACE INTO runner (id, pid, host, started, campaign, claimed_at) "
+                    "VALUES (1, ?, ?, ?, ?, ?)",
+                    (me.pid, me.host, me.started, me.campaign, me.claimed_at),
+                )
+        except BaseException:
+            self._lock.release()
+            raise
+        self._runner = me
+        return previous
+
+    def release_runner(self) -> None:
+        """Give up the claim: the row goes, and with the lock the next runner may start.
+
+        Never raises: on a full disk the row stays, and the free lock tells the next
+        runner that it is stale.
+        """
+        me, self._runner = self._runner, None
+        if me is None:
+            return
+        try:
+            with self._tx() as conn:
+                conn.execute(
+                    "DELETE FROM runner WHERE id = 1 AND pid = ? AND host = ? AND started = ?",
+                    (me.pid, me.host, me.started),
+                )
+        except sqlite3.Error:
+            pass
+        finally:
+            self._lock.release()
+
+    @guarded
+    def live_runner(self) -> RunnerInfo | None:
+        """The runner writing to this database now (this process included), or None."""
+        if self._runner is not None:
+            return self._runner
+        held = self._lock.held_elsewhere()
+        if held is False:
+            return None
+        info = self._read_runner()
+        if held is None and (info is None or not row_alive(info)):
+            return None
+        return info or RunnerInfo(pid=0, host="?", started=0.0, campaign="", claimed_at="")
+
+    def _read_runner(self) -> RunnerInfo | None:
+        try:
+            row = self._conn.execute(
+                "SELECT pid, host, started, campaign, claimed_at FROM runner WHERE id = 1"
+            ).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a read-only database from before the table
+                return None
+            raise
+        if row is None:
+            return None
+        return RunnerInfo(
+            pid=int(row[0]),
+            host=str(row[1]),
+            started=float(row[2]),
+            campaign=str(row[3]),
+            claimed_at=str(row[4]),
+        )
+
+    @guarded
     def schema_steps(self) -> list[tuple[int, str, str]]:
         """The recorded migration steps: (version, name, applied_at), oldest first."""
         rows = self._conn.execute(
@@ -165,6 +336,7 @@ class Store:
 
     # --- campaigns and variants --------------------------------------------------------
 
+    @guarded
     def campaign(self, name: str, config_text: str, baseline: str) -> int:
         """Get or create the campaign called ``name``; return its id.
 
@@ -191,6 +363,7 @@ class Store:
             self._variant_id(conn, cid, baseline)
             return cid
 
+    @guarded
     def set_campaign_status(self, cid: int, status: str) -> None:
         """Mark a campaign running, done, interrupted or failed."""
         if status not in CAMPAIGN_STATUSES:
@@ -201,14 +374,16 @@ class Store:
                 (status, self._now(), cid),
             )
 
+    @guarded
     def campaigns(self) -> list[CampaignInfo]:
         """Every stored campaign, newest first."""
         rows = self._conn.execute(
             "SELECT id, name, baseline, status, created_at, updated_at, config_text "
             "FROM campaign ORDER BY created_at DESC, id DESC"
         )
-        return [_campaign_info(row) for row in rows]
+        return [self._campaign_now(row) for row in rows]
 
+    @guarded
     def find_campaign(self, name: str) -> CampaignInfo | None:
         """The campaign called ``name``, or None."""
         row = self._conn.execute(
@@ -216,8 +391,9 @@ class Store:
             "FROM campaign WHERE name = ?",
             (name,),
         ).fetchone()
-        return None if row is None else _campaign_info(row)
+        return None if row is None else self._campaign_now(row)
 
+    @guarded
     def campaign_info(self, cid: int) -> CampaignInfo:
         """The campaign with id ``cid`` (KeyError when there is none)."""
         row = self._conn.execute(
@@ -227,13 +403,31 @@ class Store:
         ).fetchone()
         if row is None:
             raise KeyError(cid)
-        return _campaign_info(row)
+        return self._campaign_now(row)
 
+    def _campaign_now(self, row: Sequence[Any]) -> CampaignInfo:
+        """The stored campaign, shown interrupted when it is 'running' with no live runner.
+
+        A runner killed with SIGKILL, or stopped by a full disk, cannot write its
+        campaign's last status; the runner lock says whether it is still at work.
+        """
+        info = _campaign_info(row)
+        if info.status == "running" and not self._runs(info.name):
+            return dataclasses.replace(info, status="interrupted")
+        return info
+
+    def _runs(self, campaign: str) -> bool:
+        """Whether a live runner is running ``campaign`` in this database now."""
+        live = self.live_runner()
+        return live is not None and live.campaign == campaign
+
+    @guarded
     def add_variant(self, cid: int, name: str) -> int:
         """Declare a variant (get-or-create), so reports list it even before it runs."""
         with self._tx() as conn:
             return self._variant_id(conn, cid, name)
 
+    @guarded
     def variants(self, cid: int) -> list[str]:
         """The campaign's variant names in the order they were declared or first ran."""
         rows = self._conn.execute(
@@ -259,6 +453,7 @@ class Store:
 
     # --- attempts ----------------------------------------------------------------------
 
+    @guarded
     def start_attempt(
         self,
         cid: int,
@@ -305,6 +500,7 @@ class Store:
             )
             return int(cur.lastrowid or 0)
 
+    @guarded
     def record_verdict(self, aid: int, verdict: Any) -> None:
         """Store the gate's verdict (a ``Verdict`` or its JSON dict) and its phases.
 
@@ -352,6 +548,7 @@ class Store:
                 (status, data.get("reason"), aid),
             )
 
+    @guarded
     def record_stop(self, aid: int, stop_report: Any) -> None:
         """Store how the server was stopped: killed pids, seconds taken, port free again."""
         killed = field_of(stop_report, "killed")
@@ -369,6 +566,7 @@ class Store:
                 ),
             )
 
+    @guarded
     def finish_attempt(self, aid: int, status: str, reason: str | None = None) -> None:
         """Close an attempt with its final status (done, failed, interrupted, ...)."""
         if status not in ATTEMPT_STATUSES:
@@ -380,6 +578,7 @@ class Store:
                 (status, scrub(reason), self._now(), aid),
             )
 
+    @guarded
     def mark_interrupted(self, cid: int, reason: str = "the runner stopped") -> int:
         """Close attempts left open by a runner that died; return how many there were.
 
@@ -395,6 +594,7 @@ class Store:
             )
             return int(cur.rowcount)
 
+    @guarded
     def attempts(self, cid: int) -> list[AttemptInfo]:
         """Every attempt of the campaign in launch order, with verdicts and phases."""
         phases: dict[int, list[PhaseInfo]] = {}
@@ -413,10 +613,16 @@ class Store:
             "LEFT JOIN verdict d ON d.attempt_id = a.id "
             "WHERE a.campaign_id = ? ORDER BY a.started_at, a.id",
             (cid,),
-        )
+        ).fetchall()
+        name = self._conn.execute("SELECT name FROM campaign WHERE id = ?", (cid,)).fetchone()
+        # attempts left open count as interrupted once no runner is at work on them
+        stopped = name is None or not self._runs(str(name[0]))
         out = []
         for row in rows:
             aid = int(row[0])
+            status = row[9]
+            if stopped and status in ("running", "ready") and row[12] is None:
+                status = "interrupted"
             out.append(
                 AttemptInfo(
                     id=aid,
@@ -428,7 +634,7 @@ class Store:
                     host=row[6],
                     versions=json.loads(row[7]),
                     git_commit=row[8],
-                    status=row[9],
+                    status=status,
                     reason=row[10],
                     started_at=row[11],
                     ended_at=row[12],
@@ -443,6 +649,7 @@ class Store:
 
     # --- measurements ------------------------------------------------------------------
 
+    @guarded
     def record_point(self, aid: int, *, variant: str, load: str, repeat: int, result: Any) -> int:
         """Store one measured load point with its per-request samples; return its id.
 
@@ -515,6 +722,7 @@ class Store:
             )
             return pid
 
+    @guarded
     def done_points(self, cid: int) -> set[tuple[str, str, int]]:
         """The (variant, load, repeat) measurements already stored for the campaign."""
         rows = self._conn.execute(
@@ -524,6 +732,7 @@ class Store:
         )
         return {(str(v), str(load), int(rep)) for v, load, rep in rows}
 
+    @guarded
     def points(self, cid: int) -> list[PointInfo]:
         """Every stored point of the campaign, by variant, load and repeat."""
         rows = self._conn.execute(
@@ -552,6 +761,7 @@ class Store:
             for r in rows
         ]
 
+    @guarded
     def samples(self, point_ids: Iterable[int]) -> Samples:
         """The per-request samples of the given points, pooled (completed requests only)."""
         ids = [int(i) for i in point_ids]
