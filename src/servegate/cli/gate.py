@@ -192,6 +192,14 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     env = _parse_env(env_pairs)
     if foreground:
         signal.signal(signal.SIGTERM, _on_sigterm)
+    printed: list[Verdict] = []
+
+    def print_failure(verdict: Verdict) -> None:
+        # CRASH and TIMEOUT reach the user the moment they are known; the stop follows
+        if verdict.status != "ready":
+            _render(verdict, tail=tail, as_json=as_json, extra={})
+            printed.append(verdict)
+
     try:  # from the moment the SIGTERM handler is in place
         shown = Redactor.collect(envs=[env]).command(command)
         click.echo(f"launching {' '.join(shown)[:200]}", err=True)
@@ -210,12 +218,14 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             crash=crash,
             health_url=health_url,
             attached=foreground,
+            on_verdict=print_failure,
         )
     except _Stop:
         click.echo("stopped by SIGTERM before a verdict; the tree was stopped", err=True)
         _exit(143)
     except GateError as exc:
-        _render(exc.verdict, tail=tail, as_json=as_json, extra={})
+        if not printed:
+            _render(exc.verdict, tail=tail, as_json=as_json, extra={})
         if keep:
             click.echo("the processes were left running (--keep): see servegate ps", err=True)
         _exit(exc.exit_code)

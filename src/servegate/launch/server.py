@@ -18,7 +18,7 @@ import shutil
 import signal
 import subprocess
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any
 
@@ -200,6 +200,7 @@ def launch(
     host: str = "127.0.0.1",
     model: str | None = None,
     attached: bool = True,
+    on_verdict: Callable[[Verdict], None] | None = None,
 ) -> Server:
     """Start ``command`` and block until it is READY; return the running ``Server``.
 
@@ -217,6 +218,8 @@ def launch(
         ready, crash: extra ready / fatal line regexes; health_url: probe this URL.
         host: the address it serves on; model: model name for vLLM's 1-token check.
         attached: True: the server dies with this process (see ``Server.detach``).
+        on_verdict: called with the verdict the moment it arrives, before the tree is
+            stopped (CRASH, TIMEOUT) or detached: to show it without waiting for that.
 
     Raises:
         UsageError: bad arguments, or the port is already taken; nothing is started.
@@ -326,6 +329,12 @@ def launch(
     server = Server(
         tracked=tracked, verdict=verdict, keeper=keeper, control=control_w, essential=essential
     )
+    if on_verdict is not None:
+        try:
+            on_verdict(verdict)
+        except BaseException:
+            server.stop(grace_s=5.0)  # whatever the caller's trouble, nothing is left behind
+            raise
     if verdict.status != "ready":
         if keep:
             server.detach()

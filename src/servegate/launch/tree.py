@@ -5,6 +5,11 @@ workers run in groups of their own, and any child may call setsid(). So the tree
 snapshotted first (descendants of the roots, members of the server's session, and any
 process carrying the server's environment marker), then the group gets SIGTERM, then
 after the grace period the group and every snapshotted survivor get SIGKILL.
+
+The port is then confirmed released by the server's own processes: if it is still
+taken, the sockets that hold it are looked up, and a port held only by processes
+outside the tree (the one that made the server fail with "address already in use")
+is reported at once instead of waited for, since it will not come free.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ __all__ = [
     "ProcInfo",
     "StopReport",
     "is_alive",
+    "port_holders",
     "port_is_free",
     "snapshot",
     "stop_tree",
@@ -34,6 +40,8 @@ __all__ = [
 ]
 
 MARKER_VAR = "SERVEGATE_SERVER_ID"  # set in every launched server's environment
+_PORT_WAIT_S = 1.0  # how long a stop waits for its own processes' port to come free
+_TCP_HOLDING = ("0A", "07")  # /proc/net/tcp states that keep a port: LISTEN, bound (CLOSE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +72,7 @@ class StopReport:
     duration_s: float
     port: int | None
     port_free: bool | None  # None when no port is known
+    port_holders: tuple[int, ...] = ()  # PIDs outside the tree holding the port, if any
 
     def to_json(self) -> dict[str, Any]:
         """As a JSON object."""
@@ -74,13 +83,17 @@ class StopReport:
             "duration_s": round(self.duration_s, 4),
             "port": self.port,
             "port_free": self.port_free,
+            "port_holders": list(self.port_holders),
         }
 
     def line(self) -> str:
         """One line for people."""
         how = "SIGKILL after the grace period" if self.escalated else "SIGTERM"
         text = f"stopped {len(self.killed)} process(es) in {self.duration_s:.2f}s ({how})"
-        if self.port is not None:
+        if self.port is not None and self.port_holders:
+            pids = ", ".join(map(str, self.port_holders))
+            text += f"; port {self.port} held by pid {pids}, not by this server"
+        elif self.port is not None:
             text += f"; port {self.port} " + ("free" if self.port_free else "STILL IN USE")
         if self.survivors:
             text += f"; still alive: {', '.join(map(str, self.survivors))}"
@@ -235,6 +248,57 @@ def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
     return True
 
 
+def port_holders(port: int) -> list[int]:
+    """PIDs holding a TCP socket bound to ``port`` (those whose descriptors we may read)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()  # sl local_address rem_address st ... inode
+            if len(fields) < 10 or fields[3] not in _TCP_HOLDING:
+                continue
+            if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return []
+    holders = []
+    for pid in _all_pids():
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone, or another user's
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    holders.append(pid)
+                    break
+            except OSError:
+                continue
+    return holders
+
+
+def _confirm_port(port: int, tree: set[int]) -> tuple[bool, tuple[int, ...]]:
+    """Whether ``port`` is free after a stop; if not, who outside ``tree`` holds it.
+
+    Waits (``_PORT_WAIT_S`` at most) only while the holder may be the tree's own: a
+    survivor, or a socket whose owner cannot be seen. A port that only processes
+    outside the tree hold will not come free by waiting.
+    """
+    deadline = time.monotonic() + _PORT_WAIT_S
+    while True:
+        if port_is_free(port):
+            return True, ()
+        holders = port_holders(port)
+        foreign = tuple(pid for pid in holders if pid not in tree)
+        if (holders and len(foreign) == len(holders)) or time.monotonic() >= deadline:
+            return False, foreign
+        time.sleep(0.02)
+
+
 def wait_port_free(port: int, timeout_s: float = 3.0, host: str = "0.0.0.0") -> bool:
     """Wait up to ``timeout_s`` for ``port`` to be free; True if it is."""
     deadline = time.monotonic() + timeout_s
@@ -304,7 +368,7 @@ def stop_tree(
             _signal(info, signal.SIGKILL)
         survivors = _wait_gone(survivors, 5.0)
     left = {info.pid for info in survivors}
-    port_free = wait_port_free(port) if port is not None else None
+    port_free, holders = _confirm_port(port, set(procs)) if port is not None else (None, ())
     return StopReport(
         killed=tuple(sorted(p for p in procs if p not in left)),
         survivors=tuple(sorted(left)),
@@ -312,4 +376,5 @@ def stop_tree(
         duration_s=time.monotonic() - started,
         port=port,
         port_free=port_free,
+        port_holders=holders,
     )
