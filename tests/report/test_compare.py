@@ -36,8 +36,8 @@ def test_identical_distributions_are_no_detectable_difference() -> None:
     rng = np.random.default_rng(2)
     runs_a, runs_b = 1000 * (1 + rng.normal(0, 0.02, size=(2, 5)))
     lat_a, lat_b = rng.lognormal(np.log(50), 0.3, size=(2, 400))
-    assert call(_est(runs_a, runs_b), "higher") == "no detectable difference"
-    assert call(_est(lat_a, lat_b, median), "lower") == "no detectable difference"
+    assert call(_est(runs_a, runs_b), "higher") == "no meaningful difference"
+    assert call(_est(lat_a, lat_b, median), "lower") == "no meaningful difference"
 
 
 def test_false_alarms_stay_near_the_nominal_rate() -> None:
@@ -48,7 +48,7 @@ def test_false_alarms_stay_near_the_nominal_rate() -> None:
         a, b = rng.lognormal(np.log(40), 0.3, size=(2, 60))
         est = estimate(a, b, stat=median, resamples=500, rng=seeded_rng(i, "fa"))
         calls.append(call(est, "lower"))
-    rate = sum(c != "no detectable difference" for c in calls) / len(calls)
+    rate = sum(c != "no meaningful difference" for c in calls) / len(calls)
     assert rate < 0.12
 
 
@@ -88,7 +88,7 @@ def test_resampling_is_seeded() -> None:
 
 
 def test_campaign_comparison_calls_each_variant(tmp_path: Path) -> None:
-    """The constructed campaign: fast is better, spec has one run, oom is a crash row."""
+    """The constructed campaign: fast is better, spec has one run, oom a crash row, uncompared."""
     path = tmp_path / "c.db"
     build(path)
     with Store.open(path) as store:
@@ -104,9 +104,8 @@ def test_campaign_comparison_calls_each_variant(tmp_path: Path) -> None:
         assert spec is not None
         assert fast.call == "better"
         assert spec.call == "1 run, no interval"
-        oom = report.get("oom", load, "output_throughput")
-        assert oom is not None
-        assert (oom.estimate, oom.call) == (None, "no data")
+        assert report.get("oom", load, "output_throughput") is None  # never compared
+    assert rows["oom"].not_compared == "not compared: it did not start"
     tpot = report.get("fast", "c=16", "tpot_ms_p50")
     assert tpot is not None
     assert tpot.call == "better"  # 5 % lower inter-token time, thousands of requests

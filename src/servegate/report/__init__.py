@@ -12,6 +12,7 @@ same report. Importing this package does not import plotly.
 
 from __future__ import annotations
 
+from servegate.report.bootstrap import MIN_EFFECT
 from servegate.report.compare import METRICS, Report, compare
 from servegate.report.console import console_text, render_console
 from servegate.report.data import CampaignData, load_campaign, resolve_campaign
@@ -21,6 +22,7 @@ from servegate.store import Store
 
 __all__ = [
     "METRICS",
+    "MIN_EFFECT",
     "CampaignData",
     "Report",
     "build_report",
@@ -44,10 +46,20 @@ def build_report(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    min_effect: float = MIN_EFFECT,
 ) -> Report:
-    """Read a campaign (by name, id, or the newest when None) and compare its variants."""
+    """Read a campaign (by name, id, or the newest when None) and compare its variants.
+
+    ``min_effect``: the smallest change called better or worse (0.01: 1 %).
+    """
     cid = campaign if isinstance(campaign, int) else resolve_campaign(store, campaign).id
-    return compare(load_campaign(store, cid), confidence=confidence, resamples=resamples, seed=seed)
+    return compare(
+        load_campaign(store, cid),
+        confidence=confidence,
+        resamples=resamples,
+        seed=seed,
+        min_effect=min_effect,
+    )
 
 
 def render_html(report: Report) -> str:

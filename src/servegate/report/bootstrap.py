@@ -1,15 +1,19 @@
-"""Bootstrap confidence intervals for the ratio and difference of two samples.
+"""Bootstrap confidence intervals for the ratio and difference of two samples, and the call.
 
-Whether a variant is faster than the baseline is a question about noise: two runs of the
-same server differ by a few percent. Resampling each side with replacement and looking
-at where the middle 95 % of the resampled ratios fall answers it without assuming a
-distribution (percentile bootstrap; Efron & Tibshirani, ch. 13). Vectorised with numpy
-and seeded, so a report is the same every time it is rendered.
+Whether a variant is faster than the baseline is a question about noise: two starts of
+the same server differ by a few percent, sometimes by a whole performance regime.
+Resampling each side with replacement (starts, then repeats, then requests: see
+``hierarchy``) and looking at where the middle 95 % of the resampled ratios fall
+answers it without assuming a distribution (percentile bootstrap; Efron & Tibshirani,
+ch. 13), calibrated for few starts. A difference is then called only when the interval
+excludes no change and the estimate is at least ``min_effect`` (1 % by default): a
++0.1 % change that is real is still not "better". Vectorised with numpy and seeded, so
+a report is the same every time it is rendered.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Literal
@@ -17,12 +21,20 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from servegate.report.hierarchy import (
+    Nested,
+    bootstrap_side,
+    flat,
+    scaled_interval,
+    weighted_statistic,
+    widening,
+)
+
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["higher", "lower"]  # which way is better
-Call = Literal["better", "worse", "no detectable difference", "1 run, no interval", "no data"]
+Call = Literal["better", "worse", "no meaningful difference", "1 run, no interval", "no data"]
 
-# Resample in blocks of at most this many counts, so memory stays small for big samples.
-_BLOCK_VALUES = 4_000_000
+MIN_EFFECT = 0.01  # the smallest change called better or worse, as a fraction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,20 +56,7 @@ class Statistic:
 
     def resampled(self, ordered: FloatArray, counts: npt.NDArray[np.int64]) -> FloatArray:
         """The statistic of each resample; ``counts`` is (resamples, n) over sorted values."""
-        n = ordered.size
-        if self.q is None:
-            return np.asarray(counts @ ordered / n, dtype=np.float64)
-        position = self.q * (n - 1)
-        low = int(np.floor(position))
-        frac = position - low
-        running = np.cumsum(counts, axis=1)
-        # index of the value at rank k in each resample: how many running sums are <= k
-        at_low = (running <= low).sum(axis=1)
-        result = ordered[np.minimum(at_low, n - 1)]
-        if frac > 0:
-            at_high = (running <= low + 1).sum(axis=1)
-            result = result + frac * (ordered[np.minimum(at_high, n - 1)] - result)
-        return np.asarray(result, dtype=np.float64)
+        return weighted_statistic(self.q, ordered, counts)
 
 
 mean = Statistic()
@@ -74,21 +73,6 @@ def seeded_rng(seed: int, *keys: str) -> np.random.Generator:
     return np.random.default_rng([seed, *(zlib.crc32(k.encode()) for k in keys)])
 
 
-def _resampled(
-    values: FloatArray, stat: Statistic, resamples: int, rng: np.random.Generator
-) -> FloatArray:
-    ordered = np.sort(values)
-    n = ordered.size
-    rows = max(1, _BLOCK_VALUES // max(n, 1))
-    out = np.empty(resamples, dtype=np.float64)
-    for start in range(0, resamples, rows):
-        count = min(rows, resamples - start)
-        picks = rng.integers(0, n, size=(count, n)) + (np.arange(count) * n)[:, np.newaxis]
-        counts = np.bincount(picks.ravel(), minlength=count * n).reshape(count, n)
-        out[start : start + count] = stat.resampled(ordered, counts)
-    return out
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Estimate:
     """A ratio and difference of variant over baseline, with their intervals when defined."""
@@ -101,13 +85,23 @@ class Estimate:
     ratio_high: float | None
     difference_low: float | None
     difference_high: float | None
-    n_baseline: int
+    n_baseline: int  # values: repeats for throughput, requests for latency
     n_variant: int
+    starts_baseline: int = 1  # server starts behind the values
+    starts_variant: int = 1
+    df: float | None = None  # degrees of freedom the interval was widened with
 
     @property
     def has_interval(self) -> bool:
         """Whether the interval could be computed (two or more values on each side)."""
         return self.ratio_low is not None and self.ratio_high is not None
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the ratio interval's width (0.02: the change is known to +/- 2 %)."""
+        if self.ratio_low is None or self.ratio_high is None:
+            return None
+        return (self.ratio_high - self.ratio_low) / 2.0
 
 
 def estimate(
@@ -119,18 +113,41 @@ def estimate(
     resamples: int = 2000,
     rng: np.random.Generator,
 ) -> Estimate | None:
-    """Ratio and difference of ``stat(variant)`` over ``stat(baseline)`` with intervals.
+    """Ratio and difference of ``stat(variant)`` over ``stat(baseline)``: one level of values.
 
-    Each side is resampled independently. The interval is None when either side has
-    fewer than two values: one run says nothing about its own noise. Returns None
-    when a side has no finite values at all.
+    Each value is its own unit (a repeat, or a request). See ``estimate_nested``.
     """
-    a = baseline[np.isfinite(baseline)]
-    b = variant[np.isfinite(variant)]
-    if a.size == 0 or b.size == 0:
+    return estimate_nested(
+        flat(baseline),
+        flat(variant),
+        stat=stat,
+        confidence=confidence,
+        resamples=resamples,
+        rng=rng,
+    )
+
+
+def estimate_nested(
+    baseline: Nested,
+    variant: Nested,
+    *,
+    stat: Statistic,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    rng: np.random.Generator,
+) -> Estimate | None:
+    """Ratio and difference of the statistic of ``variant`` over ``baseline``, with intervals.
+
+    Each side is resampled hierarchically and independently (starts, repeats, values);
+    the ratio's interval is taken on the log scale, the difference's on its own, each
+    widened for the few starts it rests on. The interval is None when a side has a
+    single value: one run says nothing about its own noise. Returns None when a side
+    has no finite values at all.
+    """
+    if baseline.size == 0 or variant.size == 0:
         return None
-    point_a = stat.of(a)
-    point_b = stat.of(b)
+    point_a = Statistic(q=stat.q).of(baseline.values)
+    point_b = Statistic(q=stat.q).of(variant.values)
     ratio = point_b / point_a if point_a != 0 else float("nan")
     single = Estimate(
         baseline=point_a,
@@ -141,60 +158,74 @@ def estimate(
         ratio_high=None,
         difference_low=None,
         difference_high=None,
-        n_baseline=int(a.size),
-        n_variant=int(b.size),
+        n_baseline=baseline.size,
+        n_variant=variant.size,
+        starts_baseline=baseline.starts,
+        starts_variant=variant.starts,
     )
-    if a.size < 2 or b.size < 2:
+    if baseline.size < 2 or variant.size < 2 or not math.isfinite(ratio):
         return single
-    boot_a = _resampled(a, stat, resamples, rng)
-    boot_b = _resampled(b, stat, resamples, rng)
-    tail = (1.0 - confidence) / 2.0
-    qs = [tail, 1.0 - tail]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = boot_b / boot_a
-    ratios = ratios[np.isfinite(ratios)]
-    r_low, r_high = (float(x) for x in np.quantile(ratios, qs)) if ratios.size else (None, None)
-    d_low, d_high = (float(x) for x in np.quantile(boot_b - boot_a, qs))
-    return dataclasses.replace(
-        single,
-        ratio_low=r_low,
-        ratio_high=r_high,
-        difference_low=d_low,
-        difference_high=d_high,
+    side_a = bootstrap_side(baseline, stat.q, resamples, rng)
+    side_b = bootstrap_side(variant, stat.q, resamples, rng)
+    r_span: tuple[float, float] | None = None
+    df = math.inf
+    if point_a > 0 and point_b > 0 and np.all(side_a.boot > 0) and np.all(side_b.boot > 0):
+        factor, df = widening([side_a, side_b], "log", confidence)
+        span = scaled_interval(np.log(side_b.boot) - np.log(side_a.boot), confidence, factor)
+        if span is not None:
+            r_span = (math.exp(span[0]), math.exp(span[1]))
+    else:  # a value of zero or below: the plain percentile interval of the ratio
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r_span = scaled_interval(side_b.boot / side_a.boot, confidence, 1.0)
+    factor, d_df = widening([side_a, side_b], "identity", confidence)
+    d_span = scaled_interval(side_b.boot - side_a.boot, confidence, factor)
+    return Estimate(
+        baseline=point_a,
+        variant=point_b,
+        ratio=ratio,
+        difference=point_b - point_a,
+        ratio_low=None if r_span is None else r_span[0],
+        ratio_high=None if r_span is None else r_span[1],
+        difference_low=None if d_span is None else d_span[0],
+        difference_high=None if d_span is None else d_span[1],
+        n_baseline=baseline.size,
+        n_variant=variant.size,
+        starts_baseline=baseline.starts,
+        starts_variant=variant.starts,
+        df=df if math.isfinite(df) else (d_df if math.isfinite(d_df) else None),
     )
 
 
-def call(est: Estimate | None, direction: Direction) -> Call:
-    """better / worse / no detectable difference, from the interval and the direction.
+def call(est: Estimate | None, direction: Direction, min_effect: float = MIN_EFFECT) -> Call:
+    """better / worse / no meaningful difference, from the interval, size and direction.
 
     A difference is called only when the whole interval of the ratio lies on one side
-    of 1; "higher" metrics (throughput) are better when higher, "lower" ones (latency)
-    when lower.
+    of 1 and the ratio itself is at least ``min_effect`` away from 1; "higher" metrics
+    (throughput) are better when higher, "lower" ones (latency) when lower.
     """
     if est is None:
         return "no data"
     if est.ratio_low is None or est.ratio_high is None:
         return "1 run, no interval"
-    if est.ratio_low > 1.0:
+    if est.ratio_low > 1.0 and est.ratio - 1.0 >= min_effect:
         return "better" if direction == "higher" else "worse"
-    if est.ratio_high < 1.0:
+    if est.ratio_high < 1.0 and 1.0 - est.ratio >= min_effect:
         return "worse" if direction == "higher" else "better"
-    return "no detectable difference"
+    return "no meaningful difference"
 
 
 def interval(
-    values: FloatArray,
+    values: FloatArray | Nested,
     *,
     stat: Statistic,
     confidence: float = 0.95,
     resamples: int = 2000,
     rng: np.random.Generator,
 ) -> tuple[float, float] | None:
-    """The bootstrap interval of ``stat`` over one sample; None with fewer than two values."""
-    finite = values[np.isfinite(values)]
-    if finite.size < 2:
+    """The bootstrap interval of ``stat`` over one sample (flat or nested); None below 2."""
+    h = values if isinstance(values, Nested) else flat(values)
+    if h.size < 2:
         return None
-    boot = _resampled(finite, stat, resamples, rng)
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(boot, [tail, 1.0 - tail])
-    return float(low), float(high)
+    side = bootstrap_side(h, stat.q, resamples, rng)
+    factor, _ = widening([side], "identity", confidence)
+    return scaled_interval(side.boot, confidence, factor)

@@ -1,22 +1,35 @@
-"""Every variant against the baseline: at each load point, each metric, and at startup.
+"""Every variant against its reference: at each load point, each metric, and at startup.
 
-Throughput is compared over repeats (one number per run, so the interval reflects how
-much whole runs vary); latencies over requests pooled from all repeats. Each comparison
-carries the ratio and the difference with a bootstrap interval and one call: better,
-worse, or no detectable difference, in the metric's own direction. Startup is compared
-cold (the first start of a server configuration in the campaign) and warm (later ones).
+Each metric's values sit in a hierarchy: server starts, the repeats measured on each,
+and (for latencies) the requests of each repeat. Comparisons resample that hierarchy
+(``hierarchy``), so the interval includes the variation between starts, and call a
+change better or worse only when the interval excludes no change and the change is at
+least ``min_effect``. Before anything is compared the report decides what may be:
+
+- a variant that failed (did not start, or its benchmark failed) is never compared; it
+  is shown as failed, with its reason;
+- a variant measured on another workload (prompt or output length, dataset, API) is
+  compared with a variant measured on that workload on the baseline's server, or not
+  at all, and the report says which;
+- a variant measured on the baseline's own server (a benchmark-only change) has no
+  startup comparison: it was the same start.
+
+The baseline is also compared with itself, its starts split in two halves, at every
+load and metric: the A/A noise floor shown with every campaign.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from servegate.report.bootstrap import (
+    MIN_EFFECT,
     Call,
     Direction,
     Estimate,
@@ -24,13 +37,17 @@ from servegate.report.bootstrap import (
     Statistic,
     call,
     estimate,
+    estimate_nested,
     mean,
     median,
     quantile,
     seeded_rng,
 )
 from servegate.report.data import CampaignData, tpot_ms
-from servegate.store import AttemptInfo, CampaignInfo, PhaseInfo, Samples
+from servegate.report.hierarchy import Nested, nested
+from servegate.store import AttemptInfo, CampaignInfo, PhaseInfo, PointInfo, Samples
+
+FAILED_STATUSES = frozenset({"crash", "timeout", "failed"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,20 +60,44 @@ class Metric:
     direction: Direction
     over: Literal["repeats", "requests"]
     stat: Statistic
-    values: Callable[[CampaignData, str, str], FloatArray]
+    point_values: Callable[[PointInfo, Samples | None], FloatArray]
+
+    def nested(self, data: CampaignData, variant: str, load: str) -> Nested:
+        """The variant's values at ``load``: by server start, then repeat, then request."""
+        return nested_values(self, data, data.points_of(variant, load))
+
+    def values(self, data: CampaignData, variant: str, load: str) -> FloatArray:
+        """The variant's values at ``load``, pooled over starts and repeats."""
+        return self.nested(data, variant, load).values
 
 
-def _throughput(data: CampaignData, variant: str, load: str) -> FloatArray:
-    values = [p.summary.get("output_throughput") for p in data.points_of(variant, load)]
-    return np.array([v for v in values if isinstance(v, int | float)], dtype=np.float64)
+def nested_values(metric: Metric, data: CampaignData, points: Sequence[PointInfo]) -> Nested:
+    """The metric's values of ``points``, grouped by the server start that measured them."""
+    starts: dict[int, list[FloatArray]] = {}
+    for point in sorted(points, key=lambda p: (p.attempt_id, p.repeat)):
+        values = metric.point_values(point, data.point_samples.get(point.id))
+        starts.setdefault(point.attempt_id, []).append(values)
+    return nested([starts[aid] for aid in sorted(starts)])
+
+
+def _throughput(point: PointInfo, samples: Samples | None) -> FloatArray:
+    value = point.summary.get("output_throughput")
+    return np.array([value] if isinstance(value, int | float) else [], dtype=np.float64)
 
 
 def _from_samples(pick: Callable[[Samples], FloatArray]) -> Callable[..., FloatArray]:
-    def values(data: CampaignData, variant: str, load: str) -> FloatArray:
-        samples = data.samples.get((variant, load))
+    def values(point: PointInfo, samples: Samples | None) -> FloatArray:
         return np.empty(0, dtype=np.float64) if samples is None else pick(samples)
 
     return values
+
+
+def _ttft(samples: Samples) -> FloatArray:
+    return samples.ttft_ms
+
+
+def _e2el(samples: Samples) -> FloatArray:
+    return samples.e2el_ms
 
 
 METRICS: tuple[Metric, ...] = (
@@ -67,7 +108,7 @@ METRICS: tuple[Metric, ...] = (
         direction="higher",
         over="repeats",
         stat=mean,
-        values=_throughput,
+        point_values=_throughput,
     ),
     Metric(
         key="ttft_ms_p50",
@@ -76,7 +117,7 @@ METRICS: tuple[Metric, ...] = (
         direction="lower",
         over="requests",
         stat=median,
-        values=_from_samples(lambda s: s.ttft_ms),
+        point_values=_from_samples(_ttft),
     ),
     Metric(
         key="ttft_ms_p99",
@@ -85,7 +126,7 @@ METRICS: tuple[Metric, ...] = (
         direction="lower",
         over="requests",
         stat=quantile(0.99),
-        values=_from_samples(lambda s: s.ttft_ms),
+        point_values=_from_samples(_ttft),
     ),
     Metric(
         key="tpot_ms_p50",
@@ -94,7 +135,16 @@ METRICS: tuple[Metric, ...] = (
         direction="lower",
         over="requests",
         stat=median,
-        values=_from_samples(tpot_ms),
+        point_values=_from_samples(tpot_ms),
+    ),
+    Metric(
+        key="tpot_ms_p99",
+        label="TPOT p99",
+        unit="ms",
+        direction="lower",
+        over="requests",
+        stat=quantile(0.99),
+        point_values=_from_samples(tpot_ms),
     ),
     Metric(
         key="e2el_ms_p50",
@@ -103,21 +153,32 @@ METRICS: tuple[Metric, ...] = (
         direction="lower",
         over="requests",
         stat=median,
-        values=_from_samples(lambda s: s.e2el_ms),
+        point_values=_from_samples(_e2el),
     ),
 )
 HEADLINE = METRICS[0]
+# the tail latencies the terminal table shows beside throughput
+TAIL_METRICS = ("ttft_ms_p99", "tpot_ms_p99")
+
+
+def metric(key: str) -> Metric:
+    """The metric called ``key`` (KeyError when there is none)."""
+    for candidate in METRICS:
+        if candidate.key == key:
+            return candidate
+    raise KeyError(key)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MetricComparison:
-    """One variant against the baseline at one load point on one metric."""
+    """One variant against its reference at one load point on one metric."""
 
     variant: str
     load: str
     metric: Metric
     estimate: Estimate | None
     call: Call
+    reference: str = ""  # the variant compared with: the baseline, or its workload twin
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,8 +192,19 @@ class StartupComparison:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NoiseFloor:
+    """The baseline against itself at one load and metric (A/A), its starts split in two."""
+
+    load: str
+    metric: Metric
+    split: str  # "starts 1, 3, 5 vs 2, 4, 6", or "repeats 1, 3 vs 2 of one start"
+    estimate: Estimate | None
+    call: Call
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LoadSummary:
-    """What one variant measured at one load point, over its repeats."""
+    """What one variant measured at one load point, over its starts and repeats."""
 
     repeats: int
     throughput_mean: float | None
@@ -140,6 +212,7 @@ class LoadSummary:
     completed: int
     failed: int
     failures: dict[str, int]
+    starts: int = 1  # server starts the repeats were measured on
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,6 +232,17 @@ class VariantSummary:
     timeline: tuple[PhaseInfo, ...]  # phases of the start shown in the timeline
     timeline_total_s: float | None
     loads: dict[str, LoadSummary] = field(default_factory=dict)
+    starts: int = 0  # READY server starts its measurements come from
+    earlier_failures: tuple[str, ...] = ()  # starts that failed before the last one
+    workload: str | None = None  # "input 1024, output 256"; None when not recorded
+    reference: str | None = None  # the variant it is compared with; None: not compared
+    not_compared: str | None = None  # why it is not compared (failed, other workload, ...)
+    on_baseline_server: bool = False  # measured on the baseline's server configuration
+
+    @property
+    def failed(self) -> bool:
+        """Whether the variant failed: did not start, or its benchmark failed."""
+        return self.status in FAILED_STATUSES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +258,8 @@ class Report:
     resamples: int
     seed: int
     generated_at: str
+    min_effect: float = MIN_EFFECT
+    noise_floor: tuple[NoiseFloor, ...] = ()
 
     @property
     def baseline(self) -> str:
@@ -185,6 +271,13 @@ class Report:
         """The load points, in increasing load."""
         return self.data.loads
 
+    def row(self, name: str) -> VariantSummary:
+        """The row of the variant called ``name`` (KeyError when there is none)."""
+        for row in self.variants:
+            if row.name == name:
+                return row
+        raise KeyError(name)
+
     def get(self, variant: str, load: str, key: str) -> MetricComparison | None:
         """The comparison of ``variant`` at ``load`` on metric ``key``, if there is one."""
         for comp in self.comparisons:
@@ -192,42 +285,174 @@ class Report:
                 return comp
         return None
 
+    def noise(self, load: str, key: str) -> NoiseFloor | None:
+        """The A/A comparison of the baseline with itself at ``load`` on ``key``."""
+        for floor in self.noise_floor:
+            if floor.load == load and floor.metric.key == key:
+                return floor
+        return None
+
     def headline(self, variant: str) -> MetricComparison | None:
-        """Throughput vs baseline at the highest load point both measured."""
+        """Throughput vs the reference at the highest load point both measured."""
         for load in reversed(self.loads):
             comp = self.get(variant, load, HEADLINE.key)
             if comp is not None and comp.estimate is not None:
                 return comp
         return None
 
+    @property
+    def single_start(self) -> bool:
+        """Whether some interval rests on one server start on a side (no restarts)."""
+        return any(
+            c.estimate is not None
+            and c.estimate.has_interval
+            and min(c.estimate.starts_baseline, c.estimate.starts_variant) < 2
+            for c in self.comparisons
+        )
 
-def _status(data: CampaignData, name: str) -> tuple[str, AttemptInfo | None, str | None]:
-    """The variant's status, the attempt that tells it, and the variant whose server it used."""
+
+# --- what happened to each variant ----------------------------------------------------
+
+_DIED = "server died during the benchmark ("
+_NO_BENCH = "could not benchmark "
+
+
+def failure_owners(attempt: AttemptInfo, names: Sequence[str]) -> set[str] | None:
+    """The variants an attempt's failure belongs to; None: every variant of the attempt.
+
+    The runner names them in the reason: ``could not benchmark a, b`` or ``server died
+    during the benchmark (after a c=16 repeat 2): ...``; other failures (preflight,
+    launch, an internal error) concern the whole server start.
+    """
+    reason = (attempt.reason or "").split("\n", 1)[0]
+    if reason.startswith(_NO_BENCH):
+        listed = {part.strip() for part in reason[len(_NO_BENCH) :].split(", ")}
+        return {name for name in names if name in listed}
+    if reason.startswith(_DIED):
+        rest = re.sub(r"^(before|after) ", "", reason[len(_DIED) :])
+        found = [name for name in names if rest.startswith(name + " ")]
+        return {max(found, key=len)} if found else None
+    return None
+
+
+def _fails(attempt: AttemptInfo, name: str, names: Sequence[str]) -> bool:
+    """Whether ``attempt`` counts as a failure of variant ``name``."""
+    if attempt.status in ("crash", "timeout"):
+        return attempt.variant == name
+    if attempt.status != "failed":
+        return False
+    owners = failure_owners(attempt, names)
+    return name in owners if owners is not None else True
+
+
+def _failure_words(attempt: AttemptInfo) -> str:
+    words = {"crash": "CRASH", "timeout": "TIMEOUT", "failed": "FAILED"}[attempt.status]
+    kind = (attempt.verdict or {}).get("kind") if attempt.status != "failed" else None
+    return f"{words} ({kind})" if kind else words
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _State:
+    status: str
+    attempt: AttemptInfo | None  # the attempt that tells the status
+    shared: str | None  # the variant whose server measured it
+    earlier: tuple[str, ...]
+    server_keys: frozenset[str]
+
+
+def _state(data: CampaignData, name: str) -> _State:
+    """The variant's status from its last relevant server start, and what came before."""
+    by_id = {a.id: a for a in data.attempts}
     own = data.attempts_of(name)
-    if own:
-        return own[-1].status, own[-1], None
-    points = [p for p in data.points if p.variant == name]
-    if points:
-        by_id = {a.id: a for a in data.attempts}
-        host = by_id.get(points[-1].attempt_id)
-        return "done", host, host.variant if host else None
-    return "not run", None, None
+    hosts = {p.attempt_id for p in data.points if p.variant == name}
+    named = [
+        a
+        for a in data.attempts
+        if a.variant != name
+        and a.status == "failed"
+        and name in (failure_owners(a, data.variants) or set())
+    ]
+    relevant = sorted(
+        {a.id: a for a in [*own, *named, *(by_id[i] for i in hosts if i in by_id)]}.values(),
+        key=lambda a: a.id,
+    )
+    hosted = [by_id[i] for i in sorted(hosts) if i in by_id]
+    keys = frozenset(a.server_key for a in (hosted or own))
+    # measured only on starts of another variant's server: a benchmark-only change
+    shared = hosted[-1].variant if hosted and all(a.variant != name for a in hosted) else None
+    if not relevant:
+        return _State(status="not run", attempt=None, shared=None, earlier=(), server_keys=keys)
+    last = relevant[-1]
+    earlier = tuple(_failure_words(a) for a in relevant[:-1] if _fails(a, name, data.variants))
+    if _fails(last, name, data.variants):
+        status = last.status
+    elif last.variant == name:
+        status = "done" if last.status == "failed" else last.status
+    else:
+        status = last.status if last.status in ("running", "interrupted", "ready") else "done"
+    return _State(status=status, attempt=last, shared=shared, earlier=earlier, server_keys=keys)
+
+
+# --- workloads: what was sent decides what may be compared -----------------------------
+
+_WORKLOAD_KEYS = ("api", "input_len", "output_len", "dataset")
+
+
+def workload_of(point: PointInfo) -> tuple[Any, ...] | None:
+    """(api, input_len, output_len, dataset) of a point; None when not recorded."""
+    settings = point.detail.get("settings") if isinstance(point.detail, dict) else None
+    if not isinstance(settings, dict):
+        return None
+    return tuple(settings.get(key) for key in _WORKLOAD_KEYS)
+
+
+def workload_label(workload: tuple[Any, ...] | None) -> str | None:
+    """``input 1024, output 256`` (with the API and dataset when not the defaults)."""
+    if workload is None:
+        return None
+    api, input_len, output_len, dataset = workload
+    parts = [f"input {input_len}", f"output {output_len}"]
+    if dataset not in (None, "random"):
+        parts.append(f"dataset {str(dataset).rsplit('/', 1)[-1]}")
+    if api not in (None, "completions"):
+        parts.append(f"{api} API")
+    return ", ".join(parts)
+
+
+def _workload(data: CampaignData, name: str) -> tuple[Any, ...] | None:
+    for point in data.points:
+        if point.variant == name:
+            found = workload_of(point)
+            if found is not None:
+                return found
+    return None
+
+
+# --- rows ---------------------------------------------------------------------------
 
 
 def summarize_variant(data: CampaignData, name: str) -> VariantSummary:
-    """Status, startup and per-load measurements of one variant."""
-    status, attempt, shared = _status(data, name)
-    starts = data.attempts_of(shared or name)
+    """Status, startup and per-load measurements of one variant (before references)."""
+    state = _state(data, name)
+    attempt = state.attempt
+    starts = data.attempts_of(state.shared or name)
     cold = next((a.startup_s for a in starts if a.cold and a.startup_s is not None), None)
     warm = tuple(a.startup_s for a in starts if not a.cold and a.startup_s is not None)
     shown = next((a for a in starts if a.cold), starts[0] if starts else None)
+    failed = state.status in FAILED_STATUSES
     verdict = attempt.verdict if attempt is not None and attempt.verdict is not None else {}
+    reason_lines = (attempt.reason or "").split("\n") if attempt is not None else [""]
+    tail: tuple[str, ...] = ()
+    if state.status in ("crash", "timeout"):
+        tail = tuple(verdict.get("tail") or ())
+    elif failed:
+        tail = tuple(line for line in reason_lines[1:] if line)  # the runner's log tail
     loads = {}
     for load in data.loads:
         points = data.points_of(name, load)
         if not points:
             continue
-        values = _throughput(data, name, load)
+        values = HEADLINE.values(data, name, load)
         failures: dict[str, int] = {}
         for p in points:
             for kind, count in p.failures.items():
@@ -239,23 +464,111 @@ def summarize_variant(data: CampaignData, name: str) -> VariantSummary:
             completed=sum(p.completed for p in points),
             failed=sum(p.failed for p in points),
             failures=failures,
+            starts=len({p.attempt_id for p in points}),
         )
     elapsed = shown.verdict.get("elapsed_s") if shown and shown.verdict else None
+    measured_on = {p.attempt_id for p in data.points if p.variant == name}
     return VariantSummary(
         name=name,
         is_baseline=name == data.baseline,
-        status=status,
-        kind=verdict.get("kind") if status in {"crash", "timeout"} else None,
-        hint=verdict.get("hint") if status in {"crash", "timeout"} else None,
-        reason=(attempt.reason if attempt is not None else None),
-        tail=tuple(verdict.get("tail") or ()) if status in {"crash", "timeout"} else (),
+        status=state.status,
+        kind=verdict.get("kind") if state.status in {"crash", "timeout"} else None,
+        hint=verdict.get("hint") if state.status in {"crash", "timeout"} else None,
+        reason=reason_lines[0] or None,
+        tail=tail,
         cold_startup_s=cold,
         warm_startups_s=warm,
-        shared_server_of=shared,
+        shared_server_of=state.shared,
         timeline=shown.phases if shown else (),
         timeline_total_s=float(elapsed) if isinstance(elapsed, int | float) else None,
         loads=loads,
+        starts=len(measured_on),
+        earlier_failures=state.earlier,
+        workload=workload_label(_workload(data, name)),
     )
+
+
+def _references(
+    data: CampaignData, rows: dict[str, VariantSummary]
+) -> dict[str, tuple[str | None, str | None, bool]]:
+    """Per variant: the variant it is compared with, why not, and whether it ran on the
+    baseline's server configuration."""
+    base = data.baseline
+    keys = {name: _state(data, name).server_keys for name in data.variants}
+    works = {name: _workload(data, name) for name in data.variants}
+    base_row = rows[base]
+    out: dict[str, tuple[str | None, str | None, bool]] = {}
+    for name in data.variants:
+        row = rows[name]
+        on_base = bool(keys[name]) and keys[name] == keys[base]
+        if name == base:
+            out[name] = (None, None, True)
+            continue
+        if row.failed:
+            words = "did not start" if row.status in ("crash", "timeout") else "failed"
+            out[name] = (None, f"not compared: it {words}", on_base)
+            continue
+        if row.status == "not run":
+            out[name] = (None, None, on_base)
+            continue
+        if base_row.failed:
+            words = "did not start" if base_row.status in ("crash", "timeout") else "failed"
+            out[name] = (None, f"not compared: the baseline {words}", on_base)
+            continue
+        mine, theirs = works[name], works[base]
+        if mine is None or theirs is None or mine == theirs:
+            out[name] = (base, None, on_base)
+            continue
+        if on_base:
+            out[name] = (
+                None,
+                f"the baseline's server on another workload ({workload_label(mine)}): "
+                "the reference for variants measured on it",
+                on_base,
+            )
+            continue
+        twins = [
+            other
+            for other in data.variants
+            if other not in (name, base)
+            and works[other] == mine
+            and keys[other]
+            and keys[other] == keys[base]
+            and not rows[other].failed
+        ]
+        if twins:
+            out[name] = (twins[0], None, on_base)
+        else:
+            out[name] = (
+                None,
+                f"not compared: measured with {workload_label(mine)}, the baseline with "
+                f"{workload_label(theirs)}; add a variant on the baseline's server with "
+                "this workload to compare it",
+                on_base,
+            )
+    return out
+
+
+# --- the comparison -------------------------------------------------------------------
+
+
+def _split_halves(points: Sequence[PointInfo]) -> tuple[list[PointInfo], list[PointInfo], str]:
+    """The baseline's points in two halves for the A/A: alternate starts, else repeats."""
+    starts = sorted({p.attempt_id for p in points})
+    if len(starts) >= 2:
+        first = set(starts[0::2])
+        numbers = {aid: index + 1 for index, aid in enumerate(starts)}
+        a = [p for p in points if p.attempt_id in first]
+        b = [p for p in points if p.attempt_id not in first]
+        left = ", ".join(str(numbers[s]) for s in starts[0::2])
+        right = ", ".join(str(numbers[s]) for s in starts[1::2])
+        return a, b, f"starts {left} vs {right}"
+    ordered = sorted(points, key=lambda p: p.repeat)
+    if len(ordered) >= 2:
+        left = ", ".join(str(p.repeat + 1) for p in ordered[0::2])
+        right = ", ".join(str(p.repeat + 1) for p in ordered[1::2])
+        return ordered[0::2], ordered[1::2], f"repeats {left} vs {right} of one start"
+    return [], [], ""
 
 
 def compare(
@@ -264,49 +577,56 @@ def compare(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    min_effect: float = MIN_EFFECT,
     now: Callable[[], str] | None = None,
 ) -> Report:
-    """Compare every variant of a campaign with its baseline.
+    """Compare every variant of a campaign with its reference, and the baseline with itself.
 
     Args:
         data: the campaign, from ``load_campaign``.
         confidence: the interval's coverage (0.95 for 95 %).
         resamples: bootstrap resamples per comparison.
         seed: seeds the resampling; the same data and seed give the same report.
+        min_effect: the smallest change (a fraction: 0.01 is 1 %) called better or worse.
         now: the report's timestamp source (tests pin it).
     """
-    rows = tuple(summarize_variant(data, name) for name in data.variants)
+    first = {name: summarize_variant(data, name) for name in data.variants}
+    refs = _references(data, first)
+    rows = tuple(_with_reference(first[name], *refs[name]) for name in data.variants)
     by_name = {row.name: row for row in rows}
     base = data.baseline
     comparisons: list[MetricComparison] = []
     startup: list[StartupComparison] = []
-    for name in data.variants:
-        if name == base:
+    for row in rows:
+        if row.is_baseline or row.reference is None:
             continue
         for load in data.loads:
-            for metric in METRICS:
-                a = metric.values(data, base, load)
-                b = metric.values(data, name, load)
+            for m in METRICS:
+                a = m.nested(data, row.reference, load)
+                b = m.nested(data, row.name, load)
                 if a.size == 0 and b.size == 0:
                     continue
-                est = estimate(
+                est = estimate_nested(
                     a,
                     b,
-                    stat=metric.stat,
+                    stat=m.stat,
                     confidence=confidence,
                     resamples=resamples,
-                    rng=seeded_rng(seed, name, load, metric.key),
+                    rng=seeded_rng(seed, row.name, load, m.key),
                 )
                 comparisons.append(
                     MetricComparison(
-                        variant=name,
+                        variant=row.name,
                         load=load,
-                        metric=metric,
+                        metric=m,
                         estimate=est,
-                        call=call(est, metric.direction),
+                        call=call(est, m.direction, min_effect),
+                        reference=row.reference,
                     )
                 )
-        row, base_row = by_name[name], by_name[base]
+        if row.on_baseline_server:
+            continue  # the same server start as the baseline: nothing to compare
+        base_row = by_name[base]
         for temperature, a_vals, b_vals in (
             ("cold", _opt(base_row.cold_startup_s), _opt(row.cold_startup_s)),
             ("warm", base_row.warm_startups_s, row.warm_startups_s),
@@ -319,14 +639,14 @@ def compare(
                 stat=mean,
                 confidence=confidence,
                 resamples=resamples,
-                rng=seeded_rng(seed, name, "startup", temperature),
+                rng=seeded_rng(seed, row.name, "startup", temperature),
             )
             startup.append(
                 StartupComparison(
-                    variant=name,
+                    variant=row.name,
                     temperature="cold" if temperature == "cold" else "warm",
                     estimate=est,
-                    call=call(est, "lower"),
+                    call=call(est, "lower", min_effect),
                 )
             )
     stamp = now() if now else datetime.now(UTC).isoformat(timespec="seconds")
@@ -340,7 +660,64 @@ def compare(
         resamples=resamples,
         seed=seed,
         generated_at=stamp,
+        min_effect=min_effect,
+        noise_floor=_noise_floor(
+            data,
+            by_name[base],
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+            min_effect=min_effect,
+        ),
     )
+
+
+def _noise_floor(
+    data: CampaignData,
+    base: VariantSummary,
+    *,
+    confidence: float,
+    resamples: int,
+    seed: int,
+    min_effect: float,
+) -> tuple[NoiseFloor, ...]:
+    """The baseline against itself: one half of its starts against the other half."""
+    if base.failed:
+        return ()
+    out = []
+    for load in data.loads:
+        a_points, b_points, split = _split_halves(data.points_of(base.name, load))
+        if not split:
+            continue
+        for m in METRICS:
+            a = nested_values(m, data, a_points)
+            b = nested_values(m, data, b_points)
+            if a.size == 0 or b.size == 0:
+                continue
+            est = estimate_nested(
+                a,
+                b,
+                stat=m.stat,
+                confidence=confidence,
+                resamples=resamples,
+                rng=seeded_rng(seed, "A/A", load, m.key),
+            )
+            out.append(
+                NoiseFloor(
+                    load=load,
+                    metric=m,
+                    split=split,
+                    estimate=est,
+                    call=call(est, m.direction, min_effect),
+                )
+            )
+    return tuple(out)
+
+
+def _with_reference(
+    row: VariantSummary, reference: str | None, why: str | None, on_base: bool
+) -> VariantSummary:
+    return replace(row, reference=reference, not_compared=why, on_baseline_server=on_base)
 
 
 def _opt(value: float | None) -> tuple[float, ...]:

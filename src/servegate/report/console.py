@@ -1,8 +1,11 @@
 """The terminal report: one table of variants by load point, then a line per variant.
 
 Numbers in one unit (output tok/s) with the change vs baseline and its interval under
-each; a variant that did not start shows its kind and hint instead. Colour follows rich,
-which turns it off for ``NO_COLOR`` and for output that is not a terminal.
+each, and under that the change of TTFT p99 and TPOT p99, so a latency regression shows
+next to a throughput gain; a variant that did not start shows its kind and hint instead.
+Then the closing lines, the A/A noise floor, and a warning when intervals rest on one
+server start. Colour follows rich, which turns it off for ``NO_COLOR`` and for output
+that is not a terminal.
 """
 
 from __future__ import annotations
@@ -28,13 +31,19 @@ def _cell(report: Report, row: VariantSummary, load: str) -> Text:
     cell = Text(text.number(summary.throughput_mean))
     if summary.failed:
         cell.append(f"  {summary.failed} failed", style="yellow")
-    if not row.is_baseline:
-        comp = report.get(row.name, load, HEADLINE.key)
-        if comp is not None:
-            cell.append("\n")
-            cell.append(
-                text.delta(comp.estimate, short=True), style=_CALL_STYLE.get(comp.call, "dim")
-            )
+    if row.is_baseline:
+        return cell
+    if row.reference is None:
+        cell.append("\n" + text.not_compared_words(row), style="dim")
+        return cell
+    comp = report.get(row.name, load, HEADLINE.key)
+    if comp is not None:
+        cell.append("\n")
+        cell.append(
+            text.delta(comp.estimate, short=True), style=_CALL_STYLE.get(comp.call, "dim")
+        )
+    for words, verdict in text.tail_cells(report, row, load):
+        cell.append("\n" + words, style=_CALL_STYLE.get(verdict, "dim"))
     return cell
 
 
@@ -50,7 +59,8 @@ def build_table(report: Report) -> Table:
     """The rich table of the report."""
     table = Table(
         title=f"{report.campaign.name}: output throughput (tok/s), change vs "
-        f"{report.baseline} [{text.confidence_label(report)} interval]",
+        f"{report.baseline} [{text.confidence_label(report)} interval], then the change of "
+        "TTFT p99 and TPOT p99",
         title_justify="left",
         show_lines=True,
     )
@@ -80,6 +90,9 @@ def render_console(report: Report, console: Console | None = None) -> None:
     for row in report.variants:
         if not row.is_baseline:
             out.print(Text(text.closing_line(report, row)), soft_wrap=True)
+            tail = text.tail_line(report, row)
+            if tail is not None:
+                out.print(Text(tail), soft_wrap=True)
     for comp in report.startup:
         if comp.estimate is not None:
             out.print(
@@ -90,6 +103,11 @@ def render_console(report: Report, console: Console | None = None) -> None:
                 ),
                 soft_wrap=True,
             )
+    for line in text.noise_lines(report):
+        out.print(Text(line, style="dim" if line.startswith(" ") else ""), soft_wrap=True)
+    note = text.single_start_note(report)
+    if note is not None:
+        out.print(Text(note, style="yellow"), soft_wrap=True)
 
 
 def console_text(report: Report, *, width: int = 120, file: IO[str] | None = None) -> str:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -33,6 +34,7 @@ class CampaignData:
     attempts: tuple[AttemptInfo, ...]
     points: tuple[PointInfo, ...]
     samples: dict[tuple[str, str], Samples]  # (variant, load) -> pooled samples
+    point_samples: dict[int, Samples] = field(default_factory=dict)  # point id -> samples
 
     @property
     def baseline(self) -> str:
@@ -94,12 +96,14 @@ def load_campaign(store: Store, cid: int) -> CampaignData:
             names.append(name)
     ordered = [info.baseline] + [n for n in names if n != info.baseline]
     loads = sorted({p.load for p in points}, key=load_sort_key)
+    # each point's requests once; pooled per (variant, load) from those
+    per_point = {p.id: store.samples([p.id]) for p in points}
     samples: dict[tuple[str, str], Samples] = {}
     for variant in ordered:
         for load in loads:
             ids = [p.id for p in points if p.variant == variant and p.load == load]
             if ids:
-                samples[(variant, load)] = store.samples(ids)
+                samples[(variant, load)] = pool([per_point[i] for i in ids])
     return CampaignData(
         campaign=info,
         db_path=store.path,
@@ -108,6 +112,29 @@ def load_campaign(store: Store, cid: int) -> CampaignData:
         attempts=tuple(attempts),
         points=tuple(points),
         samples=samples,
+        point_samples=per_point,
+    )
+
+
+def pool(parts: Sequence[Samples]) -> Samples:
+    """Several points' samples as one (arrays concatenated, error counts added)."""
+    errors: dict[str, int] = {}
+    for part in parts:
+        for kind, count in part.errors.items():
+            errors[kind] = errors.get(kind, 0) + count
+
+    def joined(name: str) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
+        arrays = [getattr(part, name) for part in parts]
+        if not arrays:
+            return np.empty(0, dtype=np.float64)
+        return np.asarray(np.concatenate(arrays), dtype=np.float64)
+
+    return Samples(
+        ttft_ms=joined("ttft_ms"),
+        e2el_ms=joined("e2el_ms"),
+        output_tokens=joined("output_tokens"),
+        itl_ms=joined("itl_ms"),
+        errors=errors,
     )
 
 

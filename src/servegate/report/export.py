@@ -1,9 +1,11 @@
 """Machine-readable reports: one JSON document, and a tidy CSV of every metric.
 
 The JSON carries ``schema``, the tool's version, the Python version and the platform
-(as hyperfine's exports do), the campaign, each variant with its attempts, and every
-comparison with its interval. Units are named in the keys (``_s``, ``_ms``).
-The CSV has one row per variant, load point and metric, the baseline's rows included.
+(as hyperfine's exports do), the campaign, each variant with its attempts, every
+comparison with its interval, the startup comparisons and the A/A noise floor. Units are
+named in the keys (``_s``, ``_ms``). The CSV has one row per variant, load point and
+metric (the baseline's rows included), the startup rows, one row per failed variant
+with its reason, and the A/A rows; both carry what every other format shows.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ def _estimate(est: Estimate | None) -> dict[str, Any] | None:
         "difference_high": _num(est.difference_high),
         "n_baseline": est.n_baseline,
         "n_variant": est.n_variant,
+        "starts_baseline": est.starts_baseline,
+        "starts_variant": est.starts_variant,
+        "df": _num(est.df),
+        "half_width": _num(est.half_width),
     }
 
 
@@ -81,7 +87,14 @@ def _variant(report: Report, row: VariantSummary) -> dict[str, Any]:
         "kind": row.kind,
         "hint": row.hint,
         "reason": row.reason,
+        "tail": list(row.tail),
+        "earlier_failures": list(row.earlier_failures),
         "shared_server_of": row.shared_server_of,
+        "on_baseline_server": row.on_baseline_server,
+        "starts": row.starts,
+        "workload": row.workload,
+        "reference": row.reference,
+        "not_compared": row.not_compared,
         "startup": {
             "cold_s": _num(row.cold_startup_s),
             "warm_s": [_num(v) for v in row.warm_startups_s],
@@ -89,6 +102,7 @@ def _variant(report: Report, row: VariantSummary) -> dict[str, Any]:
         "loads": {
             load: {
                 "repeats": s.repeats,
+                "starts": s.starts,
                 "output_throughput_mean": _num(s.throughput_mean),
                 "output_throughput": [_num(v) for v in s.throughput_values],
                 "completed": s.completed,
@@ -121,10 +135,12 @@ def report_json(report: Report) -> dict[str, Any]:
             "config_text": info.config_text,
         },
         "method": {
-            "interval": "percentile bootstrap",
+            "interval": "hierarchical percentile bootstrap (starts, repeats, requests), "
+            "widened with Student t and Welch-Satterthwaite degrees of freedom",
             "confidence": report.confidence,
             "resamples": report.resamples,
             "seed": report.seed,
+            "min_effect": report.min_effect,
         },
         "loads": list(report.loads),
         "variants": [_variant(report, row) for row in report.variants],
@@ -136,10 +152,23 @@ def report_json(report: Report) -> dict[str, Any]:
                 "unit": c.metric.unit,
                 "better": c.metric.direction,
                 "over": c.metric.over,
+                "reference": c.reference or report.baseline,
                 "call": c.call,
                 "estimate": _estimate(c.estimate),
             }
             for c in report.comparisons
+        ],
+        "noise_floor": [
+            {
+                "load": f.load,
+                "metric": f.metric.key,
+                "unit": f.metric.unit,
+                "better": f.metric.direction,
+                "split": f.split,
+                "call": f.call,
+                "estimate": _estimate(f.estimate),
+            }
+            for f in report.noise_floor
         ],
         "startup": [
             {
@@ -176,49 +205,158 @@ CSV_COLUMNS = (
     "difference",
     "difference_low",
     "difference_high",
+    "reference",
+    "starts",
+    "reason",
     "call",
 )
+AA = "A/A"  # the variant column of the noise-floor rows
+
+
+def _comparison_cells(est: Estimate | None) -> list[Any]:
+    if est is None:
+        return ["", "", "", "", "", "", ""]
+    return [
+        _num(est.baseline),
+        _num(est.ratio),
+        _num(est.ratio_low),
+        _num(est.ratio_high),
+        _num(est.difference),
+        _num(est.difference_low),
+        _num(est.difference_high),
+    ]
 
 
 def render_csv(report: Report) -> str:
-    """One row per variant, load point and metric; comparison columns empty for the baseline."""
+    """Rows per variant, load and metric; startup rows; failures; the A/A noise floor.
+
+    Comparison columns are empty for the baseline (call ``baseline``); a variant that is
+    not compared has its reason and the call ``not compared``; a failed variant has one
+    row of its own (no load, no metric) with its status as the call and its reason.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    status = {row.name: row.status for row in report.variants}
-    for variant in report.data.variants:
+    name = report.campaign.name
+
+    def write(cells: list[Any]) -> None:
+        writer.writerow(["" if c is None else c for c in cells])
+
+    for row in report.variants:
+        if row.failed:
+            reason = row.reason or ""
+            if row.hint:
+                reason += f" (hint: {row.hint})"
+            write(
+                [
+                    name,
+                    row.name,
+                    row.status,
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    *_comparison_cells(None),
+                    "",
+                    row.starts,
+                    reason,
+                    row.status,
+                ]
+            )
         for load in report.loads:
             for metric in METRICS:
-                values = metric.values(report.data, variant, load)
+                values = metric.values(report.data, row.name, load)
                 values = values[np.isfinite(values)]
                 if values.size == 0:
                     continue
-                value = metric.stat.of(values)
-                comp = report.get(variant, load, metric.key)
+                comp = report.get(row.name, load, metric.key)
                 est = comp.estimate if comp else None
-                cells: list[Any] = [
-                    report.campaign.name,
-                    variant,
-                    status.get(variant, ""),
-                    load,
-                    metric.key,
-                    metric.unit,
-                    metric.direction,
-                    values.size,
-                    _num(value),
-                ]
-                if est is None:
-                    cells += ["", "", "", "", "", "", "", "baseline" if comp is None else ""]
+                if row.is_baseline:
+                    verdict, reason, reference = "baseline", "", ""
+                elif comp is None:
+                    verdict, reason, reference = "not compared", row.not_compared or "", ""
                 else:
-                    cells += [
-                        _num(est.baseline),
-                        _num(est.ratio),
-                        _num(est.ratio_low),
-                        _num(est.ratio_high),
-                        _num(est.difference),
-                        _num(est.difference_low),
-                        _num(est.difference_high),
-                        comp.call if comp else "",
+                    verdict, reason, reference = comp.call, "", comp.reference
+                starts = len({p.attempt_id for p in report.data.points_of(row.name, load)})
+                write(
+                    [
+                        name,
+                        row.name,
+                        row.status,
+                        load,
+                        metric.key,
+                        metric.unit,
+                        metric.direction,
+                        values.size,
+                        _num(metric.stat.of(values)),
+                        *_comparison_cells(est),
+                        reference,
+                        starts,
+                        reason,
+                        verdict,
                     ]
-                writer.writerow(["" if c is None else c for c in cells])
+                )
+        _startup_rows(report, row, write)
+    for floor in report.noise_floor:
+        est = floor.estimate
+        write(
+            [
+                name,
+                AA,
+                "noise floor",
+                floor.load,
+                floor.metric.key,
+                floor.metric.unit,
+                floor.metric.direction,
+                "" if est is None else est.n_variant,
+                None if est is None else _num(est.variant),
+                *_comparison_cells(est),
+                report.baseline,
+                "" if est is None else est.starts_variant,
+                floor.split,
+                floor.call,
+            ]
+        )
     return buffer.getvalue()
+
+
+def _startup_rows(report: Report, row: VariantSummary, write: Any) -> None:
+    """The variant's cold and warm startup, compared with the baseline's when it is."""
+    for temperature, values in (
+        ("cold", () if row.cold_startup_s is None else (row.cold_startup_s,)),
+        ("warm", row.warm_startups_s),
+    ):
+        if not values:
+            continue
+        comp = next(
+            (c for c in report.startup if c.variant == row.name and c.temperature == temperature),
+            None,
+        )
+        if row.is_baseline:
+            verdict, reason = "baseline", ""
+        elif comp is not None:
+            verdict, reason = comp.call, ""
+        elif row.on_baseline_server:
+            verdict, reason = "not compared", "measured on the baseline's own server starts"
+        else:
+            verdict, reason = "not compared", row.not_compared or ""
+        write(
+            [
+                report.campaign.name,
+                row.name,
+                row.status,
+                "startup",
+                f"startup_{temperature}_s",
+                "s",
+                "lower",
+                len(values),
+                _num(sum(values) / len(values)),
+                *_comparison_cells(comp.estimate if comp else None),
+                report.baseline if comp else "",
+                "",
+                reason,
+                verdict,
+            ]
+        )

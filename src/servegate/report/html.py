@@ -4,7 +4,10 @@ plotly.js is embedded inline, so the file opens offline, from a mail attachment 
 copied results folder, with no CDN. Plots: output throughput by load point per variant
 with interval bars, TTFT and ITL distributions per variant (boxes from precomputed
 quantiles, which keeps the file small however many requests were measured), and each
-variant's startup timeline by phase. plotly is the ``html`` extra.
+variant's startup timeline by phase. Tables: the verdict table (throughput with the
+change of TTFT p99 and TPOT p99 under it), latency and startup against the baseline, the
+A/A noise floor, the variants not compared and why, and why each failed variant failed.
+plotly is the ``html`` extra.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ td .d { display: block; font-size: 12px; color: #666; white-space: nowrap; }
 .bad { color: #b3261e; font-weight: 600; } .hint { display: block; color: #666; font-size: 12px; }
 ul.lines { font-family: ui-monospace, monospace; font-size: 13px; padding-left: 18px; }
 pre { background: #f6f6f6; padding: 8px; font-size: 12px; overflow-x: auto; }
+.warn { color: #8a5a00; }
 """
 
 
@@ -88,7 +92,7 @@ def _throughput_figure(go: Any, report: Report) -> Any:
                 continue
             values = np.asarray(summary.throughput_values, dtype=np.float64)
             span = interval(
-                values,
+                HEADLINE.nested(report.data, row.name, load),  # by start, then repeat
                 stat=mean,
                 confidence=report.confidence,
                 resamples=report.resamples,
@@ -258,24 +262,33 @@ def _verdict_table(report: Report) -> str:
                 continue
             cell = html.escape(text.number(summary.throughput_mean))
             comp = report.get(row.name, load, HEADLINE.key)
-            if comp is not None and not row.is_baseline:
+            if not row.is_baseline and row.reference is None:
+                cell += f'<span class="d">{html.escape(text.not_compared_words(row))}</span>'
+            elif comp is not None and not row.is_baseline:
                 css = _CALL_CLASS.get(comp.call, "")
                 words = "" if comp.call == "1 run, no interval" else f", {comp.call}"
                 cell += (
                     f'<span class="d {css}">{html.escape(text.delta(comp.estimate))}'
                     f"{html.escape(words)}</span>"
                 )
+                for words, verdict in text.tail_cells(report, row, load):
+                    css = _CALL_CLASS.get(verdict, "")
+                    cell += f'<span class="d {css}">{html.escape(words)}</span>'
             cells.append(f"<td>{cell}</td>")
         name = f"<b>{html.escape(row.name)}</b>" if row.is_baseline else html.escape(row.name)
         rows.append(
             f"<tr><td>{name}</td><td class='l'>{status}</td>"
             f"<td>{html.escape(text.startup(row))}</td>{''.join(cells)}</tr>"
         )
-    lines = "".join(
-        f"<li>{html.escape(text.closing_line(report, row))}</li>"
-        for row in report.variants
-        if not row.is_baseline
-    )
+    closing = []
+    for row in report.variants:
+        if row.is_baseline:
+            continue
+        closing.append(text.closing_line(report, row))
+        tail = text.tail_line(report, row)
+        if tail is not None:
+            closing.append(tail)
+    lines = "".join(f"<li>{html.escape(line)}</li>" for line in closing)
     return (
         f"<table><tr><th>variant</th><th class='l'>status</th><th>startup</th>{head}</tr>"
         f"{''.join(rows)}</table><ul class='lines'>{lines}</ul>"
@@ -289,8 +302,11 @@ def _latency_table(report: Report) -> str:
             continue
         est = comp.estimate
         css = _CALL_CLASS.get(comp.call, "")
+        name = comp.variant
+        if comp.reference not in ("", report.baseline):
+            name += f" (vs {comp.reference})"
         rows.append(
-            f"<tr><td>{html.escape(comp.variant)}</td><td>{html.escape(comp.load)}</td>"
+            f"<tr><td>{html.escape(name)}</td><td>{html.escape(comp.load)}</td>"
             f"<td class='l'>{html.escape(comp.metric.label)}</td>"
             f"<td>{text.number(est.baseline)}</td><td>{text.number(est.variant)}</td>"
             f"<td class='{css}'>{html.escape(text.delta(est))}</td>"
@@ -305,17 +321,82 @@ def _latency_table(report: Report) -> str:
     )
 
 
+def _startup_table(report: Report) -> str:
+    rows = []
+    for comp in report.startup:
+        if comp.estimate is None:
+            continue
+        est = comp.estimate
+        css = _CALL_CLASS.get(comp.call, "")
+        rows.append(
+            f"<tr><td>{html.escape(comp.variant)}</td><td class='l'>{comp.temperature}</td>"
+            f"<td>{html.escape(text.seconds(est.baseline))}</td>"
+            f"<td>{html.escape(text.seconds(est.variant))}</td>"
+            f"<td class='{css}'>{html.escape(text.delta(est))}</td>"
+            f"<td class='{css}'>{html.escape(comp.call)}</td></tr>"
+        )
+    if not rows:
+        return ""
+    return (
+        "<h3>Startup vs baseline (lower is better)</h3><table><tr><th>variant</th>"
+        f"<th class='l'>start</th><th>{html.escape(report.baseline)}</th><th>variant</th>"
+        f"<th>change</th><th>call</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _noise_table(report: Report) -> str:
+    rows = []
+    for floor in report.noise_floor:
+        if floor.estimate is None:
+            continue
+        est = floor.estimate
+        rows.append(
+            f"<tr><td>{html.escape(floor.load)}</td>"
+            f"<td class='l'>{html.escape(floor.metric.label)} ({floor.metric.unit})</td>"
+            f"<td>{text.number(est.baseline)}</td><td>{text.number(est.variant)}</td>"
+            f"<td>{html.escape(text.delta(est))}</td><td>{html.escape(floor.call)}</td></tr>"
+        )
+    if not rows:
+        return ""
+    splits = "; ".join(sorted({floor.split for floor in report.noise_floor}))
+    return (
+        f"<h2>Noise floor: {html.escape(report.baseline)} against itself (A/A)</h2>"
+        f"<p class='note'>Halves of the baseline: {html.escape(splits)}. A change smaller "
+        "than this is what the same configuration differs from itself by.</p>"
+        "<table><tr><th>load</th><th class='l'>metric</th><th>first half</th>"
+        f"<th>second half</th><th>change</th><th>call</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _not_compared(report: Report) -> str:
+    rows = [r for r in report.variants if r.not_compared and not r.failed]
+    if not rows:
+        return ""
+    items = "".join(
+        f"<li><b>{html.escape(r.name)}</b>: {html.escape(r.not_compared or '')}</li>" for r in rows
+    )
+    return f"<h2>Not compared</h2><ul>{items}</ul>"
+
+
 def _failures(report: Report) -> str:
     parts = []
     for row in report.variants:
-        if not row.tail:
+        if not (row.failed or row.earlier_failures):
             continue
-        parts.append(
-            f"<h3>{html.escape(row.name)}: {html.escape(text.status(row))}</h3>"
-            f"<p>{html.escape(row.reason or '')}</p>"
-            f"<pre>{html.escape(chr(10).join(row.tail))}</pre>"
-        )
-    return "<h2>Variants that did not start</h2>" + "".join(parts) if parts else ""
+        part = f"<h3>{html.escape(row.name)}: {html.escape(text.status(row))}</h3>"
+        if row.failed:
+            reason = html.escape(row.reason or "no reason was recorded")
+            hint = f" Hint: {html.escape(row.hint)}." if row.hint else ""
+            part += f"<p>{reason}.{hint} Not compared.</p>"
+        if row.earlier_failures:
+            part += (
+                f"<p>Earlier starts that failed: {html.escape(', '.join(row.earlier_failures))}"
+                " (the last start decides the status).</p>"
+            )
+        if row.tail:
+            part += f"<pre>{html.escape(chr(10).join(row.tail))}</pre>"
+        parts.append(part)
+    return "<h2>Variants that did not finish</h2>" + "".join(parts) if parts else ""
 
 
 def render_html(report: Report) -> str:
@@ -343,6 +424,8 @@ def render_html(report: Report) -> str:
     info = report.campaign
     title = f"servegate: campaign {info.name}"
     metrics = ", ".join(m.label for m in METRICS)
+    single = text.single_start_note(report)
+    note = f'<p class="note warn">{html.escape(single)}</p>' if single else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{_STYLE}</style></head>
@@ -360,8 +443,12 @@ def render_html(report: Report) -> str:
 {blocks[2]}
 <h2>Startup</h2>
 {blocks[3]}
+{_startup_table(report)}
 {_latency_table(report)}
+{_noise_table(report)}
+{_not_compared(report)}
 {_failures(report)}
+{note}
 <p class="note">{html.escape(text.method_note(report))}</p>
 </body></html>
 """

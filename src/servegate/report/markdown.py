@@ -1,8 +1,9 @@
 """The markdown report, for a pull request or a notes file.
 
 GitHub-flavoured tables: throughput by load point with the change vs baseline, each
-latency metric with its call, startup cold and warm, then what stopped the variants that
-did not start (with the log tail), and how the intervals were computed.
+latency metric with its call, startup cold and warm, the A/A noise floor (the baseline
+against itself), the variants that are not compared and why, then what stopped the
+variants that did not finish (with the log tail), and how the intervals were computed.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def render_markdown(report: Report) -> str:
                 continue
             cell = text.number(summary.throughput_mean)
             comp = report.get(row.name, load, HEADLINE.key)
-            if comp is not None and not row.is_baseline:
+            if not row.is_baseline and row.reference is None:
+                cell += f" ({text.not_compared_words(row)})"
+            elif comp is not None and not row.is_baseline:
                 if comp.estimate is not None and comp.estimate.has_interval:
                     cell += f" ({text.delta(comp.estimate)}, {comp.call})"
                 else:
@@ -65,7 +68,9 @@ def render_markdown(report: Report) -> str:
         est = comp.estimate
         lat_rows.append(
             [
-                comp.variant,
+                comp.variant
+                if comp.reference in ("", report.baseline)
+                else f"{comp.variant} (vs {comp.reference})",
                 comp.load,
                 f"{comp.metric.label} ({comp.metric.unit})",
                 text.number(est.baseline),
@@ -103,17 +108,59 @@ def render_markdown(report: Report) -> str:
         )
         out.append("")
 
-    failed = [r for r in report.variants if r.status in {"crash", "timeout", "failed"}]
+    if report.noise_floor:
+        splits = "; ".join(sorted({floor.split for floor in report.noise_floor}))
+        out += [
+            f"## Noise floor: {report.baseline} against itself (A/A, {splits})",
+            "",
+            "A change smaller than this is what two halves of the same baseline differ by.",
+            "",
+        ]
+        out += _table(
+            ["load", "metric", "first half", "second half", "change", "call"],
+            [
+                [
+                    floor.load,
+                    f"{floor.metric.label} ({floor.metric.unit})",
+                    text.number(floor.estimate.baseline),
+                    text.number(floor.estimate.variant),
+                    text.delta(floor.estimate),
+                    floor.call,
+                ]
+                for floor in report.noise_floor
+                if floor.estimate is not None
+            ],
+            right_from=2,
+        )
+        out.append("")
+
+    skipped = [r for r in report.variants if r.not_compared and not r.failed]
+    if skipped:
+        out += ["## Not compared", ""]
+        out += [f"- {row.name}: {row.not_compared}" for row in skipped]
+        out.append("")
+
+    failed = [r for r in report.variants if r.failed or r.earlier_failures]
     if failed:
         out += ["## Variants that did not finish", ""]
         for row in failed:
             out.append(f"### {row.name}: {text.status(row)}")
             out.append("")
-            if row.reason:
+            if row.failed:
+                reason = row.reason or "no reason was recorded"
                 hint = f" Hint: {row.hint}." if row.hint else ""
-                out.append(row.reason.rstrip(".") + "." + hint)
+                out.append(reason.rstrip(".") + "." + hint + " Not compared.")
+                out.append("")
+            if row.earlier_failures:
+                out.append(
+                    f"Earlier starts that failed: {', '.join(row.earlier_failures)} "
+                    "(the last start decides the status)."
+                )
                 out.append("")
             if row.tail:
                 out += ["```text", *row.tail, "```", ""]
+    note = text.single_start_note(report)
+    if note is not None:
+        out += [f"> {note}", ""]
     out += [text.method_note(report), ""]
     return "\n".join(out)

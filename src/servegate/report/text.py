@@ -9,7 +9,15 @@ from __future__ import annotations
 import math
 
 from servegate.report.bootstrap import Estimate
-from servegate.report.compare import MetricComparison, Report, VariantSummary
+from servegate.report.compare import (
+    HEADLINE,
+    TAIL_METRICS,
+    MetricComparison,
+    NoiseFloor,
+    Report,
+    VariantSummary,
+    metric,
+)
 
 RUN_STATUS = {
     "done": "ok",
@@ -70,7 +78,37 @@ def status(row: VariantSummary) -> str:
         text += f" ({row.kind})"
     if row.shared_server_of:
         text += f", on {row.shared_server_of}'s server"
+    if row.starts > 1:
+        text += f", {row.starts} starts"
+    if row.earlier_failures:
+        text += f" (earlier: {', '.join(row.earlier_failures)})"
     return text
+
+
+def percent_short(est: Estimate | None) -> str:
+    """The change alone, ``+3.6 %``, or an en dash."""
+    if est is None or not math.isfinite(est.ratio):
+        return "–"
+    return percent(est.ratio)
+
+
+def tail_cells(report: Report, row: VariantSummary, load: str) -> list[tuple[str, str]]:
+    """``(TTFT p99 +3.1 %, call)`` for each tail latency the table shows beside throughput."""
+    out: list[tuple[str, str]] = []
+    for key in TAIL_METRICS:
+        comp = report.get(row.name, load, key)
+        if comp is not None and comp.estimate is not None:
+            out.append((f"{comp.metric.label} {percent_short(comp.estimate)}", comp.call))
+    return out
+
+
+def not_compared_words(row: VariantSummary) -> str:
+    """What stands in a table cell of a variant that is not compared."""
+    if row.failed:
+        return "not compared: failed"
+    if row.on_baseline_server:
+        return "workload reference"
+    return "other workload, not compared"
 
 
 def startup(row: VariantSummary) -> str:
@@ -102,12 +140,70 @@ def closing_line(report: Report, row: VariantSummary) -> str:
         if row.hint:
             text += f" - {row.hint}"
         return text
+    if row.failed:
+        return f"{row.name}: FAILED, not compared: {row.reason or 'no reason recorded'}"
+    if row.reference is None and row.not_compared:
+        return f"{row.name}: {row.not_compared}"
     comp = report.headline(row.name)
     if comp is None or comp.estimate is None:
         return f"{row.name}: no throughput measured to compare ({RUN_STATUS.get(row.status)})"
     return (
-        f"{row.name}: {ratio_pm(comp.estimate)} x {report.baseline} "
+        f"{row.name}: {ratio_pm(comp.estimate)} x {comp.reference or report.baseline} "
         f"{comp.metric.label} at {comp.load} ({verdict_words(comp)})"
+    )
+
+
+def tail_line(report: Report, row: VariantSummary) -> str | None:
+    """The tail latencies at the headline's load: ``fusion: TTFT p99 +3.1 % [...] (...)``."""
+    comp = report.headline(row.name)
+    if comp is None:
+        return None
+    parts = []
+    for key in TAIL_METRICS:
+        tail = report.get(row.name, comp.load, key)
+        if tail is not None and tail.estimate is not None:
+            parts.append(f"{tail.metric.label} {delta(tail.estimate)} ({verdict_words(tail)})")
+    if not parts:
+        return None
+    return f"{row.name}: {', '.join(parts)} at {comp.load}"
+
+
+def noise_lines(report: Report) -> list[str]:
+    """The A/A noise floor: the baseline against itself, per load, in a few lines."""
+    if not report.noise_floor:
+        return []
+    splits = sorted({floor.split for floor in report.noise_floor})
+    lines = [
+        f"A/A noise floor: {report.baseline} against itself ({'; '.join(splits)}); "
+        "a change smaller than this is noise"
+    ]
+    keys = (HEADLINE.key, *TAIL_METRICS)
+    for load in report.loads:
+        floors = [report.noise(load, key) for key in keys]
+        parts = [
+            f"{floor.metric.label} {delta(floor.estimate)}"
+            for floor in floors
+            if floor is not None and floor.estimate is not None
+        ]
+        if parts:
+            lines.append(f"  {load}: {', '.join(parts)}")
+    return lines
+
+
+def noise_words(floor: NoiseFloor) -> str:
+    """One A/A comparison: ``+0.4 % [-1.9, +2.6]``."""
+    return delta(floor.estimate)
+
+
+def single_start_note(report: Report) -> str | None:
+    """A warning when intervals rest on one server start per side."""
+    if not report.single_start:
+        return None
+    return (
+        "Note: some intervals rest on one server start per variant, so they leave out the "
+        "variation between starts, which can be larger than the noise between repeats "
+        "(a server can run in a slower regime for its whole life); restart each variant "
+        "several times (restarts = K in [bench]) before trusting a change of a few percent."
     )
 
 
@@ -120,10 +216,17 @@ def verdict_words(comp: MetricComparison) -> str:
 
 
 def method_note(report: Report) -> str:
-    """How the intervals were computed, in one sentence."""
+    """How the intervals were computed and a change called, in two sentences."""
     return (
-        f"Intervals: {confidence_label(report)} percentile bootstrap "
-        f"({report.resamples} resamples, seed {report.seed}); throughput over repeats, "
-        "latencies over requests pooled from all repeats. A change is called better or "
-        "worse only when its whole interval lies on one side of no change."
+        f"Intervals: {confidence_label(report)} hierarchical percentile bootstrap "
+        f"({report.resamples} resamples, seed {report.seed}) over server starts, then the "
+        "repeats of each start, then (latencies) their requests, widened for few starts "
+        "(Student t, Welch-Satterthwaite degrees of freedom). A change is called better "
+        "or worse only when its whole interval lies on one side of no change and it is at "
+        f"least {report.min_effect * 100:g} %; otherwise no meaningful difference."
     )
+
+
+def metric_label(key: str) -> str:
+    """The label of the metric called ``key``."""
+    return metric(key).label
