@@ -159,3 +159,41 @@ def test_colour_on_a_terminal_and_none_with_no_color(tmp_path: Path) -> None:
     assert "\x1b[32m" in coloured  # green: a better variant
     assert "fast: 1.0" in plain
     assert "\x1b[32m" not in plain
+
+
+def _small_change(db: Path) -> None:
+    """A campaign where 'tweak' is +0.6 % over the baseline, clear of noise."""
+    from servegate.store import Store
+
+    from .starts import Campaign
+
+    with Store.open(db) as store:
+        c = Campaign(store)
+        c.measured("baseline", [[100.0, 100.02], [100.01, 99.99], [100.0, 100.01]])
+        c.measured("tweak", [[100.6, 100.61], [100.59, 100.6], [100.62, 100.6]])
+
+
+def test_min_effect_sets_the_smallest_change_called(tmp_path: Path) -> None:
+    """+0.6 %: no meaningful difference by default (1 %), better with --min-effect 0.5%."""
+    _small_change(tmp_path / "servegate.db")
+    default = _servegate("report", cwd=tmp_path)
+    lenient = _servegate("report", "--min-effect", "0.5%", "--json", "-", cwd=tmp_path)
+    assert default.returncode == 0, default.stderr
+    assert "at c=4 (no meaningful difference)" in default.stdout
+    doc = json.loads(lenient.stdout)
+    assert doc["method"]["min_effect"] == 0.005
+    assert {c["call"] for c in doc["comparisons"] if c["metric"] == "output_throughput"} == {
+        "better"
+    }
+
+
+def test_a_bad_min_effect_exits_2_naming_the_fix(tmp_path: Path) -> None:
+    """--min-effect must be a percentage from 0 to 100; nothing is read or written."""
+    _small_change(tmp_path / "servegate.db")
+    for value in ("fast", "-1", "150%"):
+        out = _servegate("report", "--min-effect", value, cwd=tmp_path)
+        assert out.returncode == 2
+        assert out.stderr.strip() == (
+            f"Error: --min-effect {value}: give a percentage from 0 to 100, e.g. --min-effect 2%."
+        )
+        assert out.stdout == ""

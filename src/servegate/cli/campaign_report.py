@@ -37,6 +37,19 @@ def _write(target: str, content: str) -> None:
     click.echo(f"wrote {path}", err=True)
 
 
+def _percent(text: str) -> float:
+    """``--min-effect`` as a fraction: ``2``, ``2%`` and ``2 %`` are 0.02."""
+    try:
+        value = float(text.strip().removesuffix("%").strip())
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value < 100.0:
+        raise UsageError(
+            f"--min-effect {text}: give a percentage from 0 to 100, e.g. --min-effect 2%."
+        )
+    return value / 100.0
+
+
 @click.command(
     "report",
     epilog="""\b
@@ -44,6 +57,7 @@ Example:
   servegate report                                  # newest campaign in servegate.db
   servegate report allreduce-fusion --html fusion.html --markdown -
   servegate report --db runs.db spec --json spec.json --csv spec.csv
+  servegate report fusion --min-effect 2%          # call only changes of 2 % or more
 
 \b
 Exit codes: 0 written; 2 unknown campaign, missing or damaged database, missing
@@ -70,6 +84,15 @@ plotly, bad option; 3 an I/O error reading the database.""",
     help="Coverage of the confidence intervals.",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@click.option(
+    "--min-effect",
+    "min_effect",
+    default="1%",
+    show_default=True,
+    metavar="PERCENT",
+    help="The smallest change called better or worse (2 or 2% for 2 %; 0 calls any "
+    "change whose interval excludes no change).",
+)
 def report(
     *,
     campaign: str | None,
@@ -80,6 +103,7 @@ def report(
     csv_out: str | None,
     confidence: float,
     seed: int,
+    min_effect: str,
 ) -> None:
     """Render a stored campaign: every variant against the baseline, with intervals.
 
@@ -87,6 +111,7 @@ def report(
     vs baseline and its interval) unless an export goes to stdout ('-'). CAMPAIGN is a
     campaign name; the newest campaign in the database when left out.
     """
+    threshold = _percent(min_effect)
     outputs = {"--html": html_out, "--markdown": md_out, "--json": json_out, "--csv": csv_out}
     to_stdout = [flag for flag, target in outputs.items() if target == "-"]
     if len(to_stdout) > 1:
@@ -108,7 +133,9 @@ def report(
         require_plotly()  # fail before any work when the html extra is missing
     # read-only: a report never writes, and works in a read-only folder (an archive)
     with Store.open(db, read_only=True) as store:
-        result = reports.build_report(store, campaign, confidence=confidence, seed=seed)
+        result = reports.build_report(
+            store, campaign, confidence=confidence, seed=seed, min_effect=threshold
+        )
     if not to_stdout:
         reports.render_console(result)
     if md_out is not None:

@@ -5,6 +5,9 @@
         report = build_report(store, "allreduce-fusion")   # None: the newest campaign
     render_console(report)                                  # the table + closing lines
 
+``half_widths(store, campaign)`` gives each compared interval's half-width, for a runner
+that stops once every interval is narrow enough.
+
 Renderers: ``render_console`` (rich, stdout), ``render_markdown``, ``render_json``,
 ``render_csv`` and ``render_html`` (needs the ``html`` extra: plotly) return or print the
 same report. Importing this package does not import plotly.
@@ -18,16 +21,19 @@ from servegate.report.console import console_text, render_console
 from servegate.report.data import CampaignData, load_campaign, resolve_campaign
 from servegate.report.export import render_csv, render_json, report_json
 from servegate.report.markdown import render_markdown
+from servegate.report.precision import Precision, half_widths
 from servegate.store import Store
 
 __all__ = [
     "METRICS",
     "MIN_EFFECT",
     "CampaignData",
+    "Precision",
     "Report",
     "build_report",
     "compare",
     "console_text",
+    "half_widths",
     "load_campaign",
     "render_console",
     "render_csv",

@@ -578,6 +578,7 @@ def compare(
     resamples: int = 2000,
     seed: int = 0,
     min_effect: float = MIN_EFFECT,
+    metrics: Sequence[Metric] = METRICS,
     now: Callable[[], str] | None = None,
 ) -> Report:
     """Compare every variant of a campaign with its reference, and the baseline with itself.
@@ -588,6 +589,7 @@ def compare(
         resamples: bootstrap resamples per comparison.
         seed: seeds the resampling; the same data and seed give the same report.
         min_effect: the smallest change (a fraction: 0.01 is 1 %) called better or worse.
+        metrics: the metrics to compare (all of ``METRICS`` by default).
         now: the report's timestamp source (tests pin it).
     """
     first = {name: summarize_variant(data, name) for name in data.variants}
@@ -598,11 +600,12 @@ def compare(
     comparisons: list[MetricComparison] = []
     startup: list[StartupComparison] = []
     for row in rows:
-        if row.is_baseline or row.reference is None:
+        if row.is_baseline or row.failed or by_name[base].failed:
             continue
-        for load in data.loads:
-            for m in METRICS:
-                a = m.nested(data, row.reference, load)
+        reference = row.reference or ""
+        for load in data.loads if reference else ():
+            for m in metrics:
+                a = m.nested(data, reference, load)
                 b = m.nested(data, row.name, load)
                 if a.size == 0 and b.size == 0:
                     continue
@@ -621,11 +624,12 @@ def compare(
                         metric=m,
                         estimate=est,
                         call=call(est, m.direction, min_effect),
-                        reference=row.reference,
+                        reference=reference,
                     )
                 )
         if row.on_baseline_server:
             continue  # the same server start as the baseline: nothing to compare
+        # startup does not depend on the workload: compared even without a reference
         base_row = by_name[base]
         for temperature, a_vals, b_vals in (
             ("cold", _opt(base_row.cold_startup_s), _opt(row.cold_startup_s)),
@@ -664,6 +668,7 @@ def compare(
         noise_floor=_noise_floor(
             data,
             by_name[base],
+            metrics,
             confidence=confidence,
             resamples=resamples,
             seed=seed,
@@ -675,6 +680,7 @@ def compare(
 def _noise_floor(
     data: CampaignData,
     base: VariantSummary,
+    metrics: Sequence[Metric],
     *,
     confidence: float,
     resamples: int,
@@ -689,7 +695,7 @@ def _noise_floor(
         a_points, b_points, split = _split_halves(data.points_of(base.name, load))
         if not split:
             continue
-        for m in METRICS:
+        for m in metrics:
             a = nested_values(m, data, a_points)
             b = nested_values(m, data, b_points)
             if a.size == 0 or b.size == 0:

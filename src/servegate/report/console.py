@@ -39,9 +39,7 @@ def _cell(report: Report, row: VariantSummary, load: str) -> Text:
     comp = report.get(row.name, load, HEADLINE.key)
     if comp is not None:
         cell.append("\n")
-        cell.append(
-            text.delta(comp.estimate, short=True), style=_CALL_STYLE.get(comp.call, "dim")
-        )
+        cell.append(text.delta(comp.estimate, short=True), style=_CALL_STYLE.get(comp.call, "dim"))
     for words, verdict in text.tail_cells(report, row, load):
         cell.append("\n" + words, style=_CALL_STYLE.get(verdict, "dim"))
     return cell
