@@ -36,7 +36,6 @@ __all__ = [
     "port_is_free",
     "snapshot",
     "stop_tree",
-    "wait_port_free",
 ]
 
 MARKER_VAR = "SERVEGATE_SERVER_ID"  # set in every launched server's environment
@@ -296,17 +295,6 @@ def _confirm_port(port: int, tree: set[int]) -> tuple[bool, tuple[int, ...]]:
         foreign = tuple(pid for pid in holders if pid not in tree)
         if (holders and len(foreign) == len(holders)) or time.monotonic() >= deadline:
             return False, foreign
-        time.sleep(0.02)
-
-
-def wait_port_free(port: int, timeout_s: float = 3.0, host: str = "0.0.0.0") -> bool:
-    """Wait up to ``timeout_s`` for ``port`` to be free; True if it is."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if port_is_free(port, host):
-            return True
-        if time.monotonic() >= deadline:
-            return False
         time.sleep(0.02)
 
 
