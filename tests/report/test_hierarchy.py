@@ -93,6 +93,26 @@ def test_each_resample_picks_whole_starts_and_repeats(fixed: int) -> None:
         assert (counts[:, 3:8].sum(axis=1) == 5).all()
 
 
+@pytest.mark.parametrize("fixed", [0, 1, 2])
+def test_a_balanced_hierarchy_is_resampled_the_same_way(fixed: int) -> None:
+    """3 starts x 2 repeats x 4 values: 24 picks a resample; kept levels keep their units."""
+    h = nested([[np.arange(4.0) + 10 * (2 * s + r) for r in range(2)] for s in range(3)])
+    counts = _counts(h, 300, np.random.default_rng(2), fixed=fixed)
+    assert counts.shape == (300, 24)
+    assert (counts.sum(axis=1) == 24).all()
+    per_start = counts.reshape(300, 3, 8).sum(axis=2)
+    per_point = counts.reshape(300, 6, 4).sum(axis=2)
+    if fixed == 0:
+        assert (per_start == 0).any()  # a start left out of some resamples
+        assert set(per_start.ravel().tolist()) == {0, 8, 16, 24}
+    else:
+        assert (per_start == 8).all()
+    if fixed == 2:
+        assert (per_point == 4).all()
+    else:
+        assert (per_point == 0).any()
+
+
 def test_weighted_quantile_matches_numpy_on_resamples_of_any_size() -> None:
     """The count-based quantile of rows with different totals equals numpy's on the values."""
     rng = np.random.default_rng(3)

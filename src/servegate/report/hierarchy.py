@@ -146,6 +146,8 @@ def _counts(h: Nested, rows: int, rng: np.random.Generator, *, fixed: int) -> In
         starts = np.broadcast_to(np.arange(k), (rows, k))
     else:
         starts = rng.integers(0, k, size=(rows, k))
+    if per_start.min() == per_start.max() and per_point.min() == per_point.max():
+        return _balanced_counts(h, starts, int(per_start[0]), int(per_point[0]), rng, fixed=fixed)
     most_points = int(per_start.max())
     n_points = per_start[starts]  # (rows, k)
     slot = np.arange(most_points)
@@ -166,6 +168,32 @@ def _counts(h: Nested, rows: int, rng: np.random.Generator, *, fixed: int) -> In
     row = np.broadcast_to(np.arange(rows)[:, np.newaxis, np.newaxis], index.shape)
     flat_index = (row * h.size + index)[keep]
     return np.bincount(flat_index, minlength=rows * h.size).reshape(rows, h.size)
+
+
+def _balanced_counts(
+    h: Nested,
+    starts: IntArray,
+    repeats: int,
+    values: int,
+    rng: np.random.Generator,
+    *,
+    fixed: int,
+) -> IntArray:
+    """``_counts`` when every start has as many repeats and every repeat as many values.
+
+    No unit is missing from any slot, so the picks need no masks: the common case of a
+    campaign, and about twice as fast.
+    """
+    rows, k = starts.shape
+    first = (starts * repeats)[..., np.newaxis]
+    if fixed >= 2:
+        points = first + np.arange(repeats)
+    else:
+        points = first + rng.integers(0, repeats, size=(rows, k, repeats))
+    points = points.reshape(rows, k * repeats, 1)
+    index = points * values + rng.integers(0, values, size=(rows, k * repeats, values))
+    index = index.reshape(rows, -1) + (np.arange(rows) * h.size)[:, np.newaxis]
+    return np.bincount(index.ravel(), minlength=rows * h.size).reshape(rows, h.size)
 
 
 def resample(
