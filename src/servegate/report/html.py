@@ -385,7 +385,7 @@ def _failures(report: Report) -> str:
             continue
         part = f"<h3>{html.escape(row.name)}: {html.escape(text.status(row))}</h3>"
         if row.failed:
-            reason = html.escape(row.reason or "no reason was recorded")
+            reason = html.escape((row.reason or "no reason was recorded").rstrip("."))
             hint = f" Hint: {html.escape(row.hint)}." if row.hint else ""
             part += f"<p>{reason}.{hint} Not compared.</p>"
         if row.earlier_failures:
