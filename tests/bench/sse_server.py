@@ -6,14 +6,20 @@ per token on a drift-free schedule (token k is written at arrival + TTFT + k * I
 keeps its own record of when it wrote what, served at ``/stats`` as JSON. With zero
 delays every event of a response is written back to back, which makes it a fast
 zero-delay server for measuring a client's ceiling. ``/metrics`` exposes vLLM-named
-Prometheus counters. Failure flags make every K-th request fail in one chosen way.
-Prints ``listening on PORT`` once it accepts connections.
+Prometheus counters. Failure flags make every K-th request fail in one chosen way;
+``--sse-style`` frames events the other ways the SSE specification allows (CR or CRLF
+line ends, no space after ``data:``, comments and other fields, data over several
+lines); ``--gzip-every K`` compresses every K-th answer unless the request asked for
+identity; ``--hang-up-after N`` plays a server that went away after N tokens (every
+connection, open or new, is closed at once, and counted). Prints ``listening on PORT``
+once it accepts connections, and its stats as one JSON line when SIGTERM stops it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import os
 import re
@@ -42,6 +48,9 @@ def _time_selects(loop: asyncio.AbstractEventLoop) -> None:
 
 
 _MAX_TOKENS = re.compile(rb'"max_tokens":\s*(\d+)')
+STYLE = ["lf"]  # --sse-style
+HUNG_UP = [False]  # --hang-up-after reached: every connection is closed at once
+OPEN: set[Server] = set()
 _CACHE: dict[tuple[bool, bool, str], tuple[bytes, bytes, bytes]] = {}
 
 
@@ -65,14 +74,30 @@ def _events(chat: bool, until_close: bool, model: str) -> tuple[bytes, bytes, by
     return _CACHE[key]
 
 
+def _sse(payload: bytes) -> bytes:
+    """One SSE event in the chosen --sse-style."""
+    style = STYLE[0]
+    if style == "crlf":
+        return b"data: " + payload + b"\r\n\r\n"
+    if style == "cr":
+        return b"data: " + payload + b"\r\r"
+    if style == "nospace":
+        return b"data:" + payload + b"\n\n"
+    if style == "fields":
+        return b": ping\nevent: completion\ndata: " + payload + b"\nid: 7\n: pong\n\n"
+    if style == "multiline":
+        return b"data: " + payload.replace(b",", b",\ndata: ") + b"\n\n"
+    return b"data: " + payload + b"\n\n"
+
+
 def _raw(payload: bytes) -> bytes:
     """One SSE event without chunked framing (a body read until the connection closes)."""
-    return b"data: " + payload + b"\r\n\r\n"
+    return b"data: " + payload + b"\r\n\r\n" if STYLE[0] == "lf" else _sse(payload)
 
 
 def _chunk(payload: bytes) -> bytes:
     """One HTTP chunk holding one SSE event."""
-    event = b"data: " + payload + b"\n\n"
+    event = _sse(payload)
     return b"%x\r\n%s\r\n" % (len(event), event)
 
 
@@ -95,6 +120,7 @@ class Stats:
         self.accepted = 0
         self.connections = 0  # connections accepted
         self.discarded = 0  # requests that reached a connection being closed: never answered
+        self.hung_up = 0  # connections closed at once after --hang-up-after
 
     def _steady(self) -> float | None:
         """Tokens/s from request arrivals after the first quarter (closed-loop steady state).
@@ -133,6 +159,7 @@ class Stats:
             "last_token_at": self.last_token_at,
             "connections": self.connections,
             "discarded": self.discarded,
+            "hung_up": self.hung_up,
         }
 
 
@@ -150,14 +177,21 @@ class Server(asyncio.Protocol):
         self.arrived = 0.0
         self.closing = False  # the connection is being closed: requests are discarded
         self.idle: asyncio.TimerHandle | None = None
+        self.identity = False  # the request being answered sent Accept-Encoding: identity
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
+        if HUNG_UP[0]:
+            self.stats.hung_up += 1
+            transport.abort()
+            return
         self.transport = transport
         self.stats.connections += 1
+        OPEN.add(self)
         self._idle_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        OPEN.discard(self)
         for handle in self.handles:
             handle.cancel()
         if self.idle is not None:
@@ -221,6 +255,7 @@ class Server(asyncio.Protocol):
         self.buf = self.buf[head_end + 4 + length :]
         method, path = head.split(" ")[:2]
         self.busy = True
+        self.identity = "\r\naccept-encoding: identity" in head.lower()
         self._handle(method, path, body, self.arrived)
 
     def _reply(self, status: str, ctype: str, body: bytes) -> None:
@@ -282,6 +317,13 @@ class Server(asyncio.Protocol):
             wanted = min(wanted, a.short)
         per_chunk = a.tokens_per_chunk
         events = -(-wanted // per_chunk)
+        if (
+            a.gzip_every
+            and n % a.gzip_every == 0
+            and (a.gzip_ignores_identity or not self.identity)
+        ):
+            self._gzip(chat=chat, events=events, tokens=wanted, prompt_tokens=prompt_tokens)
+            return
         self._stream(
             chat=chat,
             events=events,
@@ -290,6 +332,20 @@ class Server(asyncio.Protocol):
             arrived=arrived,
             mode=self._mode(n),
         )
+
+    def _gzip(self, *, chat: bool, events: int, tokens: int, prompt_tokens: int) -> None:
+        """The whole stream at once, gzip-compressed, as a server with compression on sends it."""
+        assert self.transport is not None
+        role, content, head = _events(chat, True, self.args.model)
+        usage = b'{"prompt_tokens":%d,"completion_tokens":%d}' % (prompt_tokens, tokens)
+        body = role + content * events + _raw(head + b',"choices":[],"usage":' + usage + b"}")
+        packed = gzip.compress(body + _raw(b"[DONE]"))
+        self.transport.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(packed), packed)
+        )
+        self.stats.requests += 1
+        self._done()
 
     def _mode(self, n: int) -> str:
         a = self.args
@@ -391,6 +447,9 @@ class Server(asyncio.Protocol):
             stats.last_token_at = now
             if a.die_after and stats.tokens >= a.die_after:
                 os._exit(0)
+            if a.hang_up_after and stats.tokens >= a.hang_up_after:
+                _hang_up()
+                return None
             return now
 
         if a.burst and not a.ttft_ms and not a.itl_ms and mode == "normal" and not closes:
@@ -449,6 +508,14 @@ class Server(asyncio.Protocol):
         return ("\n".join(lines) + "\n").encode()
 
 
+def _hang_up() -> None:
+    """From now on, close every connection at once: a server that went away."""
+    HUNG_UP[0] = True
+    for server in list(OPEN):
+        if server.transport is not None:
+            server.transport.abort()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
@@ -490,6 +557,29 @@ def main() -> None:
         help="advertise Keep-Alive: timeout=S and close connections idle that long",
     )
     parser.add_argument("--die-after", type=int, default=0, help="exit after this many tokens")
+    parser.add_argument(
+        "--hang-up-after",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after N tokens, close every connection, open or new, at once (and count them)",
+    )
+    parser.add_argument(
+        "--sse-style",
+        choices=["lf", "crlf", "cr", "nospace", "fields", "multiline"],
+        default="lf",
+        help="how events are framed (all valid server-sent events)",
+    )
+    parser.add_argument(
+        "--gzip-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="gzip every K-th answer unless the request sent Accept-Encoding: identity",
+    )
+    parser.add_argument(
+        "--gzip-ignores-identity", action="store_true", help="with --gzip-every: gzip anyway"
+    )
     parser.add_argument("--reject-ignore-eos", action="store_true")
     parser.add_argument("--not-openai", action="store_true")
     parser.add_argument(
@@ -499,6 +589,7 @@ def main() -> None:
         "--until-close", action="store_true", help="no chunked coding: close to end the body"
     )
     args = parser.parse_args()
+    STYLE[0] = args.sse_style
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
@@ -513,6 +604,7 @@ def main() -> None:
         print(f"listening on {args.port}", flush=True)
         async with server:
             await stop.wait()
+        print(json.dumps(stats.to_json()), flush=True)
 
     asyncio.run(serve())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -204,3 +205,75 @@ def test_invalid_dataset_is_a_usage_error(
         run_point(BenchSettings(url=url, requests=2, dataset=str(path)))
     with pytest.raises(UsageError, match="does not exist"):
         run_point(BenchSettings(url=url, requests=2, dataset=str(tmp_path / "missing.jsonl")))
+
+
+def test_point_without_a_completed_request_exits_1(sse_server: Callable[..., str]) -> None:
+    """Every measured request failing: the block is printed, then one Error line and exit 1."""
+    url = sse_server("--malformed-every", "1")  # the probe reads only the first events
+    proc = bench("--url", url, "--requests", "5", "--input-len", "3", "--output-len", "5")
+    assert proc.returncode == 1, proc.stderr
+    assert "malformed_stream 5" in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: c=1: no request completed (malformed_stream 5); the failure_details in "
+        "--json say why."
+    )
+
+
+@pytest.mark.parametrize(("every", "warned"), [(50, True), (101, False)])
+def test_failures_above_one_percent_warn(
+    sse_server: Callable[..., str], every: int, warned: bool
+) -> None:
+    """2 of 100 failed (2 %): a warning, exit 0; 1 of 100 (1 %, not above it): no warning."""
+    url = sse_server("--fail-every", str(every))
+    proc = bench(
+        "--url", url, "--concurrency", "4", "--requests", "100", "--input-len", "3",
+        "--output-len", "2", "--metrics-url", "",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    warning = "warning: c=4: 2 of 100 requests failed (2.0%: http_500 2)"
+    assert (warning in proc.stderr) is warned
+    assert ("requests failed" in proc.stderr) is warned
+
+
+def test_progress_off_a_terminal_is_one_line_per_point(sse_server: Callable[..., str]) -> None:
+    """With stderr not a terminal: one closing line per point, no carriage returns."""
+    url = sse_server()
+    proc = bench(
+        "--url", url, "--concurrency", "1,2", "--requests", "4", "--input-len", "3",
+        "--output-len", "2",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert [line.split(" in ")[0] for line in lines] == [
+        "c=1: finished, 4 completed, 0 failed",
+        "c=2: finished, 4 completed, 0 failed",
+    ]
+
+
+def test_quiet_still_prints_the_results(sse_server: Callable[..., str]) -> None:
+    """--quiet drops the progress lines; the result blocks and the sweep table remain."""
+    url = sse_server()
+    proc = bench(
+        "--url", url, "--concurrency", "1,2", "--requests", "4", "--input-len", "3",
+        "--output-len", "2", "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert "c=1  model test-model" in proc.stdout and "c=2  model test-model" in proc.stdout
+    assert "out tok/s" in proc.stdout
+
+
+def test_progress_lines_every_30_s_off_a_terminal() -> None:
+    """Off a terminal a long point writes a line each time another 30 s have passed."""
+    from servegate.bench import Progress
+    from servegate.cli.bench import ProgressLines
+
+    out = io.StringIO()
+    lines = ProgressLines("c=8", tty=False, stream=out)
+    for elapsed in (0.5, 10.0, 29.9, 30.2, 30.7, 59.0, 91.0, 95.0):
+        lines(Progress(done=int(elapsed), failed=1, chunks=0, elapsed_s=elapsed, total=400))
+    assert out.getvalue().splitlines() == [
+        "c=8: 30/400 done, 1 failed, 0 chunks/s, 30 s",
+        "c=8: 91/400 done, 1 failed, 0 chunks/s, 91 s",
+    ]

@@ -45,20 +45,22 @@ def test_hanging_request_times_out(sse_server: Callable[..., str]) -> None:
     assert result.failures == {"timeout": 2}  # requests 3 and 6
     assert result.completed == 4
     timed_out = [s for s in result.samples if s.error == "timeout"]
-    assert all(0.45 <= s.end_s <= 2.0 for s in timed_out)
+    assert all(0.5 <= s.end_s <= 5.0 for s in timed_out)  # cut at the timeout, not before
     assert all(len(s.chunks_s) == 2 for s in timed_out)  # what came before the hang is kept
 
 
 def test_server_dying_mid_run_keeps_what_was_measured(sse_server: Callable[..., str]) -> None:
-    """When the server exits mid-run, earlier samples stay and the rest fail by kind."""
+    """When the server exits mid-run, earlier samples stay, the failures are counted by
+    kind, and the point ends there instead of failing every request left."""
     url = sse_server("--die-after", "102", "--ttft-ms", "1", "--itl-ms", "1")
     result = run_point(
-        BenchSettings(url=url, concurrency=2, requests=40, input_len=5, output_len=10)
+        BenchSettings(url=url, concurrency=2, requests=400, input_len=5, output_len=10)
     )
-    assert len(result.samples) == 40
     assert 8 <= result.completed <= 11
     assert set(result.failures) <= {"connection_reset", "connect_error"}
-    assert result.failures.get("connect_error", 0) >= 25
+    assert result.failed >= 2  # the two in flight when it died, then the probes
+    assert len(result.samples) < 100
+    assert result.server_gone_s is not None
     assert result.summary["output_throughput"] > 0
 
 

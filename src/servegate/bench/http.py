@@ -7,7 +7,9 @@ tokens per second that overhead becomes the client's ceiling. Here each connecti
 is de-chunked with bytes operations and handed to the response's event parser, with no
 coroutine switch per chunk. Only what a benchmark needs is supported: one request at a
 time per connection, ``Content-Length``, chunked and read-until-close bodies, 1xx skips,
-TLS through the event loop.
+TLS through the event loop. Requests ask for ``Accept-Encoding: identity``; a compressed
+response is a ``bad_response`` that says so, since timing compressed token streams
+would time the compressor's buffering.
 
 A kept-alive connection is reused only while nothing says it is over: a response's
 ``Connection: close``, an end of stream from the server (seen in ``eof_received``, or by
@@ -136,6 +138,11 @@ class Connection(asyncio.Protocol):
         self._keep = True
         self._idle_s = None
         self.received = False
+        if self.closed:  # lost between connecting and this request: the server hung up
+            self._sink = None
+            self._state = _DONE
+            self._done.set_result("connection_reset")
+            return self._done
         self.transport.write(data)
         return self._done
 
@@ -279,6 +286,14 @@ class Connection(asyncio.Protocol):
                     self._keep = True
             elif name == b"keep-alive":
                 self._idle_s = _idle_allowance(value)
+            elif name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+                coding = value.strip().decode("latin-1")[:40]
+                raise HttpFailure(
+                    "bad_response",
+                    f"the response is compressed (Content-Encoding: {coding}) although the "
+                    "request asked for identity; turn compression off for text/event-stream "
+                    "on the server or its proxy",
+                )
         sink.head(status)
         if chunked:
             self._state = _CHUNKED
@@ -454,7 +469,7 @@ def request_bytes(pool: Pool, headers: dict[str, str]) -> Callable[[bytes], byte
     """A function that frames a POST of a JSON body to the pool's path."""
     head = (
         f"POST {pool.path} HTTP/1.1\r\nHost: {pool.authority}\r\n"
-        "Accept: text/event-stream\r\nConnection: keep-alive\r\n"
+        "Accept: text/event-stream\r\nAccept-Encoding: identity\r\nConnection: keep-alive\r\n"
         + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     ).encode("latin-1")
 

@@ -7,7 +7,9 @@ the previous one ends. Open loop: a dispatcher sends each request at its planned
 (optionally capped by a semaphore), and the lag between plan and send is recorded. All
 workers read the same monotonic clock, so their samples merge into exact metrics.
 While measuring, a 10 ms timer records how late the event loop runs, and the process's
-CPU time is read at the start and end: the client's own headroom.
+CPU time is read at the start and end: the client's own headroom. Every request passes
+a `Liveness` gate: when the server stops answering, requests back off and the point ends
+(``gone_s`` in the result) instead of hammering a closed port.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from time import perf_counter
 
 from servegate.bench.dataset import Prompt
 from servegate.bench.http import Pool, ReadClock, request_bytes
+from servegate.bench.liveness import Liveness
 from servegate.bench.sample import RequestSample
 from servegate.bench.stream import patterns, send_request
 
 LAG_INTERVAL_S = 0.01
 PRECONNECT_MAX = 1024
 OPEN_LOOP_CONNECTIONS = 64  # opened ahead under a rate without a concurrency cap
+GONE_CHECK_S = 0.5  # the open loop's longest sleep between looks at the server's liveness
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +59,7 @@ class WorkerResult:
     wall_s: float
     lags_ms: list[float]
     send_lags_ms: list[float]
+    gone_s: float | None = None  # the server stopped answering this long after the start
 
 
 async def run_worker(
@@ -71,20 +76,28 @@ async def run_worker(
     frame = request_bytes(pool, plan.headers)
     fast = patterns(plan.keys)
     base = plan.slot * 3
+    live = Liveness()
     try:
 
-        async def one(index: int, prompt: Prompt, t0: float, sched: float | None) -> RequestSample:
-            sample = await send_request(
-                pool,
-                frame,
-                prompt=prompt,
-                index=index,
-                timeout_s=plan.timeout_s,
-                keys=plan.keys,
-                fast=fast,
-                t0=t0,
-                scheduled_s=sched,
+        async def one(
+            index: int, prompt: Prompt, t0: float, sched: float | None
+        ) -> RequestSample | None:
+            """One request through the liveness gate; None once the server is gone."""
+            sample = await live.send(
+                lambda: send_request(
+                    pool,
+                    frame,
+                    prompt=prompt,
+                    index=index,
+                    timeout_s=plan.timeout_s,
+                    keys=plan.keys,
+                    fast=fast,
+                    t0=t0,
+                    scheduled_s=sched,
+                )
             )
+            if sample is None:
+                return None
             if sample.error is None:
                 counters[base] += 1
             else:
@@ -120,7 +133,9 @@ async def run_worker(
         send_lags: list[float] = []
         try:
             if plan.schedule is not None:
-                samples = await _open_loop(plan.schedule, plan.concurrency, one, t0, send_lags)
+                samples = await _open_loop(
+                    plan.schedule, plan.concurrency, one, t0, send_lags=send_lags, live=live
+                )
             else:
                 deadline = t0 + plan.duration_s if plan.duration_s is not None else None
                 source: Iterator[tuple[int, Prompt]]
@@ -142,6 +157,7 @@ async def run_worker(
         wall_s=wall1 - wall0,
         lags_ms=lags,
         send_lags_ms=send_lags,
+        gone_s=None if live.gone_at is None else live.gone_at - t0,
     )
 
 
@@ -152,14 +168,20 @@ async def _closed_loop(
     one: Callable[..., object],
     t0: float,
 ) -> list[RequestSample]:
-    """``users`` coroutines, each sending the next prompt when its last request ends."""
+    """``users`` coroutines, each sending the next prompt when its last request ends.
+
+    A user stops at the deadline, or when ``one`` returns None (the server is gone).
+    """
     samples: list[RequestSample] = []
 
     async def user() -> None:
         for index, prompt in source:
             if deadline is not None and perf_counter() >= deadline:
                 return
-            samples.append(await one(index, prompt, t0, None))  # type: ignore[misc]
+            sample = await one(index, prompt, t0, None)  # type: ignore[misc]
+            if sample is None:
+                return
+            samples.append(sample)
 
     await asyncio.gather(*(user() for _ in range(users)))
     return samples
@@ -170,15 +192,22 @@ async def _open_loop(
     cap: int | None,
     one: Callable[..., object],
     t0: float,
+    *,
     send_lags: list[float],
+    live: Liveness,
 ) -> list[RequestSample]:
-    """Send each request at its planned offset from ``t0``, at most ``cap`` in flight."""
+    """Send each request at its planned offset from ``t0``, at most ``cap`` in flight.
+
+    Arrivals stop once the server is gone (``live.gone_at``).
+    """
     samples: list[RequestSample] = []
     sem = asyncio.Semaphore(cap) if cap else None
 
     async def fire(index: int, offset: float, prompt: Prompt) -> None:
         try:
-            samples.append(await one(index, prompt, t0, offset))  # type: ignore[misc]
+            sample = await one(index, prompt, t0, offset)  # type: ignore[misc]
+            if sample is not None:
+                samples.append(sample)
         finally:
             if sem is not None:
                 sem.release()
@@ -186,10 +215,15 @@ async def _open_loop(
     tasks: set[asyncio.Task[None]] = set()
     for index, offset, prompt in schedule:
         delay = t0 + offset - perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        while delay > 0 and live.gone_at is None:  # a long gap still sees the server go
+            await asyncio.sleep(min(delay, GONE_CHECK_S))
+            delay = t0 + offset - perf_counter()
         if sem is not None:
             await sem.acquire()
+        if live.gone_at is not None:
+            if sem is not None:
+                sem.release()
+            break
         send_lags.append((perf_counter() - t0 - offset) * 1000.0)
         task = asyncio.create_task(fire(index, offset, prompt))
         tasks.add(task)

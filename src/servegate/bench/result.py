@@ -61,6 +61,7 @@ class PointResult:
     started_at: str  # ISO-8601, UTC
     failure_details: dict[str, str] = field(default_factory=dict)  # kind -> first detail
     reconnects: int = 0  # requests sent again on a fresh connection (see RequestSample)
+    server_gone_s: float | None = None  # the server stopped answering then; the point ended
 
     @property
     def label(self) -> str:
@@ -83,6 +84,7 @@ class PointResult:
             "failures": self.failures,
             "failure_details": self.failure_details,
             "reconnects": self.reconnects,
+            "server_gone_s": self.server_gone_s,
             "summary": {k: _finite(v) for k, v in self.summary.items()},
             "server_metrics": self.server_metrics,
             "client": self.client.to_json(),

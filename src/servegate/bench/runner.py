@@ -10,10 +10,14 @@ at the end. Metrics are computed from the merged raw samples.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import datetime as dt
 import json
+import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -28,6 +32,7 @@ import numpy as np
 
 from servegate.bench import metrics
 from servegate.bench.dataset import Prompt, build_prompts, encode_body
+from servegate.bench.liveness import GONE_AFTER_S
 from servegate.bench.loadgen import WorkerPlan, WorkerResult, run_worker
 from servegate.bench.result import ClientStats, PointResult
 from servegate.bench.server_metrics import metric_names, scrape, server_deltas
@@ -37,8 +42,11 @@ from servegate.errors import BenchError
 
 DURATION_POOL = 2048  # prompts built for a duration-bounded run (cycled beyond that)
 CPU_WARN = 0.9
+FAILED_WARN = 0.01  # a warning when more than this share of a point's requests failed
 LAG_WARN_MS = 10.0
 PREFLIGHT_TIMEOUT_S = 30.0
+PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
+WORKER_EXIT_S = 5.0  # a worker told to stop is killed when it has not ended by then
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,8 +122,19 @@ def run_point(
     warnings += metrics.token_warnings(samples)
     warnings += _headroom_warnings(client)
     completed = sum(1 for s in samples if s.ok)
+    gone = [r.gone_s for r in results if r.gone_s is not None]
+    server_gone_s = min(gone) if gone else None
+    if server_gone_s is not None:
+        warnings.append(gone_sentence(server_gone_s, len(samples), settings.requests))
     if not completed:
         warnings.append("no request completed; every metric of this point is empty.")
+    elif samples and (len(samples) - completed) / len(samples) > FAILED_WARN:
+        kinds = ", ".join(f"{k} {v}" for k, v in failures.items())
+        warnings.append(
+            f"{len(samples) - completed} of {len(samples)} requests failed "
+            f"({(len(samples) - completed) / len(samples):.1%}: {kinds}); "
+            "the failure_details in --json say why."
+        )
     return PointResult(
         settings=settings,
         model=model,
@@ -125,11 +144,21 @@ def run_point(
         failures=failures,
         failure_details=details,
         reconnects=sum(1 for s in samples if s.reconnected),
+        server_gone_s=server_gone_s,
         samples=samples,
         server_metrics=server,
         warnings=warnings,
         client=client,
         started_at=started_at,
+    )
+
+
+def gone_sentence(gone_s: float, sent: int, planned: int | None) -> str:
+    """The sentence that reports a server that stopped answering during a point."""
+    unsent = f"; {planned - sent} of {planned} requests were not sent" if planned else ""
+    return (
+        f"the server stopped answering at t={gone_s:.1f}s (connection failures with no "
+        f"answer for {GONE_AFTER_S:g} s); the point ended there{unsent}."
     )
 
 
@@ -169,11 +198,15 @@ def _probe(
             api=settings.api, model=model, text="Hello", max_tokens=2, ignore_eos=attempt
         )
         request = urllib.request.Request(  # noqa: S310 (http(s) checked)
-            settings.endpoint, data=body, headers=headers, method="POST"
+            settings.endpoint,
+            data=body,
+            headers={**headers, "Accept-Encoding": "identity"},
+            method="POST",
         )
         try:
             with urllib.request.urlopen(request, timeout=settings.timeout_s) as resp:  # noqa: S310
                 first = resp.read(65536)
+                coding = (resp.headers.get("Content-Encoding") or "identity").strip().lower()
         except urllib.error.HTTPError as exc:
             if exc.code == 400 and attempt:
                 continue  # retry without ignore_eos
@@ -187,6 +220,12 @@ def _probe(
                 f"cannot reach {settings.endpoint} ({reason}); check --url and that the "
                 "server is running."
             ) from None
+        if coding != "identity":
+            raise BenchError(
+                f"POST {settings.endpoint} answered compressed (Content-Encoding: {coding}) "
+                "although asked for identity; turn compression off for text/event-stream on "
+                "the server or its proxy."
+            )
         if b"data:" not in first:
             raise BenchError(
                 f"POST {settings.endpoint} did not answer with a server-sent event stream; "
@@ -349,13 +388,20 @@ def worker_main() -> None:
     """A worker process: read its plan from stdin, report on stdout (pickles), exit.
 
     Messages out: ``("ready",)`` after warmup, ``("progress", done, failed, chunks)``
-    twice a second, then ``("result", WorkerResult)`` or ``("error", text)``. Message in,
-    after ready: the common start time (a float on the shared monotonic clock).
+    twice a second, then ``("result", WorkerResult)`` or ``("error", text)``. In: the
+    plan (a pickle), then after ready the common start time (a line holding a float on
+    the shared monotonic clock). The
+    worker ends at once when its parent does, however the parent ended (see
+    `_die_with_parent`), and leaves Ctrl-C to the parent.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
+    _die_with_parent(int(sys.argv[1]) if len(sys.argv) > 1 else None)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # counters are per process here: this worker's own slot is 0
     plan: WorkerPlan = replace(pickle.load(stdin), slot=0)  # noqa: S301 (our parent)
     counters = [0, 0, 0]
+    starts: queue.Queue[float] = queue.Queue()
+    threading.Thread(target=_watch_parent, args=(stdin.fileno(), starts), daemon=True).start()
 
     def send(message: tuple[Any, ...]) -> None:
         pickle.dump(message, stdout)
@@ -363,7 +409,7 @@ def worker_main() -> None:
 
     def start() -> float:
         send(("ready",))
-        return float(pickle.load(stdin))  # noqa: S301
+        return starts.get()
 
     async def main() -> WorkerResult:
         async def report() -> None:
@@ -385,6 +431,45 @@ def worker_main() -> None:
     send(("result", result))
 
 
+def _die_with_parent(parent: int | None) -> None:
+    """Have the kernel SIGKILL this process when its parent ends, even by SIGKILL.
+
+    Linux's ``PR_SET_PDEATHSIG``; set after ``exec``, so a parent that died before this
+    line is caught by comparing the parent's PID. Elsewhere, `_watch_parent` alone ends
+    the worker when its stdin closes.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)  # the parent is already gone
+
+
+def _watch_parent(fd: int, starts: queue.Queue[float]) -> None:
+    """Pass on the start time, then end the process when stdin closes (the parent ended).
+
+    Reads the raw descriptor: a thread blocked inside a buffered reader would hold its
+    lock and make the interpreter's shutdown abort.
+    """
+    data = b""
+    try:
+        while b"\n" not in data:
+            more = os.read(fd, 64)
+            if not more:
+                break
+            data += more
+        else:
+            starts.put(float(data.split(b"\n", 1)[0]))
+            while os.read(fd, 4096):
+                pass
+    except (OSError, ValueError):
+        pass
+    os._exit(0)  # the parent ended or is done with us: stop sending at once
+
+
 def _in_processes(
     plans: list[WorkerPlan],
     before_measure: Callable[[], None],
@@ -397,12 +482,9 @@ def _in_processes(
     so nothing outlives the point.
     """
     code = "from servegate.bench.runner import worker_main; worker_main()"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        for _ in plans
-    ]
+    parent = str(os.getpid())
+    procs: list[subprocess.Popen[bytes]] = []
+    threads: list[threading.Thread] = []
     inbox: queue.Queue[tuple[int, tuple[Any, ...]]] = queue.Queue()
 
     def reader(slot: int, proc: subprocess.Popen[bytes]) -> None:
@@ -410,7 +492,7 @@ def _in_processes(
         while True:
             try:
                 message = pickle.load(proc.stdout)  # noqa: S301 (our own child)
-            except (EOFError, pickle.UnpicklingError, OSError):
+            except (EOFError, pickle.UnpicklingError, OSError, ValueError):
                 inbox.put((slot, ("gone",)))
                 return
             inbox.put((slot, message))
@@ -419,13 +501,19 @@ def _in_processes(
     out: dict[int, WorkerResult] = {}
     errors: list[str] = []
     try:
+        procs.extend(
+            subprocess.Popen(
+                [sys.executable, "-c", code, parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
+            for _ in plans
+        )
         for proc, plan in zip(procs, plans, strict=True):
             assert proc.stdin is not None
             pickle.dump(plan, proc.stdin)
             proc.stdin.flush()
-        threads = [
+        threads.extend(
             threading.Thread(target=reader, args=(i, p), daemon=True) for i, p in enumerate(procs)
-        ]
+        )
         for thread in threads:
             thread.start()
         ready = 0
@@ -446,7 +534,7 @@ def _in_processes(
                     t0 = perf_counter() + 0.02
                     for proc in procs:
                         assert proc.stdin is not None
-                        pickle.dump(t0, proc.stdin)
+                        proc.stdin.write(f"{t0!r}\n".encode())
                         proc.stdin.flush()
             elif kind == "progress":
                 counters[3 * slot : 3 * slot + 3] = message[1:4]
@@ -462,19 +550,29 @@ def _in_processes(
                 if ready < len(plans):
                     break
     finally:
-        for proc in procs:
-            if proc.stdin is not None:
-                proc.stdin.close()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+        _stop_workers(procs, threads)
     if errors:
         raise BenchError(f"a load-generator worker failed ({errors[0]}); retry with --workers 1.")
     return [out[k] for k in sorted(out)]
+
+
+def _stop_workers(procs: list[subprocess.Popen[bytes]], threads: list[threading.Thread]) -> None:
+    """Close the workers' stdin (each ends at once when it sees that), reap them, join readers."""
+    for proc in procs:
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+    for proc in procs:
+        try:
+            proc.wait(timeout=WORKER_EXIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for thread in threads:
+        thread.join(timeout=WORKER_EXIT_S)  # each reader ends at its worker's end of output
+    for proc in procs:
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _client_stats(results: list[WorkerResult]) -> ClientStats:

@@ -2,12 +2,15 @@
 
 The client's own cost grows with output tokens per second, so this path is kept lean.
 Each socket read arrives once (see `servegate.bench.http`) with one timestamp. The usual
-read (only complete ``data: {...}`` events, no usage, no error) is not even split into
-events: the content chunks in it are counted with byte-pattern counts (the ``"text":"``
-occurrences minus the empty ones). Anything unusual takes the general path, which splits
-the events and looks at the bytes after each one's ``"text"`` (or ``"content"``) key.
-JSON is parsed only for the usage chunk and error events. A chunk with an empty or null
-text (a role-only chat delta, the final usage chunk) never counts as a token.
+read (only complete one-line ``data: {...}`` events, no usage, no error) is not even
+split into events: the content chunks in it are counted with byte-pattern counts (the
+``"text":"`` occurrences minus the empty ones). Anything else takes the general path,
+which reads events as the server-sent events specification defines them: ``\n``,
+``\r\n`` and ``\r`` line ends, comment lines anywhere, ``data:`` with or without its
+space, several ``data:`` lines joined by ``\n``, other fields ignored. Each event's data
+is then classified from the bytes after its ``"text"`` (or ``"content"``) key. JSON is
+parsed only for the usage chunk and error events. A chunk with an empty or null text (a
+role-only chat delta, the final usage chunk) never counts as a token.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from servegate.bench.sample import RequestSample
 COMPLETION_KEYS = (b'"text"',)
 CHAT_KEYS = (b'"content"', b'"reasoning_content"', b'"reasoning"')
 _DETAIL_MAX = 200
+_BOM = b"\xef\xbb\xbf"
+# the start of the detail of the two failures that mean "no connection that answers"
+UNANSWERED = "the connection closed before any byte of a response"
+NO_CONNECTION = "no connection within"
 
 
 class StreamFailure(Exception):
@@ -48,10 +55,30 @@ def has_content(payload: bytes, keys: tuple[bytes, ...]) -> bool:
     return False
 
 
-def _event_data(event: bytes) -> bytes | None:
-    """The data of a multi-line SSE event (``event:``/``id:`` lines around ``data:``)."""
-    parts = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line[:5] == b"data:"]
-    return b"\n".join(parts) if parts else None
+def _payloads(block: bytes) -> list[bytes]:
+    """The data of each complete event in ``block``, as the SSE specification reads it.
+
+    ``block`` holds whole lines ending in ``\n`` (CR and CRLF already turned into LF);
+    an event ends at an empty line. Comment lines (``:...``) and the ``event``, ``id``,
+    ``retry`` and unknown fields are skipped; ``data:`` loses one leading space; several
+    data lines join with ``\n``. An event without data, or with empty data, yields nothing.
+    """
+    if block[:3] == _BOM:
+        block = block[3:]
+    out: list[bytes] = []
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if not line:
+            if data:
+                payload = b"\n".join(data)
+                if payload:
+                    out.append(payload)
+                data = []
+        elif line[:5] == b"data:":
+            data.append(line[6:] if line[5:6] == b" " else line[5:])
+        elif line == b"data":
+            data.append(b"")
+    return out
 
 
 def _usage(payload: bytes) -> tuple[int | None, int | None] | None:
@@ -97,7 +124,8 @@ class _Stream(Sink):
         self.fast = fast
         self.times: list[float] = []
         self.usage: _Usage | None = None
-        self.rest = b""  # an incomplete event carried to the next read
+        self.rest = b""  # an incomplete event carried to the next read (line ends as LF)
+        self.cr = False  # the last read ended with CR: an LF opening the next one is its pair
         self.body = b""  # the start of a non-200 body, for the failure detail
 
     def feed(self, payload: bytes, now: float) -> None:
@@ -105,9 +133,14 @@ class _Stream(Sink):
             if len(self.body) < _DETAIL_MAX:
                 self.body += payload[:_DETAIL_MAX]
             return
+        if self.cr:
+            self.cr = False
+            if payload[:1] == b"\n":
+                payload = payload[1:]
+        if b"\r" in payload:
+            self.cr = payload[-1:] == b"\r"
+            payload = payload.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         data = self.rest + payload if self.rest else payload
-        if b"\r" in data:
-            data = data.replace(b"\r\n", b"\n")
         cut = data.rfind(b"\n\n")
         if cut < 0:
             self.rest = data
@@ -116,21 +149,21 @@ class _Stream(Sink):
         self.rest = data[end:]
         count = _fast_count(data, end, self.fast) if self.fast is not None else None
         if count is None:
-            self._events(data[:cut].split(b"\n\n"), now)
+            self._events(data[:end], now)
         elif count:
             self.times += [now] * count
 
     def close(self, now: float) -> None:
         if self.status == 200 and self.rest.strip():
-            self._events([self.rest.strip()], now)  # a last event without its blank line
+            self._events(self.rest + b"\n\n", now)  # a last event without its blank line
             self.rest = b""
 
-    def _events(self, events: list[bytes], now: float) -> None:
+    def _events(self, block: bytes, now: float) -> None:
         """The general path: classify each event on its own."""
         keys = self.keys
-        for event in events:
+        for payload in _payloads(block):
             try:
-                found = _event(event, keys)
+                found = _classify(payload, keys)
             except StreamFailure as exc:
                 raise HttpFailure(exc.kind, exc.detail) from None
             if found is True:
@@ -166,17 +199,20 @@ def patterns(keys: tuple[bytes, ...]) -> _Patterns:
 def _fast_count(data: bytes, end: int, p: _Patterns) -> int | None:
     """Content events in ``data[:end]`` by counting patterns, or None when unsure.
 
-    Sure means: every event is a single ``data:`` line holding a JSON object (or
-    ``[DONE]``), nothing carries usage or an error, and every occurrence of the key is
-    followed by a string or null. Anything else takes the general path.
+    Sure means: every event is one ``data:`` line (no comment, no other field, no second
+    data line) holding a JSON object or ``[DONE]``, nothing carries usage or an error,
+    and every occurrence of the key is followed by a string or null. Anything else takes
+    the general path.
     """
     for word in p.bail:
         if data.find(word, 0, end) >= 0:
             return None
     events = data.count(b"\n\n", 0, end)
+    if data.count(b"\n", 0, end) != 2 * events:
+        return None  # an event of several lines, or an empty line between events
+    if data[:5] != b"data:" or data.count(b"\n\ndata:", 0, end) != events - 1:
+        return None  # an event that does not start with its data line
     if data.count(b"}\n\n", 0, end) + data.count(b"[DONE]\n\n", 0, end) != events:
-        return None
-    if data.count(b"data:", 0, end) != events:
         return None
     filled = data.count(p.filled[0], 0, end) + data.count(p.filled[1], 0, end)
     null = data.count(p.null[0], 0, end) + data.count(p.null[1], 0, end)
@@ -213,6 +249,7 @@ async def send_request(
     deadline = send + timeout_s
     data = frame(prompt.body)
     reconnected = False
+    received = False  # a byte of a response arrived
     while True:
         try:
             ready = None if reconnected else pool.idle()
@@ -222,7 +259,7 @@ async def send_request(
                 wait = max(0.0, deadline - perf_counter())
                 conn, reused = await asyncio.wait_for(pool.acquire(fresh=reconnected), wait)
         except TimeoutError:
-            error, detail = "timeout", f"no connection within {timeout_s:g} s"
+            error, detail = "timeout", f"{NO_CONNECTION} {timeout_s:g} s"
             break
         except OSError as exc:
             error, detail = "connect_error", (str(exc) or type(exc).__name__)[:_DETAIL_MAX]
@@ -236,6 +273,7 @@ async def send_request(
         finally:
             timer.cancel()
             pool.release(conn)
+        received = conn.received
         if error == "connection_reset" and reused and not conn.received:
             error, reconnected = None, True  # once, on a new connection
             continue
@@ -243,7 +281,7 @@ async def send_request(
     if error == "timeout" and detail is None:
         detail = f"no complete response within {timeout_s:g} s"
     elif error == "connection_reset":
-        detail = "the connection closed before the response ended"
+        detail = UNANSWERED if not received else "the connection closed before the response ended"
         if reconnected:
             detail += ", on a fresh connection after a kept-alive one had been closed"
     elif error is None and stream.status != 200:
@@ -269,23 +307,25 @@ async def send_request(
     )
 
 
-def _event(event: bytes, keys: tuple[bytes, ...]) -> bool | _Usage | None:
-    """Classify one SSE event: True for a content chunk, a `_Usage` when it carries usage.
+def connection_failed(sample: RequestSample) -> bool:
+    """True when a request found no server that answers: refused, unreachable, no
+    connection within the timeout, or a connection closed before any response byte."""
+    error, detail = sample.error, sample.detail or ""
+    if error == "connect_error":
+        return True
+    if error == "connection_reset":
+        return detail.startswith(UNANSWERED)
+    return error == "timeout" and detail.startswith(NO_CONNECTION)
 
-    Raises StreamFailure for an error event or a payload that is not a JSON object.
+
+def _classify(payload: bytes, keys: tuple[bytes, ...]) -> bool | _Usage | None:
+    """Classify one event's data: True for a content chunk, a `_Usage` when it carries usage.
+
+    Raises StreamFailure for an error event or data that is not a JSON object.
     """
-    if event[:5] == b"data:":
-        payload = event[6:] if event[5:6] == b" " else event[5:]
-    elif not event or event[:1] == b":":
-        return None  # a comment or keep-alive
-    else:
-        data = _event_data(event)
-        if data is None:
-            return None  # event:/id:/retry: lines only
-        payload = data
     if payload[-1:] != b"}":
         payload = payload.strip()
-        if payload == b"[DONE]":
+        if payload == b"[DONE]" or not payload:
             return None
         if payload[:1] != b"{" or payload[-1:] != b"}":
             raise StreamFailure(

@@ -1,26 +1,37 @@
 """``servegate bench``: measure an OpenAI-compatible server at one or more load points.
 
 Thin by design: parse and validate the flags, call `servegate.bench.run_point` once per
-load point, print a block of numbers per point on stdout (or JSON), progress on stderr
-when it is a terminal, and exit 1 when the error rate crosses ``--max-error-rate``.
+load point, print a block of numbers per point on stdout (or JSON) and progress on stderr
+(a live line on a terminal; elsewhere a line per point and every 30 s), and exit 1 when a
+point completed nothing, the server stopped answering, or the error rate crossed
+``--max-error-rate``. SIGTERM unwinds like Ctrl-C: worker processes stop, the JSON file
+keeps the points done, and one line says why.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, TextIO
 
 import click
 
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
+from servegate.bench.runner import gone_sentence
 from servegate.engines import get_profile
 from servegate.errors import BenchError, UsageError
 
 LATENCY_ROWS = (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2EL", "e2el"))
+PROGRESS_EVERY_S = 30.0  # off a terminal: a progress line this often during a point
 
 
 def _ints(value: str, flag: str) -> list[int]:
@@ -57,8 +68,9 @@ content chunk; TPOT (E2EL - TTFT) / (output tokens - 1) per request; ITL every g
 between content chunks, pooled; throughputs over first send -> last completion.
 
 \b
-Exit codes: 0 done, 1 error rate above --max-error-rate or the server could not be
-measured, 2 bad flags or input.
+Exit codes: 0 done; 1 a point completed no request, the server stopped answering or
+could not be measured, or the error rate crossed --max-error-rate; 2 bad flags or
+input; 130 Ctrl-C; 143 SIGTERM.
 
 \b
 Example:
@@ -139,7 +151,7 @@ Example:
 @click.option(
     "--json", "json_path", default=None, help="Write results as JSON to FILE, or - for stdout."
 )
-@click.option("--quiet", is_flag=True, help="No progress and no result blocks on the terminal.")
+@click.option("--quiet", is_flag=True, help="No progress lines; results and warnings still print.")
 @click.option(
     "--max-error-rate",
     type=float,
@@ -172,7 +184,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
 
     Each load point streams requests with usage reporting on, keeps every request's raw
     chunk timestamps, diffs the engine's /metrics counters, and checks that the client
-    itself was not the bottleneck.
+    itself was not the bottleneck. A server that stops answering ends the point (with
+    back-off, not a storm of reconnects) and the command exits 1.
     """
     rate = _rate(rate_text)
     if concurrency_text is not None:
@@ -193,47 +206,71 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     points: list[dict[str, Any]] = []
     results: list[PointResult] = []
     human = sys.stderr if json_path == "-" else sys.stdout
-    show_progress = not quiet and sys.stderr.isatty()
-    for level in levels:
-        settings = BenchSettings(
-            url=url,
-            api=api,  # type: ignore[arg-type]
-            model=model,
-            concurrency=level,
-            rate=rate,
-            requests=(
-                requests
-                if requests is not None or duration is not None
-                else max(200, 4 * (level or 50))
-            ),
-            duration_s=duration,
-            warmup=warmup,
-            input_len=input_len,
-            output_len=output_len,
-            dataset=dataset,
-            seed=seed,
-            timeout_s=timeout,
-            api_key=api_key,
-            metrics_url=metrics_url,
-            engine=engine,
-            workers=workers,
-        )
-        result = run_point(settings, progress=_printer(settings) if show_progress else None)
-        if show_progress:
-            click.echo("\r\033[K", nl=False, err=True)
-        model = result.model  # ask /v1/models once per sweep
-        results.append(result)
-        points.append(result.to_json())
-        if json_path not in (None, "-"):
-            _write_json(Path(json_path), envelope(points))
-        if not quiet:
+    tty = sys.stderr.isatty()
+    gone: str | None = None
+    with _sigterm_unwinds():
+        for level in levels:
+            settings = BenchSettings(
+                url=url,
+                api=api,  # type: ignore[arg-type]
+                model=model,
+                concurrency=level,
+                rate=rate,
+                requests=(
+                    requests
+                    if requests is not None or duration is not None
+                    else max(200, 4 * (level or 50))
+                ),
+                duration_s=duration,
+                warmup=warmup,
+                input_len=input_len,
+                output_len=output_len,
+                dataset=dataset,
+                seed=seed,
+                timeout_s=timeout,
+                api_key=api_key,
+                metrics_url=metrics_url,
+                engine=engine,
+                workers=workers,
+            )
+            lines = None if quiet else ProgressLines(_label(settings), tty=tty, stream=sys.stderr)
+            started = time.perf_counter()
+            result = run_point(settings, progress=lines)
+            if lines is not None:
+                lines.end(result, time.perf_counter() - started)
+            model = result.model  # ask /v1/models once per sweep
+            results.append(result)
+            points.append(result.to_json())
+            if json_path not in (None, "-"):
+                _write_json(Path(json_path), envelope(points))
             click.echo(render_point(result), file=human)
-        for warning in result.warnings:
-            click.echo(f"warning: {result.label}: {warning}", err=True)
+            if result.server_gone_s is not None:
+                gone = gone_sentence(result.server_gone_s, len(result.samples), settings.requests)
+            for warning in result.warnings:
+                if warning != gone:
+                    click.echo(f"warning: {result.label}: {warning}", err=True)
+            if gone is not None:
+                break  # the later points would only meet the same silence
     if json_path == "-":
         click.echo(json.dumps(envelope(points)))
-    if len(results) > 1 and not quiet:
+    if len(results) > 1:
         click.echo(render_sweep(results), file=human)
+    _check_outcome(results, gone, max_error_rate)
+
+
+def _check_outcome(
+    results: list[PointResult], gone: str | None, max_error_rate: float | None
+) -> None:
+    """Raise BenchError (exit 1) for a point that measured nothing or crossed a limit."""
+    if gone is not None:
+        raise BenchError(f"{results[-1].label}: {gone}")
+    for result in results:
+        if not result.completed:
+            kinds = ", ".join(f"{k} {v}" for k, v in result.failures.items()) or "none sent"
+            raise BenchError(
+                f"{result.label}: no request completed ({kinds}); the failure_details in "
+                "--json say why."
+            )
     if max_error_rate is not None:
         for result in results:
             sent = result.completed + result.failed
@@ -244,21 +281,81 @@ def bench(  # noqa: PLR0917 (click passes options by position)
                 )
 
 
-def _printer(settings: BenchSettings) -> Any:
-    """A progress callback that rewrites one stderr line."""
-    label = f"c={settings.concurrency}" if not settings.open_loop else f"rate={settings.rate:g}/s"
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is so that everything unwinds as for Ctrl-C."""
 
-    def show(p: Progress) -> None:
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Turn SIGTERM into an exception for the block, then exit 143 with one line."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends us at once
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    except _Terminated:
+        click.echo("Error: terminated.", err=True)
+        raise SystemExit(128 + signal.SIGTERM) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _label(settings: BenchSettings) -> str:
+    """The load point as progress lines name it."""
+    if settings.open_loop:
+        return f"rate={settings.rate:g}/s"
+    return f"c={settings.concurrency}"
+
+
+class ProgressLines:
+    """Progress of one point on stderr.
+
+    On a terminal, one line rewritten in place. Elsewhere (nohup, CI, a pipe), a full
+    line every `PROGRESS_EVERY_S` seconds of a point and one when it ends, so a long
+    run is never silent for minutes and a log does not fill with carriage returns.
+    """
+
+    def __init__(
+        self, label: str, *, tty: bool, stream: TextIO, every_s: float = PROGRESS_EVERY_S
+    ) -> None:
+        self.label = label
+        self.tty = tty
+        self.stream = stream
+        self.every_s = every_s
+        self._next_s = every_s
+
+    def __call__(self, p: Progress) -> None:
         total = f"/{p.total}" if p.total else ""
         rate = p.chunks / p.elapsed_s if p.elapsed_s > 0 else 0.0
-        click.echo(
-            f"\r\033[K{label}: {p.done}{total} done, {p.failed} failed, "
-            f"{rate:,.0f} chunks/s, {p.elapsed_s:.0f} s",
-            nl=False,
-            err=True,
+        text = (
+            f"{self.label}: {p.done}{total} done, {p.failed} failed, "
+            f"{rate:,.0f} chunks/s, {p.elapsed_s:.0f} s"
         )
+        if self.tty:
+            self.stream.write(f"\r\033[K{text}")
+        elif p.elapsed_s >= self._next_s:
+            self._next_s = (p.elapsed_s // self.every_s + 1) * self.every_s
+            self.stream.write(text + "\n")
+        else:
+            return
+        self.stream.flush()
 
-    return show
+    def end(self, result: PointResult, elapsed_s: float) -> None:
+        """Close the point: clear the live line, or write the point's one closing line."""
+        if self.tty:
+            self.stream.write("\r\033[K")
+        else:
+            self.stream.write(
+                f"{self.label}: finished, {result.completed} completed, {result.failed} "
+                f"failed in {elapsed_s:.1f} s\n"
+            )
+        self.stream.flush()
 
 
 def render_point(result: PointResult) -> str:
