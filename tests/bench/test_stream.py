@@ -122,6 +122,10 @@ SPEC_STREAMS = {
     "blank lines between": b"data: %s\n\n\n\n" * 3 + b"data: %u\n\n",
     "byte order mark": b"\xef\xbb\xbfdata: %s\n\n" + b"data: %s\n\n" * 2 + b"data: %u\n\n",
     "no final blank line": b"data: %s\n\n" * 3 + b"data: %u",
+    "usage first": b"data: %u\n\n" + b"data: %s\n\n" * 3,
+    "usage between": b"data: %s\n\n" + b"data: %u\n\n" + b"data: %s\n\n" * 2,
+    "usage null in each": b'data: {"choices":[{"text":" a"}],"usage":null}\n\n' * 3
+    + b"data: %u\n\n",
 }
 
 
@@ -154,6 +158,19 @@ def test_comment_holding_the_key_is_not_content() -> None:
     """A comment line that happens to hold a text key is skipped, whatever path reads it."""
     parser = _feed(b'data: %s\n: {"text":"x"}\n\n' % CONTENT * 2)
     assert len(parser.times) == 2
+
+
+def test_stream_without_usage_ends_at_done() -> None:
+    """Content events then ``[DONE]`` in one read (no usage asked): counted, no usage."""
+    parser = _feed(b"data: %s\n\n" % CONTENT * 3 + b"data: [DONE]\n\n")
+    assert (len(parser.times), parser.usage) == (3, None)
+
+
+def test_one_line_event_that_is_not_json_is_malformed() -> None:
+    """A one-line event that is neither a JSON object nor ``[DONE]``: ``malformed_stream``."""
+    with pytest.raises(HttpFailure) as info:
+        _feed(b"data: %s\n\ndata: hello\n\n" % CONTENT)
+    assert info.value.kind == "malformed_stream"
 
 
 def test_empty_data_event_is_nothing() -> None:

@@ -59,21 +59,37 @@ def _payloads(block: bytes) -> list[bytes]:
     """The data of each complete event in ``block``, as the SSE specification reads it.
 
     ``block`` holds whole lines ending in ``\n`` (CR and CRLF already turned into LF);
-    an event ends at an empty line. Comment lines (``:...``) and the ``event``, ``id``,
-    ``retry`` and unknown fields are skipped; ``data:`` loses one leading space; several
-    data lines join with ``\n``. An event without data, or with empty data, yields nothing.
+    an event ends at an empty line. An event that is one ``data:`` line is taken as it
+    is; any other is read line by line (`_event_lines`). An event without data, or with
+    empty data, yields nothing.
     """
     if block[:3] == _BOM:
         block = block[3:]
     out: list[bytes] = []
+    for event in block.split(b"\n\n"):
+        if event[:5] == b"data:" and b"\n" not in event:
+            payload = event[6:] if event[5:6] == b" " else event[5:]
+            if payload:
+                out.append(payload)
+        elif event:
+            out += _event_lines(event)
+    return out
+
+
+def _event_lines(text: bytes) -> list[bytes]:
+    """The data of the events in ``text``, line by line (an empty line ends an event).
+
+    Comment lines (``:...``) and the ``event``, ``id``, ``retry`` and unknown fields are
+    skipped; ``data:`` loses one leading space; several data lines join with ``\n``.
+    """
+    out: list[bytes] = []
     data: list[bytes] = []
-    for line in block.split(b"\n"):
+    for line in [*text.split(b"\n"), b""]:
         if not line:
-            if data:
-                payload = b"\n".join(data)
-                if payload:
-                    out.append(payload)
-                data = []
+            payload = b"\n".join(data)
+            if payload:
+                out.append(payload)
+            data = []
         elif line[:5] == b"data:":
             data.append(line[6:] if line[5:6] == b" " else line[5:])
         elif line == b"data":
@@ -147,11 +163,15 @@ class _Stream(Sink):
             return
         end = cut + 2
         self.rest = data[end:]
-        count = _fast_count(data, end, self.fast) if self.fast is not None else None
-        if count is None:
+        counted = _fast_count(data, end, self.fast) if self.fast is not None else None
+        if counted is None:
             self._events(data[:end], now)
-        elif count:
+            return
+        count, split = counted
+        if count:
             self.times += [now] * count
+        if split < end:
+            self._events(data[split:end], now)  # from the first usage or error event on
 
     def close(self, now: float) -> None:
         if self.status == 200 and self.rest.strip():
@@ -196,29 +216,40 @@ def patterns(keys: tuple[bytes, ...]) -> _Patterns:
     )
 
 
-def _fast_count(data: bytes, end: int, p: _Patterns) -> int | None:
-    """Content events in ``data[:end]`` by counting patterns, or None when unsure.
+def _fast_count(data: bytes, end: int, p: _Patterns) -> tuple[int, int] | None:
+    """Content events counted by patterns in ``data[:split]``, and ``split``; None when unsure.
 
-    Sure means: every event is one ``data:`` line (no comment, no other field, no second
-    data line) holding a JSON object or ``[DONE]``, nothing carries usage or an error,
-    and every occurrence of the key is followed by a string or null. Anything else takes
-    the general path.
+    ``split`` is where the first event that names usage or an error starts (``end`` when
+    none does): it and the events after it need the general path, so a burst that ends
+    with the usage chunk is counted up to that chunk. Sure means: every event before
+    ``split`` is one ``data:`` line (no comment, no other field, no second data line)
+    holding a JSON object or ``[DONE]``, and every occurrence of the key is followed by a
+    string or null.
     """
+    split = end
     for word in p.bail:
-        if data.find(word, 0, end) >= 0:
+        at = data.find(word, 0, split)
+        if at >= 0:
+            split = at
+    if split < end:
+        before = data.rfind(b"\n\n", 0, split)
+        if before < 0:
             return None
-    events = data.count(b"\n\n", 0, end)
-    if data.count(b"\n", 0, end) != 2 * events:
+        split = before + 2
+    events = data.count(b"\n\n", 0, split)
+    if data.count(b"\n", 0, split) != 2 * events:
         return None  # an event of several lines, or an empty line between events
-    if data[:5] != b"data:" or data.count(b"\n\ndata:", 0, end) != events - 1:
+    if data[:5] != b"data:" or data.count(b"\n\ndata:", 0, split) != events - 1:
         return None  # an event that does not start with its data line
-    if data.count(b"}\n\n", 0, end) + data.count(b"[DONE]\n\n", 0, end) != events:
+    closed = data.count(b"}\n\n", 0, split)
+    if closed != events and (closed != events - 1 or data[split - 8 : split] != b"[DONE]\n\n"):
+        return None  # an event that is neither a JSON object nor the final [DONE]
+    filled = data.count(p.filled[0], 0, split) + data.count(p.filled[1], 0, split)
+    null = data.count(p.null[0], 0, split) + data.count(p.null[1], 0, split)
+    if data.count(p.key, 0, split) != filled + null:
         return None
-    filled = data.count(p.filled[0], 0, end) + data.count(p.filled[1], 0, end)
-    null = data.count(p.null[0], 0, end) + data.count(p.null[1], 0, end)
-    if data.count(p.key, 0, end) != filled + null:
-        return None
-    return filled - data.count(p.empty[0], 0, end) - data.count(p.empty[1], 0, end)
+    empty = data.count(p.empty[0], 0, split) + data.count(p.empty[1], 0, split)
+    return filled - empty, split
 
 
 async def send_request(
