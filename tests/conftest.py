@@ -23,7 +23,9 @@ import psutil
 import pytest
 
 MARKER_VAR = "SERVEGATE_TEST_MARKER"
-MARKER = uuid.uuid4().hex
+# set once per session: a module that imports this file as ``tests.conftest`` must not
+# mint a second marker (its processes would then escape the leak check)
+MARKER = os.environ.get(MARKER_VAR) or uuid.uuid4().hex
 os.environ[MARKER_VAR] = MARKER
 
 

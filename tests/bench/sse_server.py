@@ -256,6 +256,11 @@ class Server(asyncio.Protocol):
         method, path = head.split(" ")[:2]
         self.busy = True
         self.identity = "\r\naccept-encoding: identity" in head.lower()
+        want = self.args.require_auth
+        if want and f"\r\nauthorization: {want}".lower() not in head.lower():
+            self.busy = True
+            self._reply("401 Unauthorized", "application/json", b'{"error": "auth"}')
+            return
         self._handle(method, path, body, self.arrived)
 
     def _reply(self, status: str, ctype: str, body: bytes) -> None:
@@ -529,6 +534,9 @@ def main() -> None:
     parser.add_argument("--no-usage", action="store_true")
     parser.add_argument("--spec-accept", type=float, default=0.0)
     parser.add_argument("--fail-every", type=int, default=0, help="every K-th request: 500")
+    parser.add_argument(
+        "--require-auth", default="", metavar="VALUE", help="401 without this Authorization"
+    )
     parser.add_argument("--malformed-every", type=int, default=0)
     parser.add_argument("--reset-every", type=int, default=0)
     parser.add_argument("--hang-every", type=int, default=0)

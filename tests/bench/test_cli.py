@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -277,3 +278,18 @@ def test_progress_lines_every_30_s_off_a_terminal() -> None:
         "c=8: 30/400 done, 1 failed, 0 chunks/s, 30 s",
         "c=8: 91/400 done, 1 failed, 0 chunks/s, 91 s",
     ]
+
+
+def test_url_credentials_never_printed(sse_server: Callable[..., str]) -> None:
+    """A password in --url user-info is used for the requests, never echoed."""
+    basic = base64.b64encode(b"bench:s3cret-pass").decode()
+    url = sse_server("--require-auth", f"Basic {basic}")
+    url = url.replace("http://", "http://bench:s3cret-pass@")
+    for extra in ([], ["--json", "-"]):
+        proc = bench(
+            "--url", url, "--concurrency", "1", "--requests", "2", "--input-len", "3",
+            "--output-len", "2", *extra,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "s3cret-pass" not in proc.stdout + proc.stderr
+        assert "http://***@127.0.0.1" in proc.stdout or extra == []

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Callable
 
 from servegate.bench import BenchSettings, run_point
+from servegate.bench.server_metrics import scrape
 
 
 def test_counter_deltas_match_the_run(sse_server: Callable[..., str]) -> None:
@@ -44,3 +47,27 @@ def test_metrics_absent_or_disabled(sse_server: Callable[..., str]) -> None:
     )
     assert result.server_metrics == {"available": False, "url": None}
     assert result.completed == 2
+
+
+def test_a_metrics_body_cut_short_is_no_scrape() -> None:
+    """A /metrics reply that promises more bytes than it sends is absent, not a crash."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 500\r\n\r\n"
+                    b"vllm:num_requests_running 1\n"
+                )
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        try:
+            assert scrape(f"http://127.0.0.1:{port}/metrics", timeout_s=10.0) is None
+        finally:
+            thread.join()

@@ -40,6 +40,11 @@ def test_detached_launch_ps_stop(port: int, tmp_path: Path) -> None:
     assert listing.stdout.splitlines()[1].split()[:3][0] == "api"
     pid = int(listing.stdout.splitlines()[1].split()[1])
     assert alive(pid)
+    # the server answers Ctrl-C / kill -INT: the keeper's own SIGINT choice is not inherited
+    ignored = next(
+        x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigIgn:")
+    )
+    assert not int(ignored.split()[1], 16) & (1 << (signal.SIGINT - 1))
     stopped = servegate("stop", "api", "--json")
     assert stopped.returncode == 0, stopped.stderr
     report = json.loads(stopped.stdout)
@@ -118,6 +123,7 @@ def test_timeout_exit_code() -> None:
         (["--crash", "[z-a]", "--ready", "x", "--", PY, "-V"], "invalid --crash regular"),
         (["--ready", "x"], "missing command"),
         (["--ready", "x", "--log", "/no/such/dir/x.log", "--", PY, "-V"], "does not exist"),
+        (["--ready", "x", "--log", "/tmp", "--", PY, "-V"], "cannot write the log /tmp"),
         (["--ready", "x", "--", "no-such-program-xyz"], "not found on PATH"),
         (["--engine", "generic", "--", PY, "-V"], "nothing can tell"),
     ],
@@ -140,7 +146,7 @@ def test_port_taken_is_exit_2(port: int) -> None:
             "launch", "--engine", "sglang", "--port", str(port), "--", PY, FAKE, "sglang", str(port)
         )
     assert result.returncode == 2
-    assert f"port {port} is already in use" in result.stderr
+    assert f"port {port} is already in use by PID {os.getpid()} (" in result.stderr
 
 
 def test_wait_and_stop_bad_input() -> None:

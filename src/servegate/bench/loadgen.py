@@ -129,7 +129,7 @@ async def run_worker(
         gc.freeze()
         threshold = gc.get_threshold()
         gc.set_threshold(100_000, 50, 100)
-        cpu0, wall0 = time.process_time(), perf_counter()
+        cpu0, wall0 = time.thread_time(), perf_counter()
         send_lags: list[float] = []
         try:
             if plan.schedule is not None:
@@ -145,7 +145,7 @@ async def run_worker(
                     source = iter(plan.prompts)
                 samples = await _closed_loop(source, plan.concurrency or 1, deadline, one, t0)
         finally:
-            cpu1, wall1 = time.process_time(), perf_counter()
+            cpu1, wall1 = time.thread_time(), perf_counter()
             gc.set_threshold(*threshold)
             gc.unfreeze()
             monitor.cancel()

@@ -24,8 +24,9 @@ SCHEMA = "servegate.bench/1"
 class ClientStats:
     """How much of its machine the client used during the measured phase.
 
-    ``cpu_fraction`` is the busiest worker's CPU time over wall time (1.0 = one full
-    core); ``loop_lag_ms_*`` is how late a 10 ms timer fired in the busiest event loop;
+    ``cpu_fraction`` is the busiest worker's event-loop thread CPU time over wall time
+    (1.0 = one full core); ``wall_s`` is the longest worker's measured phase;
+    ``loop_lag_ms_*`` is how late a 10 ms timer fired in the busiest event loop;
     ``send_lag_ms_*`` is actual minus scheduled send time under a rate schedule.
     """
 
@@ -38,6 +39,7 @@ class ClientStats:
     send_lag_ms_p50: float | None = None
     send_lag_ms_p99: float | None = None
     send_lag_ms_max: float | None = None
+    wall_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """All fields as a JSON object."""

@@ -42,6 +42,8 @@ from servegate.errors import BenchError
 
 DURATION_POOL = 2048  # prompts built for a duration-bounded run (cycled beyond that)
 CPU_WARN = 0.9
+# a point shorter than this is too short for its CPU share to say anything
+CPU_WARN_MIN_WALL_S = 1.0
 FAILED_WARN = 0.01  # a warning when more than this share of a point's requests failed
 LAG_WARN_MS = 10.0
 PREFLIGHT_TIMEOUT_S = 30.0
@@ -70,8 +72,8 @@ def run_point(
     """
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     headers = {"Content-Type": "application/json"}
-    if settings.api_key:
-        headers["Authorization"] = f"Bearer {settings.api_key}"
+    if settings.authorization:
+        headers["Authorization"] = settings.authorization
     model = settings.model or discover_model(settings.base_url, headers)
     warnings: list[str] = []
     ignore_eos = _probe(settings, model, headers, warnings)
@@ -583,6 +585,7 @@ def _client_stats(results: list[WorkerResult]) -> ClientStats:
     send_arr = np.array(send) if send else None
     return ClientStats(
         workers=len(results),
+        wall_s=float(max((r.wall_s for r in results), default=0.0)),
         cpu_fraction=float(max(fractions)),
         cpu_fraction_mean=float(sum(fractions) / len(fractions)),
         loop_lag_ms_p50=float(np.percentile(lags, 50)),
@@ -597,7 +600,7 @@ def _client_stats(results: list[WorkerResult]) -> ClientStats:
 def _headroom_warnings(client: ClientStats) -> list[str]:
     """Warn when the client, not the server, may have set the pace."""
     out: list[str] = []
-    if client.cpu_fraction >= CPU_WARN:
+    if client.cpu_fraction >= CPU_WARN and client.wall_s >= CPU_WARN_MIN_WALL_S:
         out.append(
             f"the client used {client.cpu_fraction:.0%} of a CPU core in its busiest worker; "
             "it may be the bottleneck: raise --workers or give the client a free core."

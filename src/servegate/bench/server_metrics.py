@@ -10,6 +10,7 @@ known they are detected from the prefix of the names the server exposes.
 
 from __future__ import annotations
 
+import http.client
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -45,8 +46,8 @@ def scrape(url: str, timeout_s: float = 5.0) -> Scrape | None:
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 (http only)
             text = resp.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
+        return None  # absent, refused, or cut off mid-body (IncompleteRead)
     values: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(text):

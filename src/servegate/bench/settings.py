@@ -8,13 +8,16 @@ the same messages.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import math
 import os
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from servegate.errors import UsageError
+from servegate.redact import mask_urls
 
 API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
@@ -84,9 +87,24 @@ class BenchSettings:
 
     @property
     def base_url(self) -> str:
-        """The URL without a trailing slash or ``/v1``."""
-        url = self.url.rstrip("/")
+        """The URL without user-info, a trailing slash or ``/v1``."""
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.username is not None or parts.password is not None:
+            parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+        url = urllib.parse.urlunsplit(parts).rstrip("/")
         return url[: -len("/v1")] if url.endswith("/v1") else url
+
+    @property
+    def authorization(self) -> str | None:
+        """The Authorization header: the API key as a bearer token, else ``user:pass@``."""
+        if self.api_key:
+            return f"Bearer {self.api_key}"
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.username is None and parts.password is None:
+            return None
+        user = urllib.parse.unquote(parts.username or "")
+        password = urllib.parse.unquote(parts.password or "")
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
     @property
     def endpoint(self) -> str:
@@ -108,6 +126,9 @@ class BenchSettings:
         """The settings as JSON, without the API key (only whether one was given)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out.pop("api_key")
+        out["url"] = mask_urls(self.url)
+        if self.metrics_url:
+            out["metrics_url"] = mask_urls(self.metrics_url)
         out["api_key_set"] = self.api_key is not None
         if self.rate is not None and not math.isfinite(self.rate):
             out["rate"] = "inf"
@@ -117,7 +138,7 @@ class BenchSettings:
 def _check(s: BenchSettings) -> None:
     """Raise UsageError naming the flag when a setting cannot work."""
     if not s.url.startswith(("http://", "https://")):
-        raise UsageError(f"--url {s.url!r} must start with http:// or https://.")
+        raise UsageError(f"--url {mask_urls(s.url)!r} must start with http:// or https://.")
     if s.api not in API_PATHS:
         raise UsageError(f"--api {s.api!r} is not one of: completions, chat.")
     if s.concurrency is not None and s.concurrency < 1:

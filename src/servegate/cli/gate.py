@@ -232,14 +232,12 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     if foreground:
         _run_foreground(server, tail=tail, as_json=as_json)
     _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name})
-    if not foreground:
-        click.echo(
-            f"{server.name}: pid {server.pid}, {server.url or 'no URL'}, log {server.log_path}; "
-            f"stop it with: servegate stop {server.name}",
-            err=True,
-        )
-        _exit(0)
-    _run_foreground(server)
+    click.echo(
+        f"{server.name}: pid {server.pid}, {server.url or 'no URL'}, log {server.log_path}; "
+        f"stop it with: servegate stop {server.name}",
+        err=True,
+    )
+    _exit(0)
 
 
 def _run_foreground(server: Any, *, tail: int, as_json: bool) -> NoReturn:

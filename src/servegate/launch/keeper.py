@@ -380,9 +380,15 @@ class Keeper:
         _reap(self.server.pid)
 
 
+def _ignore(signum: int, frame: object) -> None:
+    """A signal the keeper receives and lets pass."""
+
+
 def main() -> None:
     """Entry point: ``python -m servegate.launch.keeper --spec-fd FD``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launcher decides when to stop
+    # the launcher decides when to stop; a handler that does nothing, not SIG_IGN, so the
+    # server (exec resets handled signals to their default) still answers Ctrl-C and kill -INT
+    signal.signal(signal.SIGINT, _ignore)
     # a log past RLIMIT_FSIZE: EFBIG from write() (handled), not death by SIGXFSZ; the
     # server gets the default back (Popen's restore_signals)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -35,6 +35,7 @@ from servegate.launch.tree import (
     ProcInfo,
     StopReport,
     is_alive,
+    port_holders,
     port_is_free,
     snapshot,
     stop_tree,
@@ -248,7 +249,7 @@ def launch(
     resolved = options.resolve()
     if options.port is not None and not port_is_free(options.port):
         raise PortInUseError(
-            f"port {options.port} is already in use: stop what holds it "
+            f"port {options.port} is already in use{_held_by(options.port)}: stop what holds it "
             "(servegate ps / servegate stop) or pick another --port.",
             port=options.port,
         )
@@ -259,8 +260,14 @@ def launch(
             log_path = str(state.state_dir() / f"{name}.log")
         log_path = os.path.abspath(log_path)
         check_log_path(log_path)
-        with open(log_path, "wb"):
-            pass  # a fresh log for a fresh start
+        try:
+            with open(log_path, "wb"):
+                pass  # a fresh log for a fresh start
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write the log {log_path}: {exc.strerror or exc}; "
+                "pass a writable --log path."
+            ) from None
         marker = uuid.uuid4().hex
         env.setdefault("PYTHONUNBUFFERED", "1")
         env[MARKER_VAR] = marker
@@ -365,3 +372,14 @@ def _abort(keeper: subprocess.Popen[bytes], control_w: int, name: str) -> None:
     if keeper.stdout is not None:
         keeper.stdout.close()
     state.remove(name)
+
+
+def _held_by(port: int) -> str:
+    """' by PID 1234 (python3)' for the processes holding ``port``, or '' when none is visible."""
+    names = []
+    for pid in port_holders(port):
+        try:
+            names.append(f"PID {pid} ({psutil.Process(pid).name()})")
+        except psutil.Error:
+            names.append(f"PID {pid}")
+    return f" by {', '.join(names)}" if names else ""
