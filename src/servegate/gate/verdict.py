@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-__all__ = ["SCHEMA", "PhaseSpan", "Status", "Verdict", "iso"]
+__all__ = ["SCHEMA", "PhaseProgress", "PhaseSpan", "Status", "Verdict", "iso"]
 
 SCHEMA = "servegate.verdict/1"
 
@@ -24,16 +24,47 @@ def iso(epoch_s: float) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseProgress:
+    """The last progress an engine printed inside a phase: ``done`` of ``total`` ``unit``."""
+
+    done: float
+    total: float | None  # None: a count without a known end (JIT compiles so far)
+    unit: str  # shards, batch sizes, bytes, files, graphs, compiles
+
+    def to_json(self) -> dict[str, Any]:
+        """The progress as a JSON object."""
+        return {"done": self.done, "total": self.total, "unit": self.unit}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> PhaseProgress | None:
+        """Rebuild from ``to_json()`` output; None stays None."""
+        if data is None:
+            return None
+        total = data.get("total")
+        return cls(
+            done=float(data["done"]),
+            total=None if total is None else float(total),
+            unit=str(data["unit"]),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PhaseSpan:
     """A startup phase seen in the log, in seconds since the gate started."""
 
     name: str
     start_s: float
     end_s: float | None  # None: still open when the verdict was decided
+    progress: PhaseProgress | None = None  # the last i/N the engine printed in it
 
     def to_json(self) -> dict[str, Any]:
         """The phase as a JSON object."""
-        return {"name": self.name, "start_s": self.start_s, "end_s": self.end_s}
+        return {
+            "name": self.name,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "progress": None if self.progress is None else self.progress.to_json(),
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,7 +153,12 @@ class Verdict:
             url=data["url"],
             log_path=data["log_path"],
             phases=tuple(
-                PhaseSpan(name=p["name"], start_s=p["start_s"], end_s=p["end_s"])
+                PhaseSpan(
+                    name=p["name"],
+                    start_s=p["start_s"],
+                    end_s=p["end_s"],
+                    progress=PhaseProgress.from_json(p.get("progress")),
+                )
                 for p in data["phases"]
             ),
             tail=tuple(data["tail"]),
