@@ -40,6 +40,18 @@ class ProcSample:
             "state": self.state,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProcSample:
+        """Rebuild from ``to_json()`` output."""
+        return cls(
+            pid=int(data["pid"]),
+            name=str(data["name"]),
+            cpu_pct=float(data["cpu_pct"]),
+            rss_bytes=int(data["rss_bytes"]),
+            threads=int(data["threads"]),
+            state=str(data["state"]),
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GpuSample:
@@ -64,6 +76,20 @@ class GpuSample:
             "util_pct": self.util_pct,
             "power_w": self.power_w,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GpuSample:
+        """Rebuild from ``to_json()`` output."""
+        power = data.get("power_w")
+        return cls(
+            index=int(data["index"]),
+            name=str(data["name"]),
+            mem_used_bytes=int(data["mem_used_bytes"]),
+            mem_tree_bytes=int(data["mem_tree_bytes"]),
+            mem_total_bytes=int(data["mem_total_bytes"]),
+            util_pct=float(data["util_pct"]),
+            power_w=None if power is None else float(power),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +126,22 @@ class Snapshot:
             "procs": [p.to_json() for p in self.procs],
             "gpus": [g.to_json() for g in self.gpus],
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Snapshot:
+        """Rebuild from ``to_json()`` output (e.g. sent by the keeper process)."""
+        return cls(
+            t_s=float(data["t_s"]),
+            cpu_pct=float(data["cpu_pct"]),
+            rss_bytes=int(data["rss_bytes"]),
+            threads=int(data["threads"]),
+            processes=int(data["processes"]),
+            read_bps=float(data["read_bps"]),
+            write_bps=float(data["write_bps"]),
+            net_rx_bps=float(data["net_rx_bps"]),
+            procs=tuple(ProcSample.from_json(p) for p in data.get("procs", ())),
+            gpus=tuple(GpuSample.from_json(g) for g in data.get("gpus", ())),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
