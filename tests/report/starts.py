@@ -107,10 +107,17 @@ class Campaign:
             },
         )
 
-    def stop(self, aid: int, status: str = "done", reason: str | None = None) -> None:
-        """The server stopped; the attempt ends with ``status`` and the runner's reason."""
+    def stop(
+        self,
+        aid: int,
+        status: str = "done",
+        reason: str | None = None,
+        failed: tuple[str, ...] = (),
+    ) -> None:
+        """The server stopped; the attempt ends with ``status``, the runner's reason and the
+        variants a failure belongs to (none: the whole start)."""
         self.store.record_stop(aid, {"killed": [1], "duration_s": 0.1, "port_free": True})
-        self.store.finish_attempt(aid, status, reason)
+        self.store.finish_attempt(aid, status, reason, failed_variants=failed)
 
     def measured(
         self,

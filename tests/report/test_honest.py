@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -47,9 +48,10 @@ def _failing(c: Campaign) -> None:
         "failed",
         "server died during the benchmark (after fusion c=4 repeat 1): CUDA error: an "
         "illegal memory access (cuda)\n[rank0] RuntimeError: CUDA error\nkilled",
+        ("fusion",),
     )
     aid = c.start("broken")
-    c.stop(aid, "failed", "could not benchmark broken")
+    c.stop(aid, "failed", "could not benchmark broken", ("broken",))
     c.start("oom", status="crash", kind="oom", reason="CUDA out of memory")
 
 
@@ -106,7 +108,7 @@ def test_a_failed_bench_only_variant_does_not_fail_the_server_it_shared(tmp_path
         aid = c.start("baseline")
         for repeat, value in enumerate((100.0, 101.0, 99.5)):
             c.point(aid, "baseline", repeat=repeat, throughput=value)
-        c.stop(aid, "failed", "could not benchmark long")
+        c.stop(aid, "failed", "could not benchmark long", ("long",))
         c.store.add_variant(c.cid, "long")
         c.measured("fast", [[110.0, 111.0, 109.0]])
 
@@ -116,6 +118,56 @@ def test_a_failed_bench_only_variant_does_not_fail_the_server_it_shared(tmp_path
     assert rows["long"].reason == "could not benchmark long"
     fast = report.get("fast", "c=4", "output_throughput")
     assert fast is not None and fast.call == "better"
+
+
+def test_who_failed_comes_from_the_stored_field_not_the_reason_text(tmp_path: Path) -> None:
+    """The same reason sentence without the stored owners fails the whole start: the
+    report reads the attempt's failed variants, never the wording of its reason."""
+
+    def build(c: Campaign) -> None:
+        aid = c.start("baseline")
+        for repeat, value in enumerate((100.0, 101.0)):
+            c.point(aid, "baseline", repeat=repeat, throughput=value)
+        c.stop(aid, "failed", "could not benchmark long")  # no owners stored
+        c.store.add_variant(c.cid, "long")
+
+    report = _report(tmp_path / "r.db", build)
+    assert report.row("baseline").status == "failed"
+    with Store.open(tmp_path / "r.db") as store:
+        info = store.find_campaign("c")
+        assert info is not None
+        assert [a.failed_variants for a in store.attempts(info.id)] == [()]
+
+
+def test_a_database_from_before_the_field_gets_its_failed_variants(tmp_path: Path) -> None:
+    """Opening a schema-2 database backfills the owners its runner named in reasons."""
+    from servegate.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    with Store.open(path, migrations=MIGRATIONS[:2]) as store:
+        cid = store.campaign("c", "[campaign]\n", "baseline")
+        names = ("baseline", "long", "fusion", "fusion-x")
+        for name in names:
+            store.add_variant(cid, name)
+        reasons = {
+            "baseline": "could not benchmark long",
+            "fusion": "server died during the benchmark (after fusion-x c=4 repeat 1): x\ntail",
+            "fusion-x": "preflight failed: port 8000 is taken",
+        }
+    conn = sqlite3.connect(path)  # as that servegate wrote them
+    with conn:
+        for name, reason in reasons.items():
+            conn.execute(
+                "INSERT INTO attempt (campaign_id, variant_id, server_key, cold, command, env, "
+                "host, versions, status, reason, started_at) SELECT ?, id, ?, 1, '[]', '{}', "
+                "'local', '{}', 'failed', ?, '2024-01-01' FROM variant WHERE name = ?",
+                (cid, name, reason, name),
+            )
+    conn.close()
+    with Store.open(path) as store:
+        assert store.schema_steps()[-1][1] == "start order and failed variants"
+        owners = {a.variant: a.failed_variants for a in store.attempts(cid)}
+    assert owners == {"baseline": ("long",), "fusion": ("fusion-x",), "fusion-x": ()}
 
 
 def test_an_earlier_failed_start_is_shown_with_the_last_ones_status(tmp_path: Path) -> None:

@@ -421,8 +421,9 @@ class _Runner:
             self.store.record_verdict(aid, self._redacted(server.verdict.to_json()))
         self.progress.good(f"{tag} {names}: {server.verdict.line()} on {server.url}")
         status, reason = "done", None
+        owners: tuple[str, ...] = ()
         try:
-            status, reason = self._bench(aid, server, todo, tag)
+            status, reason, owners = self._bench(aid, server, todo, tag)
         except Interrupted:
             self.interrupts.acknowledge()
             status, reason = "interrupted", "interrupted by the user"
@@ -436,7 +437,7 @@ class _Runner:
             stop = server.stop(grace_s=self.campaign.stop_grace_s)
             with self.interrupts.shielded():
                 self.store.record_stop(aid, stop)
-                self.store.finish_attempt(aid, status, reason)
+                self.store.finish_attempt(aid, status, reason, failed_variants=owners)
             port_note = "port free" if stop.port_free else "port STILL IN USE"
             self.progress.info(
                 f"{tag} {names}: stopped in {stop.duration_s:.1f}s ({port_note}"
@@ -446,8 +447,9 @@ class _Runner:
 
     def _bench(
         self, aid: int, server: Server, todo: list[_Task], tag: str
-    ) -> tuple[str, str | None]:
-        """Measure each task; returns the attempt's final status and reason."""
+    ) -> tuple[str, str | None, tuple[str, ...]]:
+        """Measure each task; returns the attempt's final status, its reason and the
+        variants a failure belongs to."""
         broken: set[str] = set()  # variants whose measurement cannot work on this server
         for task in todo:
             name = task.variant.name
@@ -485,8 +487,8 @@ class _Runner:
             if not server.alive() or (result.failed and self._server_failed(server)):
                 return self._died(server, task, tag, measured=True)
         if broken:
-            return "failed", f"could not benchmark {', '.join(sorted(broken))}"
-        return "done", None
+            return "failed", f"could not benchmark {', '.join(sorted(broken))}", tuple(broken)
+        return "done", None, ()
 
     def _note_point(self, label: str, tag: str, task: _Task, result: PointResult) -> None:
         total = result.completed + result.failed
@@ -530,7 +532,7 @@ class _Runner:
 
     def _died(
         self, server: Server, task: _Task, tag: str, *, measured: bool = False
-    ) -> tuple[str, str]:
+    ) -> tuple[str, str, tuple[str, ...]]:
         """The server died between or during points: record why, with its log tail."""
         tail = tuple(self.redactor.lines(log_tail(Path(server.log_path), TAIL_LINES)))
         when = "after" if measured else "before"
@@ -544,7 +546,7 @@ class _Runner:
         )
         self._fail([task.variant], reason.split("\n", 1)[0])
         self.progress.failure(f"{tag} {reason.splitlines()[0]}", tail[-10:])
-        return "failed", reason
+        return "failed", reason, (task.variant.name,)
 
     def _fail(self, variants: Any, reason: str) -> None:
         for variant in variants:

@@ -20,7 +20,6 @@ load and metric: the A/A noise floor shown with every campaign.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -313,26 +312,17 @@ class Report:
 
 # --- what happened to each variant ----------------------------------------------------
 
-_DIED = "server died during the benchmark ("
-_NO_BENCH = "could not benchmark "
-
 
 def failure_owners(attempt: AttemptInfo, names: Sequence[str]) -> set[str] | None:
     """The variants an attempt's failure belongs to; None: every variant of the attempt.
 
-    The runner names them in the reason: ``could not benchmark a, b`` or ``server died
-    during the benchmark (after a c=16 repeat 2): ...``; other failures (preflight,
-    launch, an internal error) concern the whole server start.
+    The runner stores them with the attempt (``failed_variants``): the variants whose
+    benchmark could not run, or the one being measured when the server died; other
+    failures (preflight, launch, an internal error) concern the whole server start.
     """
-    reason = (attempt.reason or "").split("\n", 1)[0]
-    if reason.startswith(_NO_BENCH):
-        listed = {part.strip() for part in reason[len(_NO_BENCH) :].split(", ")}
-        return {name for name in names if name in listed}
-    if reason.startswith(_DIED):
-        rest = re.sub(r"^(before|after) ", "", reason[len(_DIED) :])
-        found = [name for name in names if rest.startswith(name + " ")]
-        return {max(found, key=len)} if found else None
-    return None
+    if not attempt.failed_variants:
+        return None
+    return {name for name in names if name in attempt.failed_variants}
 
 
 def _fails(attempt: AttemptInfo, name: str, names: Sequence[str]) -> bool:

@@ -65,6 +65,8 @@ class AttemptInfo:
     stop_killed: tuple[int, ...] | None = None
     stop_duration_s: float | None = None
     stop_port_free: bool | None = None
+    start: int | None = None  # which start of its server configuration (1, 2, ...)
+    failed_variants: tuple[str, ...] = ()  # a failure of these only; none: the whole start
 
     @property
     def startup_s(self) -> float | None:

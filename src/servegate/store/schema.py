@@ -143,10 +143,50 @@ RUNNER = Migration(
     ),
 )
 
+STARTS = Migration(
+    version=3,
+    name="start order and failed variants",
+    statements=(
+        # the seed of the campaign's start order, so that --resume continues the same order
+        "ALTER TABLE campaign ADD COLUMN start_seed INTEGER",
+        # which start of its server configuration an attempt is (1, 2, ...; NULL before)
+        "ALTER TABLE attempt ADD COLUMN start INTEGER",
+        # the variants a failed attempt's failure belongs to; none: the whole server start
+        """CREATE TABLE attempt_failure (
+            attempt_id INTEGER NOT NULL REFERENCES attempt(id) ON DELETE CASCADE,
+            variant_id INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
+            PRIMARY KEY (attempt_id, variant_id)
+        ) WITHOUT ROWID""",
+        # earlier runners named them only in the reason: "could not benchmark a, b"
+        """INSERT OR IGNORE INTO attempt_failure (attempt_id, variant_id)
+            SELECT a.id, v.id FROM attempt a JOIN variant v ON v.campaign_id = a.campaign_id
+            WHERE a.status = 'failed'
+            AND substr(a.reason, 1, 20) = 'could not benchmark '
+            AND instr(
+                ', ' || substr(
+                    CASE WHEN instr(a.reason, char(10)) > 0
+                    THEN substr(a.reason, 1, instr(a.reason, char(10)) - 1)
+                    ELSE a.reason END, 21) || ', ',
+                ', ' || v.name || ', ') > 0""",
+        # ... and "server died during the benchmark (after NAME c=16 repeat 2): ..."
+        """INSERT OR IGNORE INTO attempt_failure (attempt_id, variant_id)
+            SELECT a.id, (
+                SELECT v.id FROM variant v WHERE v.campaign_id = a.campaign_id AND (
+                    instr(a.reason, 'server died during the benchmark (before ' || v.name || ' ')
+                        = 1
+                    OR instr(a.reason, 'server died during the benchmark (after ' || v.name || ' ')
+                        = 1)
+                ORDER BY length(v.name) DESC LIMIT 1)
+            FROM attempt a
+            WHERE a.status = 'failed'
+            AND instr(a.reason, 'server died during the benchmark (') = 1""",
+    ),
+)
+
 # Every step this version knows, oldest first; a new step is appended, never edited.
 # A database opened read-only (a report in a read-only folder) is not migrated: reads
 # must not need what a later step adds, or must do without it.
-MIGRATIONS: tuple[Migration, ...] = (INITIAL, RUNNER)
+MIGRATIONS: tuple[Migration, ...] = (INITIAL, RUNNER, STARTS)
 
 _BOOKKEEPING = """CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,

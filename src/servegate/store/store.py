@@ -465,8 +465,12 @@ class Store:
         host: str,
         versions: Mapping[str, Any],
         git_commit: str | None,
+        start: int | None = None,
     ) -> int:
         """Record that a server is being launched for ``variant``; return the attempt id.
+
+        ``start`` numbers the starts of one server configuration (1, 2, ... with
+        ``restarts``).
 
         ``server_key`` names the server configuration (same command and env, same key):
         an attempt is the cold start unless an earlier one with this key came up READY
@@ -483,8 +487,8 @@ class Store:
             ).fetchone()
             cur = conn.execute(
                 "INSERT INTO attempt (campaign_id, variant_id, server_key, cold, command, env, "
-                "host, versions, git_commit, status, started_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                "host, versions, git_commit, status, started_at, start) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
                 (
                     cid,
                     vid,
@@ -496,6 +500,7 @@ class Store:
                     dumps(dict(versions)),
                     git_commit,
                     self._now(),
+                    start,
                 ),
             )
             return int(cur.lastrowid or 0)
@@ -567,8 +572,20 @@ class Store:
             )
 
     @guarded
-    def finish_attempt(self, aid: int, status: str, reason: str | None = None) -> None:
-        """Close an attempt with its final status (done, failed, interrupted, ...)."""
+    def finish_attempt(
+        self,
+        aid: int,
+        status: str,
+        reason: str | None = None,
+        *,
+        failed_variants: Sequence[str] = (),
+    ) -> None:
+        """Close an attempt with its final status (done, failed, interrupted, ...).
+
+        ``failed_variants``: with status ``failed``, the variants the failure belongs to
+        (a benchmark that failed for some variants of a shared server); none means the
+        whole server start failed.
+        """
         if status not in ATTEMPT_STATUSES:
             raise ValueError(f"attempt status {status!r} not in {sorted(ATTEMPT_STATUSES)}")
         with self._tx() as conn:
@@ -577,6 +594,29 @@ class Store:
                 "WHERE id = ?",
                 (status, scrub(reason), self._now(), aid),
             )
+            row = conn.execute("SELECT campaign_id FROM attempt WHERE id = ?", (aid,)).fetchone()
+            for name in failed_variants if row is not None else ():
+                conn.execute(
+                    "INSERT OR IGNORE INTO attempt_failure (attempt_id, variant_id) VALUES (?, ?)",
+                    (aid, self._variant_id(conn, int(row[0]), name)),
+                )
+
+    @guarded
+    def start_seed(self, cid: int, seed: int | None = None) -> int | None:
+        """The seed of the campaign's start order: ``seed`` is recorded when given
+        (a new run), and the recorded one returned (None: never recorded)."""
+        if seed is not None:
+            with self._tx() as conn:
+                conn.execute("UPDATE campaign SET start_seed = ? WHERE id = ?", (seed, cid))
+        if not self._has_column("campaign", "start_seed"):
+            return None
+        row = self._conn.execute("SELECT start_seed FROM campaign WHERE id = ?", (cid,)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def _has_column(self, table: str, column: str) -> bool:
+        """Whether ``table`` has ``column`` (a read-only database may predate it)."""
+        rows = self._conn.execute(f"PRAGMA table_info({table})").fetchall()
+        return any(row[1] == column for row in rows)
 
     @guarded
     def mark_interrupted(self, cid: int, reason: str = "the runner stopped") -> int:
@@ -598,6 +638,16 @@ class Store:
     def attempts(self, cid: int) -> list[AttemptInfo]:
         """Every attempt of the campaign in launch order, with verdicts and phases."""
         phases: dict[int, list[PhaseInfo]] = {}
+        failures: dict[int, list[str]] = {}
+        starts = self._has_column("attempt", "start")  # no: read-only, from before step 3
+        if starts:
+            for aid, name in self._conn.execute(
+                "SELECT f.attempt_id, v.name FROM attempt_failure f "
+                "JOIN attempt a ON a.id = f.attempt_id JOIN variant v ON v.id = f.variant_id "
+                "WHERE a.campaign_id = ? ORDER BY f.attempt_id, v.position, v.id",
+                (cid,),
+            ):
+                failures.setdefault(int(aid), []).append(str(name))
         for aid, name, start, end in self._conn.execute(
             "SELECT p.attempt_id, p.name, p.start_s, p.end_s FROM phase p "
             "JOIN attempt a ON a.id = p.attempt_id WHERE a.campaign_id = ? "
@@ -608,8 +658,9 @@ class Store:
         rows = self._conn.execute(
             "SELECT a.id, v.name, a.server_key, a.cold, a.command, a.env, a.host, a.versions, "
             "a.git_commit, a.status, a.reason, a.started_at, a.ended_at, d.json, "
-            "a.stop_killed, a.stop_duration_s, a.stop_port_free "
-            "FROM attempt a JOIN variant v ON v.id = a.variant_id "
+            "a.stop_killed, a.stop_duration_s, a.stop_port_free, "
+            + ("a.start " if starts else "NULL ")
+            + "FROM attempt a JOIN variant v ON v.id = a.variant_id "
             "LEFT JOIN verdict d ON d.attempt_id = a.id "
             "WHERE a.campaign_id = ? ORDER BY a.started_at, a.id",
             (cid,),
@@ -643,6 +694,8 @@ class Store:
                     stop_killed=None if row[14] is None else tuple(json.loads(row[14])),
                     stop_duration_s=row[15],
                     stop_port_free=None if row[16] is None else bool(row[16]),
+                    start=None if row[17] is None else int(row[17]),
+                    failed_variants=tuple(failures.get(aid, ())),
                 )
             )
         return out
