@@ -39,6 +39,7 @@ from servegate.campaign.schema import (
     Scalar,
     VariantTable,
     config_error,
+    percentage,
 )
 from servegate.engines import ENGINE_NAMES, get_profile
 from servegate.errors import ConfigError, UsageError
@@ -143,6 +144,9 @@ class Campaign:
     values: tuple[tuple[str, str], ...]  # campaign-wide placeholders (no variant vars)
     variants: tuple[Variant, ...]
     groups: tuple[ServerGroup, ...]
+    restarts: int = 1  # server starts per configuration ([bench] restarts)
+    seed: int = 0  # [bench] seed: the prompts, and the order of the starts
+    min_effect: float | None = None  # [campaign] min_effect as a fraction; None: 1 %
 
     def probe_url(self, *, port: int) -> str | None:
         """The health URL for a server on ``port``, or None for the profile's probe."""
@@ -387,6 +391,11 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
         values=tuple(sorted(campaign_values.items())),
         variants=tuple(variants),
         groups=tuple(ServerGroup(key=key, variants=tuple(vs)) for key, vs in groups.items()),
+        restarts=model.bench.restarts,
+        seed=model.bench.seed,
+        min_effect=None
+        if model.campaign.min_effect is None
+        else percentage(model.campaign.min_effect),
     )
 
 

@@ -1,13 +1,18 @@
-"""The campaign runner: for each server group, preflight -> launch -> bench -> stop.
+"""The campaign runner: for each server start, preflight -> launch -> bench -> stop.
 
 Variants whose final command and environment are equal share one server start (a
-group). For each group the runner checks the machine (port, previous processes, GPU
-memory, model path, JIT locks), launches and gates the server, runs every load point
-of every variant in the group ``repeats`` times, and stops the server. Everything is
-written to the store as it happens, so a run killed at any moment can be resumed
-without repeating a finished measurement. A server that crashes or times out, at start
-or mid-benchmark, is recorded with its verdict, kind, hint and log tail, and the
-campaign moves on to the next group.
+group). Each group is started ``restarts`` times: in rounds, each round starting every
+group once in a seeded random order (``start_order``), so the starts of the baseline
+and the variants are interleaved and never all the baseline's first. For each start
+the runner checks the machine (port, previous processes, GPU memory, model path, JIT
+locks), launches and gates the server, runs every load point of every variant in the
+group ``repeats`` times (the first repeat of each point after ``warmup`` requests), and
+stops the server. With ``until_precision`` it then adds rounds until every compared
+interval is narrow enough, or a budget is spent. Everything is written to the store as
+it happens, so a run killed at any moment can be resumed in the same order without
+repeating a finished measurement. A server that crashes or times out, at start or
+mid-benchmark, is recorded with its verdict, kind, hint and log tail; its group is not
+started again in this run, and the campaign moves on.
 
     with Store.open("servegate.db") as store, Interrupts() as interrupts:
         outcome = run_campaign(campaign, store, options=RunOptions(), progress=progress,
@@ -16,7 +21,9 @@ campaign moves on to the next group.
 
 from __future__ import annotations
 
+import math
 import os
+import random
 import re
 import socket
 import time
@@ -46,7 +53,14 @@ from servegate.launch import Server, launch
 from servegate.redact import Redactor
 from servegate.store import Store
 
-__all__ = ["RunOptions", "RunOutcome", "check_programs", "run_campaign"]
+__all__ = [
+    "PrecisionOutcome",
+    "RunOptions",
+    "RunOutcome",
+    "check_programs",
+    "run_campaign",
+    "start_order",
+]
 
 _DEATH_WAIT_S = 1.0  # after failed requests: how long to wait for a dying server to exit
 
@@ -59,6 +73,32 @@ class RunOptions:
     max_failed_variants: int | None = None  # exit 1 when more variants than this fail
     max_error_rate: float | None = None  # exit 1 when a point's failed fraction is above
     log_dir: Path | None = None  # server logs; None: next to the database
+    restarts: int | None = None  # starts per server configuration; None: the file's
+    seed: int | None = None  # seed of the start order; None: the file's [bench] seed
+    until_precision: float | None = None  # add rounds until every half-width is this
+    max_starts: int | None = None  # ... or each configuration has had this many starts
+    budget_s: float | None = None  # ... or another round would end past this (seconds)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrecisionOutcome:
+    """How ``until_precision`` ended: the goal reached, or why not, with the half-widths."""
+
+    target: float  # the half-width asked for, as a fraction (0.02)
+    reached: bool
+    why: str  # one sentence: what ended the rounds
+    starts: int  # starts per server configuration so far
+    widths: tuple[tuple[str, float | None, int], ...]  # (what, half-width, fewest starts)
+
+    def lines(self) -> list[str]:
+        """What the end of the run says about it: the outcome, then each half-width."""
+        head = f"Precision {self.target:.1%} reached" if self.reached else "Precision not reached"
+        out = [f"{head} after {self.starts} start(s) per server configuration: {self.why}"]
+        for what, width, starts in self.widths:
+            shown = "no interval yet" if width is None else f"+/- {width:.2%}"
+            over = "" if width is not None and width <= self.target else " (above the target)"
+            out.append(f"  {what}: {shown}, {starts} start(s){over}")
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +112,8 @@ class RunOutcome:
     failed_variants: tuple[str, ...]
     breaches: tuple[str, ...]  # thresholds crossed (or nothing measured), one sentence each
     signum: int | None = None  # the signal that interrupted the run
+    seed: int = 0  # the start order's seed
+    precision: PrecisionOutcome | None = None  # with until_precision
 
     @property
     def exit_code(self) -> int:
@@ -92,6 +134,10 @@ class _State:
     error_rates: list[tuple[str, str, int, float]] = field(default_factory=list)
     previous: tuple[ProcessRef, ...] = ()
     warned: set[tuple[str, str]] = field(default_factory=set)
+    dead: dict[str, str] = field(default_factory=dict)  # group key -> why it is not restarted
+    broken: set[str] = field(default_factory=set)  # variants whose benchmark cannot run
+    seed: int = 0
+    precision: PrecisionOutcome | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +146,20 @@ class _Task:
 
     variant: Variant
     point: LoadPoint
-    repeat: int
+    repeat: int  # stored repeat number: (start - 1) * repeats + the repeat on this start
+
+
+def start_order(count: int, round_: int, seed: int, *, shuffle: bool = True) -> list[int]:
+    """The order in which round ``round_`` (1, 2, ...) starts ``count`` server groups.
+
+    Each round starts every group once, in a random order drawn from ``seed`` and the
+    round: balanced, interleaved, and the same on every machine and on ``--resume``.
+    ``shuffle=False`` keeps the file's order (one start per group, no restarts).
+    """
+    order = list(range(count))
+    if shuffle:
+        random.Random(f"servegate start order {seed} {round_}").shuffle(order)
+    return order
 
 
 def run_campaign(
@@ -143,6 +202,7 @@ class _Runner:
         self.gpu: GpuMonitor | None = None
         self.gpu_idle: tuple[Any, ...] = ()
         self._ready_offset = 0  # size of the current server's log when it became READY
+        self._died_on = ""  # the variant whose benchmark the current server died in
 
     # --- the campaign ------------------------------------------------------------------
 
@@ -161,7 +221,7 @@ class _Runner:
             store.release_runner()
 
     def _run(self) -> RunOutcome:
-        campaign, store = self.campaign, self.store
+        store = self.store
         cid = self._open_campaign()
         done = store.done_points(cid) if self.options.resume else set()
         self.gpu = GpuMonitor.open()
@@ -172,10 +232,7 @@ class _Runner:
                 self.progress.info(
                     f"{len(self.gpu_idle)} GPU(s); idle memory in use: {total:.1f} GiB"
                 )
-            for number, group in enumerate(campaign.groups, start=1):
-                tag = f"[{number}/{len(campaign.groups)}]"
-                self.interrupts.check()
-                self._group(cid, group, tag, done)
+            self._rounds(cid, done)
         except Interrupted as exc:
             self.interrupts.acknowledge()
             with self.interrupts.shielded():
@@ -280,15 +337,136 @@ class _Runner:
             failed_variants=failed,
             breaches=tuple(breaches),
             signum=signum,
+            seed=self.state.seed,
+            precision=self.state.precision,
         )
+
+    # --- rounds of starts --------------------------------------------------------------
+
+    def _order_seed(self, cid: int) -> int:
+        """The start order's seed: the one recorded on --resume, else --seed or the file's."""
+        wanted = self.options.seed if self.options.seed is not None else self.campaign.seed
+        with self.interrupts.shielded():
+            stored = self.store.start_seed(cid)
+            if self.options.resume and stored is not None:
+                if self.options.seed is not None and self.options.seed != stored:
+                    self.progress.warning(
+                        f"--seed {self.options.seed} ignored: --resume continues the stored "
+                        f"start order (seed {stored})"
+                    )
+                return stored
+            self.store.start_seed(cid, wanted)
+        return wanted
+
+    def _rounds(self, cid: int, done: set[tuple[str, str, int]]) -> None:
+        """Start every group ``restarts`` times in seeded rounds, then (until_precision)
+        add rounds until the intervals are narrow enough or the budget is spent."""
+        groups = self.campaign.groups
+        restarts = self.options.restarts or self.campaign.restarts
+        seed = self.state.seed = self._order_seed(cid)
+        if restarts > 1:
+            rounds = " | ".join(
+                ", ".join(groups[i].variants[0].name for i in start_order(len(groups), r, seed))
+                for r in range(1, restarts + 1)
+            )
+            self.progress.info(f"start order (seed {seed}): {rounds}")
+        began = time.monotonic()
+        longest = 0.0  # the longest round measured by this run, for --budget
+        number = 0
+        round_ = 1
+        while True:
+            if round_ > restarts:
+                if self.options.until_precision is None:
+                    return
+                self.state.precision = self._precision(cid, round_ - 1, began, longest)
+                if self.state.precision is not None:
+                    return
+            clock = time.monotonic()
+            measured = self.state.measured
+            order = start_order(len(groups), round_, seed, shuffle=restarts > 1 or round_ > 1)
+            for index in order:
+                number += 1
+                group = groups[index]
+                tag = (
+                    f"[{number}/{len(groups) * restarts}]" if round_ <= restarts else f"[{number}]"
+                )
+                self.interrupts.check()
+                names = ", ".join(v.name for v in group.variants)
+                if restarts > 1 or round_ > 1:
+                    names += f" start {round_}" + (f"/{restarts}" if round_ <= restarts else "")
+                why = self.state.dead.get(group.key)
+                if why is not None:
+                    self.progress.info(f"{tag} {names}: not started ({why})")
+                    continue
+                self._group(cid, group, tag, done, start=round_, names=names)
+            if self.state.measured > measured:
+                longest = max(longest, time.monotonic() - clock)
+            round_ += 1
+
+    def _precision(
+        self, cid: int, starts: int, began: float, longest: float
+    ) -> PrecisionOutcome | None:
+        """None: add a round; else how the rounds end (goal reached or budget spent)."""
+        from servegate.report.precision import half_widths
+
+        target = self.options.until_precision
+        assert target is not None
+        with self.interrupts.shielded():
+            widths = half_widths(self.store, cid)
+        shown = tuple(
+            (
+                f"{w.variant} vs {w.reference} {w.metric} at {w.load}",
+                w.half_width,
+                min(w.starts_baseline, w.starts_variant),
+            )
+            for w in widths
+        )
+
+        def end(reached: bool, why: str) -> PrecisionOutcome:
+            return PrecisionOutcome(
+                target=target, reached=reached, why=why, starts=starts, widths=shown
+            )
+
+        if not widths:
+            return end(False, "nothing is compared (a failed baseline, or no variant measured)")
+        # an interval from one start per side leaves out the variation between starts
+        wide = [w for w in shown if w[1] is None or w[1] > target or w[2] < 2]
+        if not wide:
+            return end(True, f"every compared interval is within +/- {target:.1%}")
+        if all(g.key in self.state.dead for g in self.campaign.groups):
+            return end(False, "no server configuration can be started again")
+        limit = self.options.max_starts
+        if limit is not None and starts >= limit:
+            return end(False, f"--max-starts {limit} reached")
+        budget = self.options.budget_s
+        spent = time.monotonic() - began
+        if budget is not None and spent + longest > budget:
+            return end(
+                False,
+                f"--budget {_duration(budget)} spent ({_duration(spent)} so far, and a round "
+                f"takes about {_duration(longest)})",
+            )
+        widest = max(wide, key=lambda w: math.inf if w[1] is None else w[1])
+        width = "no interval yet" if widest[1] is None else f"+/- {widest[1]:.2%}"
+        self.progress.info(
+            f"precision after {starts} start(s): {len(wide)} of {len(shown)} interval(s) "
+            f"wider than +/- {target:.1%} (widest: {widest[0]}, {width}); adding a round"
+        )
+        return None
 
     # --- one server group ---------------------------------------------------------------
 
     def _group(
-        self, cid: int, group: ServerGroup, tag: str, done: set[tuple[str, str, int]]
+        self,
+        cid: int,
+        group: ServerGroup,
+        tag: str,
+        done: set[tuple[str, str, int]],
+        *,
+        start: int,
+        names: str,
     ) -> None:
-        names = ", ".join(v.name for v in group.variants)
-        tasks = list(_tasks(group))
+        tasks = [t for t in _tasks(group, start) if t.variant.name not in self.state.broken]
         todo = [t for t in tasks if (t.variant.name, t.point.label, t.repeat) not in done]
         self.state.skipped += len(tasks) - len(todo)
         if not todo:
@@ -331,6 +509,7 @@ class _Runner:
                 host=campaign.host,
                 versions=versions,
                 git_commit=commit,
+                start=start,
             )
 
         # variants sharing this server that fail with it get the same record
@@ -345,6 +524,7 @@ class _Runner:
                     other = start_attempt(name)
                     self.store.finish_attempt(other, "failed", reason)
             self._fail(group.variants, reason)
+            self.state.dead[group.key] = f"its start {start} failed preflight"
             self.progress.failure(f"{tag} {names}: {reason}")
             return
         skipped = [c.name for c in report.checks if c.level is Level.SKIPPED]
@@ -382,6 +562,7 @@ class _Runner:
                     self.store.finish_attempt(other, exc.verdict.status)
             line = self.redactor.text(exc.verdict.line())
             self._fail(group.variants, line)
+            self.state.dead[group.key] = f"start {start}: {exc.verdict.status.upper()}"
             self.progress.failure(f"{tag} {names}: {line}", tuple(data["tail"][-10:]))
             self.state.previous = ()
             return
@@ -393,6 +574,7 @@ class _Runner:
                     other = start_attempt(name)
                     self.store.finish_attempt(other, "failed", reason)
             self._fail(group.variants, reason)
+            self.state.dead[group.key] = f"start {start} could not be launched"
             self.progress.failure(f"{tag} {names}: {reason}")
             return
         except Interrupted:
@@ -401,6 +583,9 @@ class _Runner:
                 self.store.finish_attempt(aid, "interrupted", "interrupted while starting")
             raise
         self._serve(aid, server, group=group, todo=todo, tag=tag, names=names)
+        if owners_died := self._died_on:
+            self.state.dead[group.key] = f"its server died during start {start} ({owners_died})"
+            self._died_on = ""
 
     def _serve(
         self,
@@ -451,6 +636,7 @@ class _Runner:
         """Measure each task; returns the attempt's final status, its reason and the
         variants a failure belongs to."""
         broken: set[str] = set()  # variants whose measurement cannot work on this server
+        warmed: set[tuple[str, str]] = set()  # warmup: each point's first repeat per start
         for task in todo:
             name = task.variant.name
             if name in broken:
@@ -458,7 +644,8 @@ class _Runner:
             self.interrupts.check()
             if not server.alive():
                 return self._died(server, task, tag)
-            label = f"{name} {task.point.label} #{task.repeat + 1}/{task.variant.bench.repeats}"
+            repeats = task.variant.bench.repeats
+            label = f"{name} {task.point.label} #{task.repeat % repeats + 1}/{repeats}"
             self.progress.activity(f"{tag} {label}: benchmarking")
 
             def counts(p: Progress, label: str = label) -> None:
@@ -467,14 +654,18 @@ class _Runner:
                 self.progress.counts(f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}")
 
             try:
+                warm = (name, task.point.label) not in warmed
+                warmed.add((name, task.point.label))
                 result = run_point(
-                    _settings(server.url, task, self.campaign.engine), progress=counts
+                    _settings(server.url, task, self.campaign.engine, warmup=warm),
+                    progress=counts,
                 )
             except BenchError as exc:
                 if self._server_failed(server):
                     return self._died(server, task, tag)
                 reason = f"could not benchmark: {self.redactor.text(str(exc))}"
                 broken.add(name)
+                self.state.broken.add(name)
                 self._fail([task.variant], reason)
                 self.progress.failure(f"{tag} {name}: {reason}")
                 continue
@@ -545,6 +736,7 @@ class _Runner:
             + ("\n" + "\n".join(tail) if tail else "")
         )
         self._fail([task.variant], reason.split("\n", 1)[0])
+        self._died_on = task.variant.name
         self.progress.failure(f"{tag} {reason.splitlines()[0]}", tail[-10:])
         return "failed", reason, (task.variant.name,)
 
@@ -564,14 +756,25 @@ class _Runner:
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _tasks(group: ServerGroup) -> Iterator[_Task]:
+def _tasks(group: ServerGroup, start: int) -> Iterator[_Task]:
+    """The measurements of one start of ``group`` (start 1, 2, ...)."""
     for variant in group.variants:
+        repeats = variant.bench.repeats
         for point in variant.bench.points:
-            for repeat in range(variant.bench.repeats):
-                yield _Task(variant=variant, point=point, repeat=repeat)
+            for repeat in range(repeats):
+                yield _Task(variant=variant, point=point, repeat=(start - 1) * repeats + repeat)
 
 
-def _settings(url: str, task: _Task, engine: str) -> BenchSettings:
+def _duration(seconds: float) -> str:
+    """``90s``, ``12m``, ``1h30m``: a budget as one would write it."""
+    whole = round(seconds)
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+
+
+def _settings(url: str, task: _Task, engine: str, *, warmup: bool = True) -> BenchSettings:
     bench = task.variant.bench
     return BenchSettings(
         url=url,
@@ -580,7 +783,7 @@ def _settings(url: str, task: _Task, engine: str) -> BenchSettings:
         rate=task.point.rate,
         requests=None if bench.duration_s is not None else bench.requests,
         duration_s=bench.duration_s,
-        warmup=bench.warmup,
+        warmup=bench.warmup if warmup else 0,
         input_len=bench.input_len,
         output_len=bench.output_len,
         dataset=bench.dataset,

@@ -28,6 +28,7 @@ __all__ = [
     "ServerTable",
     "VariantTable",
     "config_error",
+    "percentage",
 ]
 
 Scalar = str | int | float | bool
@@ -49,6 +50,14 @@ class CampaignTable(_Table):
     name: str = Field(min_length=1, max_length=200)
     baseline: str = Field(min_length=1)
     description: str = ""
+    min_effect: str | None = None  # "2%": the smallest change reports call better or worse
+
+    @field_validator("min_effect", mode="before")
+    @classmethod
+    def _min_effect(cls, value: object) -> object:
+        if value is None or (isinstance(value, str) and percentage(value) is not None):
+            return value
+        raise ValueError('a percentage from 0 to 100 as a string, e.g. min_effect = "2%"')
 
 
 class ServerTable(_Table):
@@ -92,6 +101,7 @@ class BenchTable(_Table):
     output_len: int = Field(default=256, ge=1)
     dataset: str = "random"  # random, FILE.jsonl or sharegpt:FILE (relative to the file)
     repeats: int = Field(default=3, ge=1)
+    restarts: int = Field(default=1, ge=1)  # server starts per configuration
     seed: int = 0
 
 
@@ -143,6 +153,15 @@ class CampaignFile(_Table):
     vars: dict[str, Scalar] = Field(default_factory=dict)
     variant: list[VariantTable] = Field(default_factory=list)
     matrix: MatrixTable | None = None
+
+
+def percentage(text: str, *, upper: float = 100.0) -> float | None:
+    """``"2%"``, ``"2 %"`` or ``"2"`` as the fraction 0.02; None unless from 0 below ``upper``."""
+    try:
+        value = float(text.strip().removesuffix("%").strip())
+    except ValueError:
+        return None
+    return value / 100.0 if 0.0 <= value < upper else None
 
 
 def config_error(exc: ValidationError, data: dict[str, Any], text: str, where: str) -> ConfigError:

@@ -6,6 +6,7 @@ table on stdout and pick the exit code. Progress goes to stderr.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +28,9 @@ __all__ = ["demo", "run"]
 Example:
   servegate run examples/sglang-allreduce-fusion.toml
   servegate run fusion.toml --only fusion --db results.db
-  servegate run fusion.toml --resume          # after Ctrl-C, a crash or a reboot"""
+  servegate run fusion.toml --resume          # after Ctrl-C, a crash or a reboot
+  servegate run fusion.toml --restarts 5      # start each server 5 times, interleaved
+  servegate run fusion.toml --restarts 3 --until-precision 2% --max-starts 10 --budget 2h"""
 )
 @click.argument("campaign_file", metavar="CAMPAIGN.toml", type=click.Path(path_type=Path))
 @click.option(
@@ -61,6 +64,44 @@ Example:
     default=None,
     help="Exit 1 when a load point's failed-request fraction is above this (e.g. 0.01).",
 )
+@click.option(
+    "--restarts",
+    "restarts",
+    default=None,
+    metavar="K",
+    help="Start each server configuration K times, baseline and variants interleaved in "
+    "seeded rounds (overrides [bench] restarts).",
+)
+@click.option(
+    "--seed",
+    "seed",
+    default=None,
+    metavar="N",
+    help="Seed of the start order (default: [bench] seed); recorded, and kept by --resume.",
+)
+@click.option(
+    "--until-precision",
+    "until_precision",
+    default=None,
+    metavar="PERCENT",
+    help="After the first K starts, add rounds of starts until every compared throughput "
+    "interval is within +/- PERCENT (e.g. 2%); needs --max-starts or --budget.",
+)
+@click.option(
+    "--max-starts",
+    "max_starts",
+    default=None,
+    metavar="N",
+    help="With --until-precision: at most N starts per server configuration.",
+)
+@click.option(
+    "--budget",
+    "budget",
+    default=None,
+    metavar="TIME",
+    help="With --until-precision: add no round that would end later than TIME after the "
+    "run began (90s, 30m, 2h).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan (servers, commands, load points).")
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and failures on stderr.")
 def run(
@@ -71,6 +112,11 @@ def run(
     only: tuple[str, ...],
     max_failed_variants: int | None,
     max_error_rate: float | None,
+    restarts: str | None,
+    seed: str | None,
+    until_precision: str | None,
+    max_starts: str | None,
+    budget: str | None,
     dry_run: bool,
     quiet: bool,
 ) -> None:
@@ -87,14 +133,37 @@ def run(
     --max-error-rate was crossed; 2 bad campaign file or flags, a damaged or read-only
     database, or another run using it (nothing is launched); 3 the database could not
     be written (disk full: what was measured is kept); 130 interrupted (what was
-    measured is kept; continue with --resume).
+    measured is kept; continue with --resume). A run with --until-precision ends with
+    a line saying whether the precision was reached or the budget spent (exit 0 either
+    way), and each interval's half-width.
     """
+    starts = _whole("--restarts", restarts, low=1, example="--restarts 5")
+    order_seed = _whole("--seed", seed, low=0, example="--seed 7")
+    target = _precision(until_precision)
+    most = _whole("--max-starts", max_starts, low=1, example="--max-starts 10")
+    budget_s = _budget(budget)
+    if target is None and (most is not None or budget_s is not None):
+        flag = "--max-starts" if most is not None else "--budget"
+        raise UsageError(f"{flag} is a budget for --until-precision; add --until-precision 2%.")
+    if target is not None and most is None and budget_s is None:
+        raise UsageError(
+            f"--until-precision {until_precision} needs a budget; add --max-starts N "
+            "(starts per server configuration) or --budget TIME (e.g. 30m)."
+        )
     campaign = load_campaign(campaign_file)
+    first = starts or campaign.restarts
+    if most is not None and most < first:
+        raise UsageError(
+            f"--max-starts {most} is fewer than the {first} start(s) each configuration gets "
+            f"before precision is checked; raise --max-starts or lower --restarts."
+        )
     if only:
         campaign = campaign.only(only)
     check_programs(campaign)
     if dry_run:
-        _print_plan(campaign)
+        _print_plan(
+            campaign, restarts=first, seed=campaign.seed if order_seed is None else order_seed
+        )
         return
     # imported once the file is known to be good: a mistake is reported without the
     # load generator's and the statistics' import time
@@ -107,6 +176,11 @@ def run(
             resume=resume,
             max_failed_variants=max_failed_variants,
             max_error_rate=max_error_rate,
+            restarts=starts,
+            seed=order_seed,
+            until_precision=target,
+            max_starts=most,
+            budget_s=budget_s,
         ),
         quiet=quiet,
     )
@@ -142,12 +216,58 @@ def execute(campaign: Campaign, db: Path, *, options: RunOptions, quiet: bool = 
             f"Render again: servegate report --db {db} {campaign.name}",
             err=True,
         )
+    if outcome.precision is not None:
+        for line in outcome.precision.lines():
+            click.echo(line, err=True)
     for breach in outcome.breaches:
         click.echo(f"Error: {breach}.", err=True)
     return outcome.exit_code
 
 
-def _print_plan(campaign: Campaign) -> None:
+def _whole(flag: str, text: str | None, *, low: int, example: str) -> int | None:
+    """A whole-number flag, or None when not given; UsageError naming the fix."""
+    if text is None:
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = low - 1
+    if value < low:
+        raise UsageError(f"{flag} {text}: give a whole number of at least {low}, e.g. {example}.")
+    return value
+
+
+def _precision(text: str | None) -> float | None:
+    """``--until-precision 2%`` as the fraction 0.02 (above 0, below 100 %)."""
+    if text is None:
+        return None
+    try:
+        value = float(text.strip().removesuffix("%").strip())
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < 100.0:
+        raise UsageError(
+            f"--until-precision {text}: give the half-width to reach as a percentage above "
+            "0, e.g. --until-precision 2%."
+        )
+    return value / 100.0
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _budget(text: str | None) -> float | None:
+    """``--budget 30m`` in seconds (a number with s, m or h; a bare number is seconds)."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*", text)
+    value = float(match.group(1)) * _UNITS[match.group(2) or "s"] if match else 0.0
+    if value <= 0:
+        raise UsageError(f"--budget {text}: give a wall time above 0 such as 90s, 30m or 2h.")
+    return value
+
+
+def _print_plan(campaign: Campaign, *, restarts: int, seed: int) -> None:
     """The servers and measurements a run would make, without starting anything."""
     redactor = Redactor.collect(
         envs=[v.render(port=0)[1] for v in campaign.variants],
@@ -176,6 +296,13 @@ def _print_plan(campaign: Campaign) -> None:
             bench = variant.bench
             loads = ", ".join(p.label for p in bench.points)
             click.echo(f"  variant {variant.name}: {loads} x {bench.repeats} repeats ({bench.api})")
+    if restarts > 1:
+        from servegate.campaign.runner import start_order
+
+        click.echo(f"{restarts} starts per server, in this order (seed {seed}):")
+        for round_ in range(1, restarts + 1):
+            order = start_order(len(campaign.groups), round_, seed)
+            click.echo(f"  round {round_}: " + ", ".join(f"server {i + 1}" for i in order))
 
 
 @click.command(
