@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("servegate.cli.bench:bench", "Benchmark an OpenAI-compatible server."),
     "run": ("servegate.cli.campaign:run", "Run a campaign: launch, gate, bench each variant."),
     "report": ("servegate.cli.campaign_report:report", "Render a stored campaign as a report."),
+    "check": ("servegate.cli.check:check", "Gate CI: exit 1 on a regression against a baseline."),
     "demo": ("servegate.cli.campaign:demo", "Run a whole campaign on the simulated engine."),
     "sim": ("servegate.cli.sim:sim", "Serve a simulated inference engine."),
 }

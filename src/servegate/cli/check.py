@@ -1,0 +1,212 @@
+"""``servegate check``: a regression gate for CI, a stored campaign against a stored baseline."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from servegate.cli.campaign_report import DEFAULT_DB, _write
+from servegate.errors import ServegateError, UsageError
+
+_EPILOG = """\b
+Examples:
+  servegate check                                   # newest campaign vs its own baseline
+  servegate check nightly --db results.db --baseline-db main.db
+  servegate check nightly --db results.db --baseline-db main.db \\
+      --baseline-variant base --max-regression output_throughput=3%,ttft_p99=10%
+  servegate check fusion --variant fusion --markdown - --json check.json
+
+\b
+Metrics: output_throughput, ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2el_p50;
+default --max-regression output_throughput=3%,ttft_p99=10%,tpot_p99=5%.
+
+\b
+Exit codes: 0 no regression established; 1 a regression established, or a candidate
+that failed; 2 bad input (missing database, campaign or variant, another workload,
+no load point in common, bad option); 3 an internal error."""
+
+
+@click.command("check", epilog=_EPILOG)
+@click.argument("campaign", required=False)
+@click.option(
+    "--db", default=DEFAULT_DB, show_default=True, metavar="FILE", help="The candidate's database."
+)
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME",
+    help="A candidate variant to check (repeatable); default: every one that can be.",
+)
+@click.option(
+    "--baseline-db",
+    metavar="FILE",
+    help="The baseline's database; default: --db.",
+)
+@click.option(
+    "--baseline-campaign",
+    metavar="NAME",
+    help="The baseline's campaign; default: the candidate campaign's name.",
+)
+@click.option(
+    "--baseline-variant",
+    metavar="NAME",
+    help="The variant every candidate is compared with; default: the campaign's baseline "
+    "(same campaign) or the variant of the same name (another campaign).",
+)
+@click.option(
+    "--max-regression",
+    "max_regression",
+    multiple=True,
+    metavar="METRIC=PERCENT,...",
+    help="The largest tolerated regression per metric; the metrics named are the ones "
+    "checked. Default: output_throughput=3%,ttft_p99=10%,tpot_p99=5%.",
+)
+@click.option("--markdown", "md_out", metavar="FILE", help="Write the markdown summary ('-').")
+@click.option("--json", "json_out", metavar="FILE", help="Write the result as JSON ('-').")
+@click.option(
+    "--confidence",
+    default=0.95,
+    show_default=True,
+    type=click.FloatRange(0.5, 0.999),
+    help="Coverage of the confidence intervals.",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
+def check(
+    *,
+    campaign: str | None,
+    db: str,
+    variants: tuple[str, ...],
+    baseline_db: str | None,
+    baseline_campaign: str | None,
+    baseline_variant: str | None,
+    max_regression: tuple[str, ...],
+    md_out: str | None,
+    json_out: str | None,
+    confidence: float,
+    seed: int,
+) -> None:
+    """Check a stored campaign against a stored baseline: exit 1 on a regression.
+
+    CAMPAIGN (the newest in --db when left out) is compared, at every load point both
+    measured and every metric of --max-regression, with its baseline: by default the
+    campaign's own baseline variant; with --baseline-db or --baseline-campaign, the
+    variant of the same name (or --baseline-variant) in that campaign. A regression is
+    established when the whole interval lies on the worse side of no change and the
+    change is at least the metric's threshold. A candidate that failed fails the check.
+    When GITHUB_STEP_SUMMARY is set, the markdown summary is appended to it.
+    """
+    try:
+        code = _check(
+            campaign=campaign,
+            db=db,
+            variants=variants,
+            baseline_db=baseline_db,
+            baseline_campaign=baseline_campaign,
+            baseline_variant=baseline_variant,
+            max_regression=max_regression,
+            md_out=md_out,
+            json_out=json_out,
+            confidence=confidence,
+            seed=seed,
+        )
+    except ServegateError as exc:
+        if exc.exit_code == 2:  # CI logs say why no check was made
+            from servegate.report.check import error_markdown
+
+            _step_summary(error_markdown(str(exc)))
+        raise
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def _check(
+    *,
+    campaign: str | None,
+    db: str,
+    variants: tuple[str, ...],
+    baseline_db: str | None,
+    baseline_campaign: str | None,
+    baseline_variant: str | None,
+    max_regression: tuple[str, ...],
+    md_out: str | None,
+    json_out: str | None,
+    confidence: float,
+    seed: int,
+) -> int:
+    from servegate.report import check as checks
+
+    thresholds = (
+        checks.parse_thresholds(max_regression) if max_regression else checks.DEFAULT_THRESHOLDS
+    )
+    if md_out == "-" and json_out == "-":
+        raise UsageError(
+            "only one output can go to stdout, not --markdown and --json; give one a file name."
+        )
+    for path, flag in ((db, "--db"), (baseline_db, "--baseline-db")):
+        if path is not None and not Path(path).is_file():
+            raise UsageError(
+                f"no database at {path}; pass an existing one with {flag} "
+                "(servegate run CAMPAIGN.toml writes one)."
+            )
+    from servegate.report.data import load_campaign, resolve_campaign
+    from servegate.store import Store
+
+    # read-only: a check never writes, and works on an archived database
+    with Store.open(db, read_only=True) as store:
+        info = resolve_campaign(store, campaign)
+        candidate = load_campaign(store, info.id)
+    other_db = baseline_db is not None and not _same_file(baseline_db, db)
+    base_name = baseline_campaign or info.name
+    baseline = None
+    if other_db:
+        assert baseline_db is not None
+        with Store.open(baseline_db, read_only=True) as store:
+            baseline = load_campaign(store, resolve_campaign(store, base_name).id)
+    elif base_name != info.name:
+        with Store.open(db, read_only=True) as store:
+            baseline = load_campaign(store, resolve_campaign(store, base_name).id)
+    result = checks.run_check(
+        candidate,
+        baseline,
+        thresholds=thresholds,
+        variants=list(variants) or None,
+        baseline_variant=baseline_variant,
+        confidence=confidence,
+        seed=seed,
+    )
+    markdown = checks.render_markdown(result)
+    if "-" not in (md_out, json_out):
+        click.echo(checks.render_table(result), nl=False)
+    if md_out is not None:
+        _write(md_out, markdown)
+    if json_out is not None:
+        _write(json_out, checks.render_json(result))
+    _step_summary(markdown)
+    return result.exit_code
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _step_summary(markdown: str) -> None:
+    """Append to the file GITHUB_STEP_SUMMARY names (GitHub Actions' job summary)."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(markdown + "\n")
+    except OSError as exc:
+        click.echo(
+            f"warning: could not append the summary to GITHUB_STEP_SUMMARY ({target}): "
+            f"{exc.strerror or exc}",
+            err=True,
+        )

@@ -1,0 +1,717 @@
+"""A regression gate: a stored campaign against a stored baseline, metric by metric.
+
+The candidate is a campaign of one database; the baseline is either that campaign's own
+baseline variant, or a variant of another campaign, in the same database or another
+one. At every load point both measured, each checked metric is compared with the
+report's statistics (the hierarchical bootstrap over server starts, repeats and
+requests, ``bootstrap.estimate_nested``) and called with the report's rule
+(``bootstrap.call``), with the metric's largest tolerated regression as the smallest
+change worth calling. A comparison is a **regression** when that call is *worse*: the
+whole interval of the ratio lies on the worse side of no change, and the estimated
+change is at least the threshold. A candidate that failed (did not start, or its
+benchmark failed) fails the check whatever its numbers.
+
+    with Store.open("results.db", read_only=True) as store:
+        data = load_campaign(store, resolve_campaign(store, "nightly").id)
+    result = run_check(data, None, thresholds=DEFAULT_THRESHOLDS)
+    result.exit_code          # 0: no regression established, 1: regression or failure
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from servegate._version import __version__
+from servegate.errors import UsageError
+from servegate.report import text
+from servegate.report.bootstrap import Call, Estimate, call, estimate_nested, seeded_rng
+from servegate.report.compare import (
+    METRICS,
+    Metric,
+    VariantSummary,
+    compare,
+    summarize_variant,
+    workload_label,
+    workload_of,
+)
+from servegate.report.data import CampaignData, load_sort_key
+
+SCHEMA = "servegate.check/1"
+
+# the largest tolerated regression of each metric checked when none is given
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "output_throughput": 0.03,
+    "ttft_ms_p99": 0.10,
+    "tpot_ms_p99": 0.05,
+}
+
+Result = Literal["regression", "ok", "no interval", "no data"]
+
+
+def short_name(key: str) -> str:
+    """The name ``--max-regression`` takes for a metric: ``ttft_p99`` for ``ttft_ms_p99``."""
+    return key.replace("_ms_", "_")
+
+
+def _metric_by_name(name: str) -> Metric | None:
+    for m in METRICS:
+        if name in (m.key, short_name(m.key)):
+            return m
+    return None
+
+
+def known_metric_names() -> str:
+    """The metric names ``--max-regression`` takes, for an error message."""
+    return ", ".join(short_name(m.key) for m in METRICS)
+
+
+def parse_thresholds(specs: Sequence[str]) -> dict[str, float]:
+    """``output_throughput=3%,ttft_p99=10%`` as {metric key: fraction}; UsageError if bad.
+
+    Several specs (the option given more than once) are joined; a metric may be named
+    once. Values are percentages from 0 to 100 (``3``, ``3%`` and ``3 %`` are 0.03).
+    """
+    out: dict[str, float] = {}
+    for spec in specs:
+        for part in spec.split(","):
+            name, sep, value = part.partition("=")
+            name = name.strip()
+            if not sep or not name or not value.strip():
+                raise UsageError(
+                    f"--max-regression {part.strip()!r}: write METRIC=PERCENT pairs separated "
+                    "by commas, e.g. --max-regression output_throughput=3%,ttft_p99=10%."
+                )
+            m = _metric_by_name(name)
+            if m is None:
+                raise UsageError(
+                    f"--max-regression: unknown metric {name!r}; use one of {known_metric_names()}."
+                )
+            if m.key in out:
+                raise UsageError(
+                    f"--max-regression names {short_name(m.key)} twice; give it one threshold."
+                )
+            try:
+                number = float(value.strip().removesuffix("%").strip())
+            except ValueError:
+                number = math.nan
+            if not 0.0 <= number < 100.0:
+                raise UsageError(
+                    f"--max-regression {name}={value.strip()}: give a percentage from 0 to "
+                    f"100, e.g. {name}=3%."
+                )
+            out[m.key] = number / 100.0
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Source:
+    """Where one side of the check comes from: a campaign of a database."""
+
+    db: str
+    campaign: str
+    status: str  # the campaign's stored status: done, interrupted, running, failed
+
+    def to_json(self) -> dict[str, Any]:
+        """This side as a JSON object."""
+        return {"db": self.db, "campaign": self.campaign, "status": self.status}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricCheck:
+    """One metric at one load point: the candidate against its baseline variant."""
+
+    load: str
+    metric: Metric
+    threshold: float  # the largest tolerated regression, as a fraction
+    estimate: Estimate | None
+    call: Call  # the report's call with ``threshold`` as the smallest change called
+
+    @property
+    def result(self) -> Result:
+        """``regression`` (established), ``ok``, ``no interval`` (one run), ``no data``."""
+        if self.call == "worse":
+            return "regression"
+        if self.call == "1 run, no interval":
+            return "no interval"
+        if self.call == "no data":
+            return "no data"
+        return "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        """This comparison as a JSON object (changes as fractions: -0.05 is -5 %)."""
+        est = self.estimate
+
+        def change(value: float | None) -> float | None:
+            return None if value is None or not math.isfinite(value) else _num(value - 1.0)
+
+        return {
+            "load": self.load,
+            "metric": self.metric.key,
+            "label": self.metric.label,
+            "unit": self.metric.unit,
+            "better": self.metric.direction,
+            "max_regression": self.threshold,
+            "baseline": None if est is None else _num(est.baseline),
+            "candidate": None if est is None else _num(est.variant),
+            "change": None if est is None else change(est.ratio),
+            "change_low": None if est is None else change(est.ratio_low),
+            "change_high": None if est is None else change(est.ratio_high),
+            "starts_baseline": None if est is None else est.starts_baseline,
+            "starts_candidate": None if est is None else est.starts_variant,
+            "n_baseline": None if est is None else est.n_baseline,
+            "n_candidate": None if est is None else est.n_variant,
+            "call": self.call,
+            "result": self.result,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VariantCheck:
+    """A candidate variant: failed with its reason, or its metric comparisons."""
+
+    variant: str
+    reference: str  # the baseline variant it is compared with
+    status: str  # the report's status words: ok, CRASH (oom), FAILED, interrupted, ...
+    failure: str | None  # why it failed: it then fails the check whatever its numbers
+    checks: tuple[MetricCheck, ...] = ()
+    unmatched_loads: tuple[str, ...] = ()  # measured by one side only: not compared
+
+    @property
+    def regressions(self) -> tuple[MetricCheck, ...]:
+        """The comparisons that established a regression."""
+        return tuple(c for c in self.checks if c.result == "regression")
+
+    @property
+    def passed(self) -> bool:
+        """Neither failed nor regressed."""
+        return self.failure is None and not self.regressions
+
+    def to_json(self) -> dict[str, Any]:
+        """This variant's check as a JSON object."""
+        return {
+            "variant": self.variant,
+            "baseline_variant": self.reference,
+            "status": self.status,
+            "failed": self.failure is not None,
+            "reason": self.failure,
+            "result": "pass" if self.passed else "fail",
+            "checks": [c.to_json() for c in self.checks],
+            "unmatched_loads": list(self.unmatched_loads),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Skipped:
+    """A candidate variant left out of the check, and why."""
+
+    variant: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckResult:
+    """The whole check: both sides, the thresholds, every variant's comparisons."""
+
+    candidate: Source
+    baseline: Source
+    thresholds: dict[str, float]
+    confidence: float
+    resamples: int
+    seed: int
+    variants: tuple[VariantCheck, ...]
+    skipped: tuple[Skipped, ...]
+    generated_at: str
+
+    @property
+    def passed(self) -> bool:
+        """No candidate failed and no regression was established."""
+        return all(v.passed for v in self.variants)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when it passed, 1 when a candidate failed or a regression was established."""
+        return 0 if self.passed else 1
+
+    @property
+    def unestablished(self) -> tuple[tuple[str, MetricCheck], ...]:
+        """(variant, comparison) pairs without an interval: nothing could be established."""
+        return tuple(
+            (v.variant, c) for v in self.variants for c in v.checks if c.result == "no interval"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``servegate.check/1`` object."""
+        return {
+            "schema": SCHEMA,
+            "tool": {"name": "servegate", "version": __version__},
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "generated_at": self.generated_at,
+            "result": "pass" if self.passed else "fail",
+            "exit_code": self.exit_code,
+            "candidate": self.candidate.to_json(),
+            "baseline": self.baseline.to_json(),
+            "method": {
+                "confidence": self.confidence,
+                "resamples": self.resamples,
+                "seed": self.seed,
+                "rule": RULE,
+            },
+            "max_regression": {key: value for key, value in self.thresholds.items()},
+            "variants": [v.to_json() for v in self.variants],
+            "skipped": [{"variant": s.variant, "why": s.why} for s in self.skipped],
+        }
+
+
+RULE = (
+    "a regression is established when the whole confidence interval of the ratio "
+    "candidate / baseline lies on the worse side of no change and the estimated change "
+    "is at least the metric's --max-regression"
+)
+
+
+def _num(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return round(float(value), 6)
+
+
+# --- who is compared with whom ------------------------------------------------------
+
+
+def _failure(row: VariantSummary) -> str:
+    """Why a failed variant failed, in the report's words."""
+    words = text.RUN_STATUS.get(row.status, row.status)
+    if row.status in ("crash", "timeout"):
+        out = f"did not start: {words}"
+        if row.reason:
+            out += f": {row.reason}"
+        if row.kind:
+            out += f" ({row.kind})"
+        if row.hint:
+            out += f" - {row.hint}"
+        return out
+    return f"{words}: {row.reason or 'no reason recorded'}"
+
+
+def _where(data: CampaignData) -> str:
+    return f"campaign {data.campaign.name!r} in {data.db_path}"
+
+
+def _unknown_variant(name: str, data: CampaignData) -> UsageError:
+    return UsageError(
+        f"no variant {name!r} in {_where(data)}; its variants are {', '.join(data.variants)}."
+    )
+
+
+def _check_baseline(row: VariantSummary, data: CampaignData) -> str | None:
+    """Why the baseline variant cannot serve as one; None when it can."""
+    if row.failed:
+        return f"the baseline {row.name!r} of {_where(data)} failed ({_failure(row)})"
+    if row.status == "not run" or not row.loads:
+        return f"the baseline {row.name!r} of {_where(data)} has no measurements"
+    return None
+
+
+def _workloads(data: CampaignData, variant: str) -> set[tuple[Any, ...]]:
+    found = {workload_of(p) for p in data.points if p.variant == variant}
+    return {w for w in found if w is not None}
+
+
+def _describe(workloads: set[tuple[Any, ...]]) -> str:
+    return "; ".join(sorted(str(workload_label(w)) for w in workloads))
+
+
+def run_check(
+    candidate: CampaignData,
+    baseline: CampaignData | None,
+    *,
+    thresholds: Mapping[str, float],
+    variants: Sequence[str] | None = None,
+    baseline_variant: str | None = None,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    now: str | None = None,
+) -> CheckResult:
+    """Check the candidate campaign's variants against their baseline variants.
+
+    Args:
+        candidate: the campaign checked, from ``load_campaign``.
+        baseline: the campaign holding the baseline; None: the candidate campaign itself.
+        thresholds: metric key -> largest tolerated regression (0.03: 3 %); the metrics
+            checked.
+        variants: the candidate variants to check; None: every one that can be.
+        baseline_variant: the variant every candidate is compared with. None: the
+            campaign's baseline (and the report's workload references) when ``baseline``
+            is None, else the variant of the same name in ``baseline``.
+        confidence, resamples, seed: the bootstrap's, as in ``servegate report``.
+        now: the timestamp written in the result (tests pin it).
+
+    Raises UsageError (exit 2) when a comparison is impossible: an unknown or unmeasured
+    variant, a baseline that failed, another workload, no load point in common, or
+    nothing at all to check.
+    """
+    metrics = [m for m in METRICS if m.key in thresholds]
+    explicit = variants is not None
+    same = baseline is None
+    base_data = candidate if baseline is None else baseline
+    if baseline_variant is not None and baseline_variant not in base_data.variants:
+        raise _unknown_variant(baseline_variant, base_data)
+    names = list(variants) if variants is not None else list(candidate.variants)
+    for name in names:
+        if name not in candidate.variants:
+            raise _unknown_variant(name, candidate)
+    own_base: str | None = None  # a variant of the candidate campaign that is the baseline
+    ref_of: dict[str, str | None] = {}
+    why_not: dict[str, str | None] = {}
+    if same and baseline_variant is None:
+        # the report's own rows: status, reason and the reference of each variant
+        rows = {r.name: r for r in compare(candidate, metrics=(), seed=seed).variants}
+        ref_of = {name: rows[name].reference for name in names}
+        why_not = {name: rows[name].not_compared for name in names}
+        pairwise = False
+        own_base = candidate.baseline
+    else:
+        rows = {name: summarize_variant(candidate, name) for name in names}
+        pairwise = True
+        own_base = baseline_variant if same else None
+    if own_base is not None:
+        if explicit and own_base in names:
+            raise UsageError(
+                f"{own_base!r} is the baseline of the check itself; name other variants "
+                "with --variant, or give another baseline with --baseline-variant, "
+                "--baseline-campaign or --baseline-db."
+            )
+        names = [n for n in names if n != own_base]
+        problem = _check_baseline(summarize_variant(base_data, own_base), base_data)
+        if problem is not None:
+            raise UsageError(f"{problem}; choose a measured baseline with --baseline-variant.")
+
+    checked: list[VariantCheck] = []
+    skipped: list[Skipped] = []
+    base_rows: dict[str, VariantSummary] = {}
+    for name in names:
+        row = rows[name]
+        reference = (
+            (baseline_variant or name) if pairwise else (ref_of.get(name) or candidate.baseline)
+        )
+        if pairwise and reference not in base_data.variants:
+            why = f"no variant {name!r} in {_where(base_data)}"
+            if explicit:
+                raise UsageError(
+                    f"{why}; its variants are {', '.join(base_data.variants)}: compare with "
+                    "one of them with --baseline-variant."
+                )
+            skipped.append(Skipped(variant=name, why=why))
+            continue
+        if row.failed:
+            checked.append(
+                VariantCheck(
+                    variant=name,
+                    reference=reference,
+                    status=text.status(row),
+                    failure=_failure(row),
+                )
+            )
+            continue
+        if row.status == "not run" or not row.loads:
+            raise UsageError(
+                f"variant {name!r} of {_where(candidate)} has no measurements; finish the "
+                "run (servegate run FILE --resume) or leave it out with --variant."
+            )
+        if not pairwise and ref_of.get(name) is None:
+            why = why_not.get(name) or "not compared"
+            if explicit:
+                raise UsageError(f"variant {name!r} cannot be checked: {why}.")
+            skipped.append(Skipped(variant=name, why=why))
+            continue
+        if pairwise:
+            if reference not in base_rows:
+                base_rows[reference] = summarize_variant(base_data, reference)
+            problem = _check_baseline(base_rows[reference], base_data)
+            if problem is not None:
+                if explicit:
+                    raise UsageError(
+                        f"{problem}; compare {name!r} with another with --baseline-variant."
+                    )
+                skipped.append(Skipped(variant=name, why=problem))
+                continue
+            mine, theirs = _workloads(candidate, name), _workloads(base_data, reference)
+            if mine and theirs and mine != theirs:
+                raise UsageError(
+                    f"{name!r} of {_where(candidate)} was measured with {_describe(mine)}, "
+                    f"its baseline {reference!r} of {_where(base_data)} with "
+                    f"{_describe(theirs)}; a check compares runs of the same workload, so "
+                    "make [bench] input_len, output_len, dataset and api the same."
+                )
+        checked.append(
+            _compare_pair(
+                base_data,
+                reference,
+                candidate,
+                name,
+                row=row,
+                metrics=metrics,
+                thresholds=thresholds,
+                confidence=confidence,
+                resamples=resamples,
+                seed=seed,
+            )
+        )
+    if not checked:
+        reasons = "; ".join(f"{s.variant}: {s.why}" for s in skipped) or "it has no variants"
+        raise UsageError(
+            f"nothing to check in {_where(candidate)} ({reasons}); name the variants with "
+            "--variant and their baseline with --baseline-variant."
+        )
+    return CheckResult(
+        candidate=Source(
+            db=candidate.db_path, campaign=candidate.campaign.name, status=candidate.campaign.status
+        ),
+        baseline=Source(
+            db=base_data.db_path, campaign=base_data.campaign.name, status=base_data.campaign.status
+        ),
+        thresholds={m.key: float(thresholds[m.key]) for m in metrics},
+        confidence=confidence,
+        resamples=resamples,
+        seed=seed,
+        variants=tuple(checked),
+        skipped=tuple(skipped),
+        generated_at=now or datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _compare_pair(
+    base_data: CampaignData,
+    reference: str,
+    data: CampaignData,
+    name: str,
+    *,
+    row: VariantSummary,
+    metrics: Sequence[Metric],
+    thresholds: Mapping[str, float],
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> VariantCheck:
+    """Every checked metric at every load both measured, with the report's statistics."""
+    mine = {p.load for p in data.points if p.variant == name}
+    theirs = {p.load for p in base_data.points if p.variant == reference}
+    common = sorted(mine & theirs, key=load_sort_key)
+    if not common:
+        raise UsageError(
+            f"{name!r} of {_where(data)} (loads {', '.join(sorted(mine, key=load_sort_key))}) "
+            f"and its baseline {reference!r} of {_where(base_data)} (loads "
+            f"{', '.join(sorted(theirs, key=load_sort_key))}) have no load point in common; "
+            "measure the same [bench] concurrency or rate."
+        )
+    checks = []
+    for load in common:
+        for m in metrics:
+            a = m.nested(base_data, reference, load)
+            b = m.nested(data, name, load)
+            if a.size == 0 and b.size == 0:
+                continue
+            # the report's generator keys: in one campaign the numbers are the report's
+            est = estimate_nested(
+                a,
+                b,
+                stat=m.stat,
+                confidence=confidence,
+                resamples=resamples,
+                rng=seeded_rng(seed, name, load, m.key),
+            )
+            threshold = float(thresholds[m.key])
+            checks.append(
+                MetricCheck(
+                    load=load,
+                    metric=m,
+                    threshold=threshold,
+                    estimate=est,
+                    call=call(est, m.direction, threshold),
+                )
+            )
+    return VariantCheck(
+        variant=name,
+        reference=reference,
+        status=text.status(row),
+        failure=None,
+        checks=tuple(checks),
+        unmatched_loads=tuple(sorted(mine ^ theirs, key=load_sort_key)),
+    )
+
+
+# --- rendering ----------------------------------------------------------------------
+
+
+def _limit(check: MetricCheck) -> str:
+    """The tolerated change in the metric's worse direction: ``-3 %`` or ``+10 %``."""
+    sign = "-" if check.metric.direction == "higher" else "+"
+    return f"{sign}{check.threshold * 100:g} %"
+
+
+def _result_words(check: MetricCheck) -> str:
+    return {
+        "regression": "REGRESSION",
+        "ok": "ok",
+        "no interval": "ok (1 run, no interval)",
+        "no data": "no data",
+    }[check.result]
+
+
+def _side(source: Source, variant: str | None = None) -> str:
+    name = source.campaign if variant is None else f"{source.campaign}/{variant}"
+    return f"{name} ({source.db})"
+
+
+def headline(result: CheckResult) -> str:
+    """One line: what was checked against what, and the outcome."""
+    refs = sorted({v.reference for v in result.variants})
+    base = _side(result.baseline, refs[0] if len(refs) == 1 else None)
+    outcome = "FAIL" if not result.passed else "pass"
+    return (
+        f"servegate check {outcome}: {_side(result.candidate)} against {base}, "
+        f"{result.confidence * 100:g} % intervals"
+    )
+
+
+def summary_lines(result: CheckResult) -> list[str]:
+    """The closing lines: each failure and regression, or why the check passed."""
+    lines = []
+    for v in result.variants:
+        if v.failure is not None:
+            lines.append(f"{v.variant}: failed, {v.failure}")
+        for c in v.regressions:
+            lines.append(
+                f"{v.variant}: {c.metric.label} regressed {text.delta(c.estimate)} at "
+                f"{c.load} vs {v.reference} (more than the {c.threshold * 100:g} % allowed)"
+            )
+        if v.unmatched_loads:
+            lines.append(
+                f"{v.variant}: not compared at {', '.join(v.unmatched_loads)} "
+                f"(measured by one side only)"
+            )
+    for s in result.skipped:
+        lines.append(f"{s.variant}: not checked, {s.why}")
+    if result.unestablished:
+        lines.append(
+            f"{len(result.unestablished)} comparison(s) rest on one run on a side: no "
+            "interval, so no regression can be established there; measure repeats = 2 or more."
+        )
+    if result.passed:
+        lines.append("no regression established")
+    else:
+        failed = sum(1 for v in result.variants if v.failure is not None)
+        regressions = sum(len(v.regressions) for v in result.variants)
+        lines.append(f"FAIL: {regressions} regression(s) established, {failed} variant(s) failed")
+    return lines
+
+
+def _rows(result: CheckResult, *, reasons: bool) -> list[list[str]]:
+    """The table's rows; a failed variant's reason in its row when ``reasons``."""
+    rows = []
+    for v in result.variants:
+        if v.failure is not None:
+            said = v.failure if reasons else "see below"
+            rows.append([v.variant, "–", v.status, "–", "–", said, "–", "FAILED"])
+            continue
+        for c in v.checks:
+            est = c.estimate
+            rows.append(
+                [
+                    v.variant,
+                    c.load,
+                    f"{c.metric.label} ({c.metric.unit})",
+                    text.number(None if est is None else est.baseline),
+                    text.number(None if est is None else est.variant),
+                    text.delta(est),
+                    _limit(c),
+                    _result_words(c),
+                ]
+            )
+    return rows
+
+
+HEADER = [
+    "variant",
+    "load",
+    "metric",
+    "baseline",
+    "candidate",
+    "change [interval]",
+    "max",
+    "result",
+]
+
+
+def render_table(result: CheckResult) -> str:
+    """The console table, one line per variant, load and metric, then the closing lines."""
+    rows = [HEADER, *_rows(result, reasons=False)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    right = {3, 4, 5, 6}
+
+    def line(cells: list[str]) -> str:
+        parts = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ]
+        return "  ".join(parts).rstrip()
+
+    out = [headline(result), line(HEADER), *(line(r) for r in rows[1:]), *summary_lines(result)]
+    return "\n".join(out) + "\n"
+
+
+def _md(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(result: CheckResult) -> str:
+    """The summary for a CI log or a pull request (GitHub-flavoured markdown)."""
+    title = "regression" if not result.passed else "no regression established"
+    mark = "FAIL" if not result.passed else "pass"
+    thresholds = ", ".join(
+        f"{short_name(key)} {value * 100:g} %" for key, value in result.thresholds.items()
+    )
+    out = [
+        f"## servegate check: {mark}, {title}",
+        "",
+        f"Candidate `{result.candidate.campaign}` ({result.candidate.db}, "
+        f"{result.candidate.status}) against `{result.baseline.campaign}` "
+        f"({result.baseline.db}, {result.baseline.status}). Largest tolerated regression: "
+        f"{thresholds}.",
+        "",
+    ]
+    header = [*HEADER[:5], f"change [{result.confidence * 100:g} % interval]", "max", "result"]
+    out.append("| " + " | ".join(header) + " |")
+    out.append("| " + " | ".join(["---"] * 3 + ["---:"] * 4 + ["---"]) + " |")
+    for row in _rows(result, reasons=True):
+        if row[-1] in ("REGRESSION", "FAILED"):
+            row[-1] = f"**{row[-1]}**"
+        out.append("| " + " | ".join(_md(cell) for cell in row) + " |")
+    out.append("")
+    out += [f"- {_md(line)}" for line in summary_lines(result)]
+    out += [
+        "",
+        f"Rule: {RULE}. Intervals: hierarchical bootstrap over server starts, repeats and "
+        f"requests ({result.resamples} resamples, seed {result.seed}), as `servegate report`.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def render_json(result: CheckResult) -> str:
+    """The ``servegate.check/1`` JSON document."""
+    return json.dumps(result.to_json(), indent=2) + "\n"
+
+
+def error_markdown(message: str) -> str:
+    """The step summary of a check that could not be made (bad input)."""
+    return f"## servegate check: error\n\n{_md(message)}\n\n"
