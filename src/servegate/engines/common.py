@@ -8,9 +8,15 @@ flags) to ``common_fatal``.
 
 from __future__ import annotations
 
-from servegate.engines.profile import Phase, Signature
+from servegate.engines.profile import Phase, Progress, Signature
 
-__all__ = ["COMMON_FATAL", "UVICORN_PHASE", "common_fatal"]
+__all__ = [
+    "COMMON_FATAL",
+    "COMMON_PROGRESS",
+    "SHARDS_PROGRESS",
+    "UVICORN_PHASE",
+    "common_fatal",
+]
 
 _OOM_HINT = (
     "lower the server's GPU memory share, batch size or context length, "
@@ -342,4 +348,51 @@ UVICORN_PHASE = Phase(
     name="http_startup",
     start=(r"Started server process", r"Waiting for application startup"),
     end=(r"Application startup complete", r"Uvicorn running on "),
+)
+
+
+# tqdm's "n/total" with its unit_scale suffixes (1.23G/4.56G) before the "[elapsed<..." part
+_TQDM_NUM = r"\d+(?:\.\d+)?[kMGTPE]?"
+
+# Progress every Python engine prints through the same libraries. huggingface_hub's
+# download bars (unit B, scaled: "model-00001-of-00004.safetensors:  45%|...| 2.25G/4.98G
+# [00:10<00:12, 225MB/s]"; the Xet backend's "model.safetensors: downloading bytes" bar
+# too) are told apart from other bars by their byte rate, and found by the weights'
+# file extension (a literal of 7 bytes or more keeps every pattern on the gate's fast
+# path); its snapshot_download counts files ("Fetching 4 files:  25%|...| 1/4").
+# FlashInfer logs each JIT module it builds or loads ("flashinfer.jit: Loading JIT ops:
+# norm"). Triton and TorchInductor print nothing per kernel: their work shows in the
+# caches (servegate.startup) and the telemetry, not in the log.
+_DOWNLOAD = (
+    rf"[^|]*\|[^|]*\|\s*(?P<done>{_TQDM_NUM})/(?P<total>{_TQDM_NUM})\s*\[[^\]]*[kMGTPE]?i?B/s"
+)
+COMMON_PROGRESS: tuple[Progress, ...] = (
+    Progress(pattern=r"\.safetensors:" + _DOWNLOAD, unit="bytes", opens="download"),
+    Progress(pattern=r"\.gguf: " + _DOWNLOAD, unit="bytes", opens="download"),
+    Progress(
+        pattern=r"Fetching \d+ files:.*?(?P<done>\d+)/(?P<total>\d+)\b",
+        unit="files",
+        opens="download",
+    ),
+    Progress(
+        pattern=r"flashinfer\.jit: Loading JIT ops: ",
+        unit="JIT ops",
+        opens="jit_compile",
+        count=True,
+    ),
+)
+
+_SHARDS = r":.*?(?P<done>\d+)/(?P<total>\d+)\b"
+# vLLM and SGLang load weights through the same bar format (vLLM's weight_utils):
+# "Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:01<00:01, ...]",
+# "Multi-thread loading shards:  50% Completed | 2/4"
+SHARDS_PROGRESS: tuple[Progress, ...] = (
+    Progress(
+        pattern=r"Loading \w+ checkpoint shards" + _SHARDS, unit="shards", phase="load_weights"
+    ),
+    Progress(
+        pattern=r"Multi-thread loading (?:pt checkpoint )?shards" + _SHARDS,
+        unit="shards",
+        phase="load_weights",
+    ),
 )

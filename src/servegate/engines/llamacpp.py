@@ -20,7 +20,7 @@ then SIGABRT; the ``terminate`` line is a wrapper and the ``what()`` line the ca
 
 from __future__ import annotations
 
-from servegate.engines.common import UVICORN_PHASE, common_fatal
+from servegate.engines.common import COMMON_PROGRESS, UVICORN_PHASE, common_fatal
 from servegate.engines.profile import EngineProfile, Phase, Signature
 
 __all__ = ["PROFILE"]
@@ -269,6 +269,7 @@ PROFILE = EngineProfile(
         ),
         UVICORN_PHASE,
     ),
+    progress=COMMON_PROGRESS,
     metric_names={
         "prompt_tokens": "llamacpp:prompt_tokens_total",
         "generation_tokens": "llamacpp:tokens_predicted_total",

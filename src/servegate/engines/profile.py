@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["METRIC_KEYS", "EngineProfile", "Phase", "Signature"]
+__all__ = ["METRIC_KEYS", "EngineProfile", "Phase", "Progress", "Signature"]
 
 # The logical metric names every profile maps (to None when the engine has none).
 METRIC_KEYS: tuple[str, ...] = (
@@ -51,6 +51,24 @@ class Phase:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Progress:
+    """A log line that says how far a phase has come (a tqdm bar, a compile step).
+
+    ``pattern`` has a named group ``done`` and, when the engine prints the end, ``total``
+    (numbers, with tqdm's k/M/G/T suffixes for bytes); a ``count`` pattern has neither:
+    each matching line adds one. The progress belongs to ``phase``, which it opens when
+    that phase is not open yet, or to whatever phase is open when ``phase`` is None (and
+    then, when none is, it opens ``opens``).
+    """
+
+    pattern: str
+    unit: str  # shards, batch sizes, bytes, files, graphs, JIT ops
+    phase: str | None = None
+    opens: str | None = None
+    count: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineProfile:
     """Everything servegate knows about one engine, as data."""
 
@@ -65,6 +83,7 @@ class EngineProfile:
     generate_check: bool = False  # READY also needs one real 1-token completion
     fatal: tuple[Signature, ...] = ()
     phases: tuple[Phase, ...] = ()
+    progress: tuple[Progress, ...] = ()  # progress inside phases, tried in order
     essential_children: tuple[str, ...] = ()  # regexes on a child's name or command line
     metrics_path: str | None = "/metrics"
     metric_names: Mapping[str, str | None] = field(default_factory=dict)

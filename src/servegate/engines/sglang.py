@@ -7,8 +7,13 @@ at the C++ level can leave the HTTP process alive, hence the essential children.
 
 from __future__ import annotations
 
-from servegate.engines.common import UVICORN_PHASE, common_fatal
-from servegate.engines.profile import EngineProfile, Phase, Signature
+from servegate.engines.common import (
+    COMMON_PROGRESS,
+    SHARDS_PROGRESS,
+    UVICORN_PHASE,
+    common_fatal,
+)
+from servegate.engines.profile import EngineProfile, Phase, Progress, Signature
 
 __all__ = ["PROFILE"]
 
@@ -193,6 +198,16 @@ PROFILE = EngineProfile(
             start=(r"Uvicorn running on ",),
             end=(r"The server is fired up and ready to roll!",),
         ),
+    ),
+    progress=(
+        *SHARDS_PROGRESS,
+        # "Capturing batches (bs=128 avail_mem=57.52 GB):   5%|...| 1/20 [00:00<00:03, ...]"
+        Progress(
+            pattern=r"Capturing batches \(bs=.*?(?P<done>\d+)/(?P<total>\d+)\b",
+            unit="batch sizes",
+            phase="capture_cuda_graphs",
+        ),
+        *COMMON_PROGRESS,
     ),
     essential_children=(r"sglang::scheduler", r"sglang::detokenizer"),
     metric_names={

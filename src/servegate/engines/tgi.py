@@ -11,8 +11,8 @@ whose errors read ``error: unexpected argument '--x' found``.
 
 from __future__ import annotations
 
-from servegate.engines.common import common_fatal
-from servegate.engines.profile import EngineProfile, Phase, Signature
+from servegate.engines.common import COMMON_PROGRESS, common_fatal
+from servegate.engines.profile import EngineProfile, Phase, Progress, Signature
 
 __all__ = ["PROFILE"]
 
@@ -192,6 +192,15 @@ PROFILE = EngineProfile(
             start=(r"Warming up model",),
             end=(r"Setting max batch total tokens to",),
         ),
+    ),
+    progress=(
+        # text_generation_server's downloader: "Download: [2/4] -- ETA: 0:01:10.5"
+        Progress(
+            pattern=r"Download: \[(?P<done>\d+)/(?P<total>\d+)\] -- ETA",
+            unit="files",
+            phase="download_weights",
+        ),
+        *COMMON_PROGRESS,
     ),
     essential_children=(r"text-generation-server serve",),
     metric_names={

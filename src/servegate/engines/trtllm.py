@@ -14,7 +14,7 @@ The command line is click's: ``Error: No such option: --x``.
 
 from __future__ import annotations
 
-from servegate.engines.common import UVICORN_PHASE, common_fatal
+from servegate.engines.common import COMMON_PROGRESS, UVICORN_PHASE, common_fatal
 from servegate.engines.profile import EngineProfile, Phase, Signature
 
 __all__ = ["PROFILE"]
@@ -237,6 +237,7 @@ PROFILE = EngineProfile(
         Phase(name="piecewise_cuda_graph_warmup", start=(r"Running piecewise CUDA graph warmup",)),
         UVICORN_PHASE,
     ),
+    progress=COMMON_PROGRESS,
     metrics_path="/prometheus/metrics",
     metric_names={
         "prompt_tokens": "trtllm_prompt_tokens_total",

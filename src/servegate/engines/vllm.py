@@ -10,8 +10,13 @@ ends the API server with exit code 0: a dead engine is known by its essential ch
 
 from __future__ import annotations
 
-from servegate.engines.common import UVICORN_PHASE, common_fatal
-from servegate.engines.profile import EngineProfile, Phase, Signature
+from servegate.engines.common import (
+    COMMON_PROGRESS,
+    SHARDS_PROGRESS,
+    UVICORN_PHASE,
+    common_fatal,
+)
+from servegate.engines.profile import EngineProfile, Phase, Progress, Signature
 
 __all__ = ["PROFILE"]
 
@@ -213,6 +218,26 @@ PROFILE = EngineProfile(
             end=(r"Starting vLLM API server", r"Starting vLLM server on http"),
         ),
         UVICORN_PHASE,
+    ),
+    progress=(
+        *SHARDS_PROGRESS,
+        # "Capturing CUDA graphs (decode, FULL):  52%|...| 35/67 [00:03<00:03, ...]"
+        Progress(
+            pattern=r"Capturing CUDA graphs \(.*?(?P<done>\d+)/(?P<total>\d+)\b",
+            unit="batch sizes",
+            phase="capture_cuda_graphs",
+        ),
+        # one line per compiled graph, or per graph loaded from the torch.compile cache
+        Progress(
+            pattern=r"Compiling a graph for ", unit="graphs", phase="torch_compile", count=True
+        ),
+        Progress(
+            pattern=r"Directly load the compiled graph\(s\) for ",
+            unit="graphs",
+            phase="torch_compile",
+            count=True,
+        ),
+        *COMMON_PROGRESS,
     ),
     essential_children=(r"VLLM::EngineCore", r"VLLM::Worker"),
     metric_names={

@@ -15,14 +15,21 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from servegate.engines.profile import EngineProfile, Signature
+from servegate.engines.profile import EngineProfile, Progress, Signature
 from servegate.errors import UsageError
 from servegate.gate.cause import Cause, exception_text, is_source_line, select_cause
 from servegate.gate.lines import LineAssembler, Tail, decode_line
 from servegate.gate.scan import MIN_ANCHOR, Prefilter, line_bounds, required_literal
-from servegate.gate.verdict import PhaseSpan
+from servegate.gate.verdict import PhaseProgress, PhaseSpan
 
-__all__ = ["LineHit", "LogWatcher", "PhaseTracker", "Rules", "compile_user_pattern"]
+__all__ = [
+    "LineHit",
+    "LogWatcher",
+    "PhaseTracker",
+    "Rules",
+    "compile_user_pattern",
+    "parse_amount",
+]
 
 _TRACEBACK = r"Traceback \(most recent call last\)"
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
@@ -33,6 +40,14 @@ _TIMEISH = re.compile(
     rb"\d{4}-\d\d-\d\d|\d+:\d\d(?::\d\d)?(?:[.,]\d+)?|\d+(?:\.\d+)?\s*(?:it/s|s/it|ms|s)\b|\?it/s"
 )
 _RECENT_LINES = 8
+_SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+
+
+def parse_amount(text: str) -> float:
+    """A tqdm count as a number: ``"4"``, ``"2.25G"`` (tqdm's SI suffixes) -> float."""
+    text = text.strip()
+    suffix = text[-1:] if text[-1:] in _SCALE and not text[-1:].isdigit() else ""
+    return float(text[: len(text) - len(suffix)]) * _SCALE[suffix]
 
 
 def compile_user_pattern(pattern: str, flag: str) -> re.Pattern[str]:
@@ -57,9 +72,10 @@ class LineHit:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Rule:
     pattern: re.Pattern[str]
-    action: str  # fatal | ready | start | end | traceback
+    action: str  # fatal | ready | start | end | progress | traceback
     name: str = ""  # phase name
     signature: Signature | None = None
+    progress: Progress | None = None
 
 
 class Rules:
@@ -102,6 +118,10 @@ class Rules:
             rules.extend(
                 _Rule(pattern=re.compile(t), action="start", name=phase.name) for t in phase.start
             )
+        rules.extend(
+            _Rule(pattern=re.compile(spec.pattern), action="progress", progress=spec)
+            for spec in profile.progress
+        )
         rules.append(_Rule(pattern=re.compile(_TRACEBACK), action="traceback"))
         # every fatal rule in priority order: the first that matches a line names it
         self.fatal: tuple[tuple[re.Pattern[str], Signature], ...] = tuple(
@@ -131,55 +151,120 @@ class Rules:
 
 
 class PhaseTracker:
-    """Startup phases as they open and close, in seconds since the gate started."""
+    """Startup phases as they open and close, in seconds since the gate started, with
+    the progress the engine printed inside each (the last i/N per unit)."""
 
     def __init__(self) -> None:
-        self._spans: list[list[object]] = []  # [name, start_s, end_s | None]
+        self._spans: list[_Span] = []
         self._current: int | None = None
+        self.changes = 0  # bumped on every open, close or progress: for live displays
 
     def start(self, name: str, t: float) -> bool:
         """Open phase ``name`` (closing the current one); False if it is already open."""
         if self._current is not None:
-            if self._spans[self._current][0] == name:
+            if self._spans[self._current].name == name:
                 return False
-            self._spans[self._current][2] = t
-        self._spans.append([name, t, None])
+            self._spans[self._current].end = t
+        self._spans.append(_Span(name, t))
         self._current = len(self._spans) - 1
+        self.changes += 1
         return True
 
     def end(self, name: str, t: float) -> bool:
         """Close the open phase ``name``; False if it is not open."""
         for index in range(len(self._spans) - 1, -1, -1):
             span = self._spans[index]
-            if span[0] == name and span[2] is None:
-                span[2] = t
+            if span.name == name and span.end is None:
+                span.end = t
                 if index == self._current:
                     self._current = None
+                self.changes += 1
                 return True
         return False
+
+    def progress(self, spec: Progress, match: re.Match[str], t: float) -> None:
+        """Record a progress line: in its phase (opened if new), or in the open one."""
+        span = self._span_for(spec, t)
+        if span is None:
+            return
+        groups = match.groupdict()
+        previous = span.progress.get(spec.unit)
+        if spec.count or groups.get("done") is None:
+            done = (previous.done if previous is not None else 0.0) + 1.0
+            total = None
+        else:
+            try:
+                done = parse_amount(groups["done"])
+                total = parse_amount(groups["total"]) if groups.get("total") else None
+            except ValueError:
+                return
+        span.progress.pop(spec.unit, None)  # the latest unit goes last
+        span.progress[spec.unit] = PhaseProgress(done=done, total=total, unit=spec.unit)
+        self.changes += 1
+
+    def _span_for(self, spec: Progress, t: float) -> _Span | None:
+        current = self._spans[self._current] if self._current is not None else None
+        if spec.phase is None:
+            if current is not None:
+                return current
+            if spec.opens is None:
+                return None
+            self.start(spec.opens, t)
+            return self._spans[-1]
+        if current is not None and current.name == spec.phase:
+            return current
+        for span in reversed(self._spans):
+            if span.name == spec.phase:
+                return span  # a bar's last redraw after its phase closed
+        self.start(spec.phase, t)
+        return self._spans[-1]
+
+    def current(self) -> PhaseSpan | None:
+        """The open phase (its end None), or None when none is open."""
+        if self._current is None:
+            return None
+        return self._spans[self._current].freeze(None)
 
     def describe(self) -> str:
         """Where startup is: ``during X``, ``after X`` or ``before any known phase``."""
         if self._current is not None:
-            return f"during {self._spans[self._current][0]}"
+            return f"during {self._spans[self._current].name}"
         if self._spans:
-            return f"after {self._spans[-1][0]}"
+            return f"after {self._spans[-1].name}"
         return "before any known phase"
 
     def spans(self, now: float | None = None) -> tuple[PhaseSpan, ...]:
         """All phases seen; open ones end at ``now`` when given."""
-        out = []
-        for name, start, end in self._spans:
-            assert isinstance(name, str) and isinstance(start, float)
-            end_s = end if isinstance(end, float) else now
-            out.append(
-                PhaseSpan(
-                    name=name,
-                    start_s=round(start, 3),
-                    end_s=None if end_s is None else round(end_s, 3),
-                )
-            )
-        return tuple(out)
+        return tuple(span.freeze(now) for span in self._spans)
+
+
+class _Span:
+    """A phase being tracked (mutable until frozen into a PhaseSpan)."""
+
+    __slots__ = ("end", "name", "progress", "start")
+
+    def __init__(self, name: str, start: float) -> None:
+        self.name = name
+        self.start = start
+        self.end: float | None = None
+        self.progress: dict[str, PhaseProgress] = {}  # unit -> last progress, latest last
+
+    def freeze(self, now: float | None) -> PhaseSpan:
+        end = self.end if self.end is not None else now
+        return PhaseSpan(
+            name=self.name,
+            start_s=round(self.start, 3),
+            end_s=None if end is None else round(end, 3),
+            progress=self.shown(),
+        )
+
+    def shown(self) -> PhaseProgress | None:
+        """The progress to show: the latest with a known total, else the latest."""
+        values = list(self.progress.values())
+        for value in reversed(values):
+            if value.total is not None:
+                return value
+        return values[-1] if values else None
 
 
 class LogWatcher:
@@ -309,7 +394,8 @@ class LogWatcher:
         traceback = False
         source: bool | None = None  # is the line a traceback's frame or source line?
         for rule in rules:
-            if not rule.pattern.search(line):
+            match = rule.pattern.search(line)
+            if match is None:
                 continue
             if rule.action == "fatal":
                 if source is None:
@@ -327,6 +413,9 @@ class LogWatcher:
                 self.phases.end(rule.name, self.line_time(line, now))
             elif rule.action == "start":
                 self.phases.start(rule.name, self.line_time(line, now))
+            elif rule.action == "progress":
+                assert rule.progress is not None
+                self.phases.progress(rule.progress, match, self.line_time(line, now))
             else:
                 traceback = True
         return traceback
