@@ -6,6 +6,7 @@ table on stdout and pick the exit code. Progress goes to stderr.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -238,14 +239,14 @@ def _whole(flag: str, text: str | None, *, low: int, example: str) -> int | None
 
 
 def _precision(text: str | None) -> float | None:
-    """``--until-precision 2%`` as the fraction 0.02 (above 0, below 100 %)."""
+    """``--until-precision 2%`` as the fraction 0.02 (above 0)."""
     if text is None:
         return None
     try:
         value = float(text.strip().removesuffix("%").strip())
     except ValueError:
         value = float("nan")
-    if not 0.0 < value < 100.0:
+    if not 0.0 < value < math.inf:
         raise UsageError(
             f"--until-precision {text}: give the half-width to reach as a percentage above "
             "0, e.g. --until-precision 2%."

@@ -87,11 +87,11 @@ plotly, bad option; 3 an I/O error reading the database.""",
 @click.option(
     "--min-effect",
     "min_effect",
-    default="1%",
-    show_default=True,
+    default=None,
     metavar="PERCENT",
     help="The smallest change called better or worse (2 or 2% for 2 %; 0 calls any "
-    "change whose interval excludes no change).",
+    "change whose interval excludes no change). Default: the campaign file's "
+    "[campaign] min_effect, else 1%.",
 )
 def report(
     *,
@@ -103,7 +103,7 @@ def report(
     csv_out: str | None,
     confidence: float,
     seed: int,
-    min_effect: str,
+    min_effect: str | None,
 ) -> None:
     """Render a stored campaign: every variant against the baseline, with intervals.
 
@@ -111,7 +111,7 @@ def report(
     vs baseline and its interval) unless an export goes to stdout ('-'). CAMPAIGN is a
     campaign name; the newest campaign in the database when left out.
     """
-    threshold = _percent(min_effect)
+    threshold = None if min_effect is None else _percent(min_effect)
     outputs = {"--html": html_out, "--markdown": md_out, "--json": json_out, "--csv": csv_out}
     to_stdout = [flag for flag, target in outputs.items() if target == "-"]
     if len(to_stdout) > 1:

@@ -16,7 +16,7 @@ same report. Importing this package does not import plotly.
 from __future__ import annotations
 
 from servegate.report.bootstrap import MIN_EFFECT
-from servegate.report.compare import METRICS, Report, compare
+from servegate.report.compare import METRICS, Report, campaign_min_effect, compare
 from servegate.report.console import console_text, render_console
 from servegate.report.data import CampaignData, load_campaign, resolve_campaign
 from servegate.report.export import render_csv, render_json, report_json
@@ -52,19 +52,23 @@ def build_report(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
-    min_effect: float = MIN_EFFECT,
+    min_effect: float | None = None,
 ) -> Report:
     """Read a campaign (by name, id, or the newest when None) and compare its variants.
 
-    ``min_effect``: the smallest change called better or worse (0.01: 1 %).
+    ``min_effect``: the smallest change called better or worse (0.01: 1 %); None takes
+    the campaign file's ``[campaign] min_effect``, else ``MIN_EFFECT``.
     """
     cid = campaign if isinstance(campaign, int) else resolve_campaign(store, campaign).id
+    data = load_campaign(store, cid)
+    if min_effect is None:
+        min_effect = campaign_min_effect(data.campaign.config_text)
     return compare(
-        load_campaign(store, cid),
+        data,
         confidence=confidence,
         resamples=resamples,
         seed=seed,
-        min_effect=min_effect,
+        min_effect=MIN_EFFECT if min_effect is None else min_effect,
     )
 
 

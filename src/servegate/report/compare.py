@@ -20,6 +20,7 @@ load and metric: the A/A noise floor shown with every campaign.
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -311,6 +312,22 @@ class Report:
 
 
 # --- what happened to each variant ----------------------------------------------------
+
+
+def campaign_min_effect(config_text: str) -> float | None:
+    """``[campaign] min_effect`` of a stored campaign file (``"2%"``: 0.02); None if unset."""
+    try:
+        table = tomllib.loads(config_text).get("campaign")
+    except tomllib.TOMLDecodeError:
+        return None
+    text = table.get("min_effect") if isinstance(table, dict) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        value = float(text.strip().removesuffix("%").strip())
+    except ValueError:
+        return None
+    return value / 100.0 if 0.0 <= value < 100.0 else None
 
 
 def failure_owners(attempt: AttemptInfo, names: Sequence[str]) -> set[str] | None:
