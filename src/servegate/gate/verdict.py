@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from servegate.diag.diagnosis import Diagnosis
+
 __all__ = ["SCHEMA", "PhaseProgress", "PhaseSpan", "Status", "Verdict", "iso"]
 
 SCHEMA = "servegate.verdict/1"
@@ -87,6 +89,7 @@ class Verdict:
     log_path: str | None
     phases: tuple[PhaseSpan, ...] = ()
     tail: tuple[str, ...] = ()
+    diagnosis: Diagnosis | None = None  # stuck or slow, the evidence and the stacks
 
     @property
     def ok(self) -> bool:
@@ -130,6 +133,7 @@ class Verdict:
             "log_path": self.log_path,
             "phases": [phase.to_json() for phase in self.phases],
             "tail": list(self.tail),
+            "diagnosis": None if self.diagnosis is None else self.diagnosis.to_json(),
         }
 
     @classmethod
@@ -162,4 +166,5 @@ class Verdict:
                 for p in data["phases"]
             ),
             tail=tuple(data["tail"]),
+            diagnosis=Diagnosis.from_json(data.get("diagnosis")),
         )
