@@ -74,6 +74,7 @@ def _state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     """Each test tracks its servers in a folder of its own."""
     path = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("SERVEGATE_STATE_DIR", str(path))
+    monkeypatch.setenv("SERVEGATE_HISTORY", str(path / "history.db"))  # never the user's
     return path
 
 

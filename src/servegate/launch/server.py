@@ -202,6 +202,7 @@ def launch(
     model: str | None = None,
     attached: bool = True,
     on_verdict: Callable[[Verdict], None] | None = None,
+    on_started: Callable[[state.Tracked], None] | None = None,
 ) -> Server:
     """Start ``command`` and block until it is READY; return the running ``Server``.
 
@@ -221,6 +222,8 @@ def launch(
         attached: True: the server dies with this process (see ``Server.detach``).
         on_verdict: called with the verdict the moment it arrives, before the tree is
             stopped (CRASH, TIMEOUT) or detached: to show it without waiting for that.
+        on_started: called once the process runs, with its record (log path, start
+            time): to follow its progress while the gate waits.
 
     Raises:
         UsageError: bad arguments, or the port is already taken; nothing is started.
@@ -322,6 +325,8 @@ def launch(
             keeper_create_time=keeper_create_time,
         )
         state.save(tracked)
+        if on_started is not None:
+            on_started(tracked)
         message = _read_message(keeper.stdout)
     except BaseException:
         # interrupted (Ctrl-C) or the keeper failed: nothing may be left behind
