@@ -240,14 +240,17 @@ class ServerFactory:
         raise AssertionError("unreachable: every attempt returns or fails")
 
     def _keep_note(self, exc: GateError) -> str | None:
-        if not self.keep:
+        """Under --servegate-keep: how to stop the failed server that was left running."""
+        if not self.keep or exc.verdict.pid is None:
             return None
+        from servegate.launch import state
+
         pid = exc.verdict.pid
-        if pid is None:
-            return None
-        note = f"kept running for a look (--servegate-keep): servegate stop {pid}"
-        self._kept.append(f"{exc.verdict.status.upper()} pid {pid}: servegate stop {pid}")
-        return note
+        names = [t.name for t in state.list_tracked(prune=False) if t.pid == pid]
+        handle = names[0] if names else str(pid)
+        status = exc.verdict.status.upper()
+        self._kept.append(f"{handle} pid {pid} ({status}): servegate stop {handle}")
+        return f"kept running for a look (--servegate-keep): servegate stop {handle}"
 
     def close(self) -> None:
         """Stop every server started here (keep it under --servegate-keep); fail on leftovers."""
@@ -257,7 +260,8 @@ class ServerFactory:
             if self.keep:
                 server.detach()
                 self._kept.append(
-                    f"{server.name} pid {server.pid} {server.url}: servegate stop {server.name}"
+                    f"{server.name} pid {server.pid} {server.url} (READY): "
+                    f"servegate stop {server.name}"
                 )
                 continue
             try:
