@@ -362,3 +362,57 @@ def test_a_real_campaign_on_the_simulator(tmp_path: Path) -> None:
     markdown = out.read_text(encoding="utf-8")
     assert "| slow | c=2 | output throughput (tok/s) |" in markdown
     assert "| broken | – | FAILED | – | – | FAILED: could not benchmark broken" in markdown
+
+
+def test_workload_references_and_failures_without_a_counterpart(tmp_path: Path) -> None:
+    """In one campaign a variant on another workload is checked against its workload
+    reference, as the report compares it; across campaigns a failed variant fails even
+    with no counterpart in the baseline."""
+    long = {**WORKLOAD, "input_len": 256}
+    with Store.open(tmp_path / "w.db") as store:
+        campaign = Campaign(store, "nightly", "base")
+        for start, values in enumerate(BASE):
+            aid = campaign.start("base")  # long: a benchmark-only variant of the baseline
+            for offset, value in enumerate(values):
+                repeat = start * 2 + offset
+                campaign.point(aid, "base", "c=4", repeat, throughput=value)
+                campaign.point(aid, "long", "c=4", repeat, throughput=value / 2, workload=long)
+            campaign.stop(aid)
+            aid = campaign.start("fusion-long")
+            for offset, value in enumerate(values):
+                campaign.point(
+                    aid, "fusion-long", "c=4", start * 2 + offset, throughput=value * 0.45,
+                    workload=long,
+                )  # fmt: skip
+            campaign.stop(aid)
+        aid = campaign.start("orphan")
+        for repeat in range(2):
+            campaign.point(
+                aid, "orphan", "c=4", repeat, throughput=50.0,
+                workload={**WORKLOAD, "input_len": 512},
+            )  # fmt: skip
+        campaign.stop(aid)
+        aid = campaign.start("crashed", status="crash", kind="oom", reason="CUDA out of memory")
+        store.set_campaign_status(campaign.cid, "done")
+    run = servegate(tmp_path, "--db", "w.db", "--max-regression", "output_throughput=3%")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "fusion-long: output throughput regressed -10.0 %" in run.stdout
+    assert "vs long (more than the 3 % allowed)" in run.stdout
+    assert "long: not checked, the baseline's server on another workload" in run.stdout
+    assert "orphan: not checked, not compared: measured with input 512, output 12" in run.stdout
+    assert "crashed: failed, did not start: CRASH: CUDA out of memory (oom)" in run.stdout
+    named = servegate(tmp_path, "--db", "w.db", "--variant", "orphan")
+    assert named.returncode == 2
+    assert "variant 'orphan' cannot be checked: not compared: measured with input 512" in (
+        named.stderr
+    )
+    # another database whose campaign has none of these variants but base
+    write(tmp_path / "main.db", {"base": BASE})
+    across = servegate(tmp_path, "--db", "w.db", "--baseline-db", "main.db", "--json", "-")
+    assert across.returncode == 1
+    doc = json.loads(across.stdout)
+    assert [(v["variant"], v["result"]) for v in doc["variants"]] == [
+        ("base", "pass"),
+        ("crashed", "fail"),
+    ]
+    assert {s["variant"] for s in doc["skipped"]} == {"long", "fusion-long", "orphan"}

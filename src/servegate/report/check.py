@@ -403,16 +403,7 @@ def run_check(
         reference = (
             (baseline_variant or name) if pairwise else (ref_of.get(name) or candidate.baseline)
         )
-        if pairwise and reference not in base_data.variants:
-            why = f"no variant {name!r} in {_where(base_data)}"
-            if explicit:
-                raise UsageError(
-                    f"{why}; its variants are {', '.join(base_data.variants)}: compare with "
-                    "one of them with --baseline-variant."
-                )
-            skipped.append(Skipped(variant=name, why=why))
-            continue
-        if row.failed:
+        if row.failed:  # never passing, with or without a counterpart
             checked.append(
                 VariantCheck(
                     variant=name,
@@ -421,6 +412,15 @@ def run_check(
                     failure=_failure(row),
                 )
             )
+            continue
+        if pairwise and reference not in base_data.variants:
+            why = f"no variant {name!r} in {_where(base_data)}"
+            if explicit:
+                raise UsageError(
+                    f"{why}; its variants are {', '.join(base_data.variants)}: compare with "
+                    "one of them with --baseline-variant."
+                )
+            skipped.append(Skipped(variant=name, why=why))
             continue
         if row.status == "not run" or not row.loads:
             raise UsageError(
