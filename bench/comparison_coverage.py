@@ -25,7 +25,9 @@ whether the 95 % interval holds the true ratio, and the call with ``min_effect``
 the summary is printed as markdown tables for bench/README.md.
 
 Drivers: ``runner`` writes each campaign as a campaign file with ``restarts = K`` in
-``[bench]`` and runs it with ``servegate run`` (the real campaign runner); ``direct``
+``[bench]`` and runs it with ``servegate run`` (the real campaign runner: seeded
+interleaved rounds, a preflight, gate and stop per start, warmup once per start);
+``direct``
 launches the same simulator commands itself through ``servegate.launch``, measures with
 ``servegate.bench.run_point`` and stores with ``servegate.store``, in the same
 interleaved order. ``auto`` (the default) takes ``runner`` when the campaign file
@@ -272,7 +274,7 @@ def measure(study: Study, index: int) -> dict[str, Any]:
     # the report's own comparison, restricted to the metrics whose truth is known
     metrics = [metric(key) for key in sorted({key for _, key in TRUTH})]
 
-    record: dict[str, Any] = {"index": index, "designs": {}}
+    record: dict[str, Any] = {"index": index, "driver": study.driver, "designs": {}}
     for design in DESIGNS:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="coverage-") as tmp:
@@ -368,9 +370,11 @@ def summarize(records: list[dict[str, Any]]) -> str:
                 f"{_pct(called[0], n)} | {_pct(called[1], n)} |"
             )
     seconds = [r["designs"][d]["seconds"] for r in records for d in DESIGNS]
+    drivers = sorted({str(r.get("driver", "direct")) for r in records})
     lines += [
         "",
-        f"{len(records)} campaigns; {sum(seconds) / 60:.1f} min of campaign time "
+        f"{len(records)} campaigns, driver {' and '.join(drivers)}; "
+        f"{sum(seconds) / 60:.1f} min of campaign time "
         f"(median {sorted(seconds)[len(seconds) // 2]:.1f} s per campaign and design).",
     ]
     return "\n".join(lines)
