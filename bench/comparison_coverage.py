@@ -370,7 +370,7 @@ def summarize(records: list[dict[str, Any]]) -> str:
                 f"{_pct(called[0], n)} | {_pct(called[1], n)} |"
             )
     seconds = [r["designs"][d]["seconds"] for r in records for d in DESIGNS]
-    drivers = sorted({str(r.get("driver", "direct")) for r in records})
+    drivers = sorted({str(r.get("driver", "not recorded")) for r in records})
     lines += [
         "",
         f"{len(records)} campaigns, driver {' and '.join(drivers)}; "
