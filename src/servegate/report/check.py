@@ -467,7 +467,8 @@ def run_check(
             )
         )
     if not checked:
-        reasons = "; ".join(f"{s.variant}: {s.why}" for s in skipped) or "it has no variants"
+        reasons = "; ".join(f"{s.variant}: {s.why}" for s in skipped)
+        reasons = reasons or "no variant besides the baseline"
         raise UsageError(
             f"nothing to check in {_where(candidate)} ({reasons}); name the variants with "
             "--variant and their baseline with --baseline-variant."
