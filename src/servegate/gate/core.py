@@ -5,6 +5,11 @@ pipe we own, or a log file via inotify), a pidfd for the main process and for ea
 essential child, the probe thread's wake-up pipe, and the nearest timer (deadline,
 stall, child snapshot, file backstop). Nothing sleeps and polls: the first event that
 settles the question ends the loop, within milliseconds of it happening.
+
+When the log is silent past ``--stall`` and telemetry is given (``GateSources.snapshots``),
+the gate looks before it decides: busy on any signal is *slow* (keep waiting, say so
+through ``on_note``), idle on every signal for the stall period is *stuck* (TIMEOUT, kind
+``stuck``). Every TIMEOUT takes the stacks of the tree first (``servegate.diag``).
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ import os
 import selectors
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from servegate.diag.diagnosis import Diagnosis
+from servegate.diag.stacks import Stacks
 from servegate.engines.profile import Signature
 from servegate.gate.children import ChildWatch
 from servegate.gate.follow import FileFollower
@@ -26,6 +33,8 @@ from servegate.gate.probe import Prober
 from servegate.gate.stamps import LineClock
 from servegate.gate.verdict import Status, Verdict, iso
 from servegate.gate.watch import LineHit, LogWatcher
+from servegate.telemetry.activity import activity
+from servegate.telemetry.model import Activity, Snapshot
 
 __all__ = ["Gate", "GateSources", "exit_status"]
 
@@ -39,6 +48,12 @@ _EXIT_DRAIN_S = 0.5  # after the main process exits, read what is left for this 
 _WRAPPER_WAIT_S = 0.5  # after a wrapper signature, wait this long for the specific cause
 _CHILD_GRACE_S = 0.3  # after an essential child dies, wait this long for the main to follow
 _PARTIAL_QUIET_S = 0.1  # output quiet this long: match an unfinished last line as it stands
+# a slow (busy) server is looked at again this often: the stall period / 10, within bounds
+_RECHECK_MIN_S = 0.5
+_RECHECK_MAX_S = 30.0
+_DEADLINE_WINDOW_S = 30.0  # at the deadline, "still working" means busy over this long
+_COVERED = 0.8  # stuck needs telemetry over this share of the stall period at least
+_DUMP_TIMEOUT_S = 10.0  # py-spy on one process at most this long
 
 
 def exit_status(status: int) -> int:
@@ -62,6 +77,13 @@ class GateSources:
     # extra descriptors for the caller's own channels: fd -> callback when readable,
     # which returns False to stop watching that descriptor
     extra: dict[int, Callable[[], bool]] = field(default_factory=dict)
+    # the telemetry so far (the sampler's snapshots, clock = seconds since started_mono);
+    # None: no telemetry, a silent log past --stall is a TIMEOUT as it stands
+    snapshots: Callable[[], Sequence[Snapshot]] | None = None
+    # a live note for the user ("no output for 240 s during jit_compile; slow: ...")
+    on_note: Callable[[str], None] | None = None
+    # take the stacks of the tree on TIMEOUT, before the verdict (needs ``pid``)
+    dump_stacks: bool = True
 
 
 class Gate:
@@ -101,6 +123,11 @@ class Gate:
         self._wrapper: tuple[Signature, str, float] | None = None  # signature, line, until
         self._child_gone: tuple[int, str, float] | None = None  # pid, label, until
         self.essential_pids: tuple[int, ...] = ()  # essential children alive at the verdict
+        # stuck or slow: the next look at a busy quiet server, and what was last said
+        self._recheck_at: float | None = None
+        self._diagnosis: Diagnosis | None = None
+        self._noted: tuple[float, str] | None = None  # (silence spell start, bound) last noted
+        self._noted_silence = 0.0
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -205,7 +232,7 @@ class Gate:
         deadline = self.started_mono + self.options.timeout_s
         timers = [deadline]
         if self.options.stall_s is not None:
-            timers.append(self.last_progress + self.options.stall_s)
+            timers.append(self._stall_due())
         if self._wrapper is not None:
             timers.append(self._wrapper[2])
         if self._child_gone is not None:
@@ -443,26 +470,140 @@ class Gate:
         if self._child_gone is not None and now >= self._child_gone[2]:
             self._settle_child()
             return
-        where = self.watcher.phases.describe()
         if now >= self.started_mono + self.options.timeout_s:
-            reason = f"not ready within --timeout {self.options.timeout_s:.1f}s ({where})"
-            self._decide(
-                "timeout",
-                "deadline",
-                reason + self._probe_note(),
-                kind="deadline",
-                hint="raise --timeout if this server is only slow to start",
+            self._deadline(now)
+        elif self.options.stall_s is not None and now >= self._stall_due():
+            self._quiet(now, self.options.stall_s)
+
+    # -- stuck or slow ----------------------------------------------------------------
+
+    def _stall_due(self) -> float:
+        """When the silence is next looked at: the stall limit, or a slow server's recheck."""
+        assert self.options.stall_s is not None
+        due = self.last_progress + self.options.stall_s
+        return due if self._recheck_at is None else max(due, self._recheck_at)
+
+    def _telemetry(self) -> Sequence[Snapshot] | None:
+        """The snapshots so far; None without telemetry (or none sampled yet)."""
+        if self.sources.snapshots is None:
+            return None
+        try:
+            snaps = self.sources.snapshots()
+        except Exception:  # the sampler's trouble must never decide for the gate
+            return None
+        return snaps or None
+
+    def _quiet(self, now: float, stall_s: float) -> None:
+        """The log has been silent for ``stall_s``: slow (wait on) or stuck (TIMEOUT)."""
+        where = self.watcher.phases.describe()
+        silence = now - self.last_progress
+        snaps = self._telemetry()
+        if snaps is None:
+            self._timeout_stall(now, stall_s, where)
+            return
+        act = activity(snaps, stall_s)
+        first = self._rel(now) - snaps[0].t_s
+        if act.busy:
+            self._slow(now, silence, where, act, stall_s)
+        elif first < _COVERED * stall_s:
+            # sampled for less than the stall period: idle so far, but not for long enough
+            self._recheck_at = now + (stall_s - first)
+        else:
+            self._stuck(silence, where, act)
+
+    def _slow(self, now: float, silence: float, where: str, act: Activity, stall_s: float) -> None:
+        self._recheck_at = now + min(_RECHECK_MAX_S, max(_RECHECK_MIN_S, stall_s / 10.0))
+        self._diagnosis = Diagnosis(state="slow", silent_s=silence, phase=where, activity=act)
+        spell = self.last_progress
+        # say so when a quiet spell turns slow, when what it is bound by changes, and
+        # again after every further stall period of silence
+        if (
+            self._noted is None
+            or self._noted != (spell, act.bound)
+            or silence - self._noted_silence >= stall_s
+        ):
+            self._noted = (spell, act.bound)
+            self._noted_silence = silence
+            self._note(
+                f"no output for {silence:.0f} s {where}; slow, still working: {act.evidence}"
             )
-        elif self.options.stall_s is not None and now >= self.last_progress + self.options.stall_s:
-            reason = f"no progress for {self.options.stall_s:.1f}s {where}"
-            self._decide(
-                "timeout",
-                "stall",
-                reason + self._probe_note(),
-                kind="stall",
-                hint="a hang, or a silent phase such as a cold JIT compile: raise "
-                "--stall if this phase is known to be quiet",
-            )
+
+    def _stuck(self, silence: float, where: str, act: Activity) -> None:
+        stacks = self._stacks()
+        self._diagnosis = Diagnosis(
+            state="stuck", silent_s=silence, phase=where, activity=act, stacks=stacks
+        )
+        reason = f"stuck {where}: no output for {silence:.1f}s and {act.evidence}"
+        self._decide(
+            "timeout",
+            "stall",
+            reason + _stacks_note(stacks) + self._probe_note(),
+            kind="stuck",
+            hint="a hang: the stacks show where it waits (--json: diagnosis.stacks; "
+            "servegate dump NAME while it runs); raise --stall if this phase is known to be "
+            "quiet and idle",
+        )
+
+    def _timeout_stall(self, now: float, stall_s: float, where: str) -> None:
+        """No telemetry: a silent log past --stall is a TIMEOUT (kind stall)."""
+        stacks = self._stacks()
+        self._diagnosis = Diagnosis(
+            state=None, silent_s=now - self.last_progress, phase=where, stacks=stacks
+        )
+        reason = f"no progress for {stall_s:.1f}s {where}"
+        self._decide(
+            "timeout",
+            "stall",
+            reason + _stacks_note(stacks) + self._probe_note(),
+            kind="stall",
+            hint="a hang, or a silent phase such as a cold JIT compile: raise "
+            "--stall if this phase is known to be quiet",
+        )
+
+    def _deadline(self, now: float) -> None:
+        where = self.watcher.phases.describe()
+        reason = f"not ready within --timeout {self.options.timeout_s:.1f}s ({where})"
+        hint = "raise --timeout if this server is only slow to start"
+        snaps = self._telemetry()
+        act = None
+        if snaps is not None:
+            act = activity(snaps, min(_DEADLINE_WINDOW_S, self.options.stall_s or 1e9))
+            if act.busy:
+                reason += f"; still working: {act.evidence}"
+                hint = "it was still working: raise --timeout if this start is only slow"
+        stacks = self._stacks()
+        self._diagnosis = Diagnosis(
+            state="slow" if act is not None and act.busy else None,
+            silent_s=now - self.last_progress,
+            phase=where,
+            activity=act,
+            stacks=stacks,
+        )
+        self._decide(
+            "timeout",
+            "deadline",
+            reason + _stacks_note(stacks) + self._probe_note(),
+            kind="deadline",
+            hint=hint,
+        )
+
+    def _stacks(self) -> Stacks | None:
+        """The stacks of the tree, when there is one and dumps are on."""
+        if self.sources.pid is None or not self.sources.dump_stacks:
+            return None
+        from servegate.diag.dump import dump_tree
+
+        try:
+            return dump_tree(self.sources.pid, timeout_s=_DUMP_TIMEOUT_S)
+        except Exception:  # a dump is evidence, never a reason to fail the verdict
+            return None
+
+    def _note(self, text: str) -> None:
+        if self.sources.on_note is not None:
+            try:
+                self.sources.on_note(text)
+            except Exception:  # a closed terminal must not stop the gate
+                self.sources.on_note = None
 
     def _probe_note(self) -> str:
         if self._ready_line_at is not None and self._prober is not None:
@@ -517,7 +658,15 @@ class Gate:
             log_path=self.sources.log_path,
             phases=self.watcher.phases.spans(round(ready_s, 3) if ready else None),
             tail=() if ready else self.watcher.tail.last(),
+            diagnosis=self._diagnosis,
         )
+
+
+def _stacks_note(stacks: Stacks | None) -> str:
+    """``; stacks: 3 of 5 processes in wait_for_nccl_peers`` (empty without stacks)."""
+    if stacks is None or not stacks.processes:
+        return ""
+    return f"; stacks: {stacks.summary}"
 
 
 def _signal_name(number: int) -> str:

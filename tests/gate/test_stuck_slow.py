@@ -1,0 +1,182 @@
+"""Stuck or slow: the gate looks at the telemetry before a silent log becomes a TIMEOUT.
+
+The gate runs on real silent processes; the telemetry is constructed here (busy until a
+moment, then idle) so that each decision is reached on purpose. The end-to-end cases,
+with the sampler and the simulator, are at the end of this file.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from servegate.gate.core import Gate, GateSources
+from servegate.gate.options import GateOptions
+from servegate.telemetry.model import ProcSample, Snapshot
+
+HUNG = str(Path(__file__).parents[1] / "diag" / "scripts" / "hung_tree.py")
+
+
+class FakeTelemetry:
+    """Snapshots every 0.1 s since ``zero``: one process at 100 % CPU until ``busy_s``."""
+
+    def __init__(self, zero: float, busy_s: float | None) -> None:
+        self.zero = zero
+        self.busy_s = busy_s
+
+    def snapshots(self) -> list[Snapshot]:
+        now = time.monotonic() - self.zero
+        out = []
+        for i in range(int(now / 0.1) + 1):
+            t = i * 0.1
+            busy = self.busy_s is None or t < self.busy_s
+            out.append(
+                Snapshot(
+                    t_s=t,
+                    cpu_pct=100.0 if busy else 0.2,
+                    rss_bytes=1,
+                    threads=1,
+                    processes=1,
+                    read_bps=0.0,
+                    write_bps=0.0,
+                    net_rx_bps=0.0,
+                    procs=(
+                        ProcSample(
+                            pid=1,
+                            name="compile",
+                            cpu_pct=100.0 if busy else 0.2,
+                            rss_bytes=1,
+                            threads=1,
+                            state="R" if busy else "S",
+                        ),
+                    ),
+                )
+            )
+        return out
+
+
+@pytest.fixture
+def hung() -> Iterator[int]:
+    """A silent, idle process tree (hung in wait_for_nccl_peers); its main PID."""
+    proc = subprocess.Popen(
+        [sys.executable, HUNG], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("READY")
+        yield proc.pid
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def gate(
+    pid: int,
+    *,
+    busy_s: float | None | str,
+    stall_s: float = 1.0,
+    timeout_s: float = 60.0,
+    log_path: str | None = None,
+    ready: tuple[str, ...] = ("never printed",),
+) -> tuple[Gate, list[str]]:
+    """A gate on ``pid`` with fake telemetry (``busy_s="none"``: no telemetry at all)."""
+    notes: list[str] = []
+    zero = time.monotonic()
+    telemetry = FakeTelemetry(zero, busy_s if not isinstance(busy_s, str) else None)
+    options = GateOptions(ready=ready, timeout_s=timeout_s, stall_s=stall_s)
+    sources = GateSources(
+        pid=pid,
+        log_path=log_path,
+        started_mono=zero,
+        snapshots=None if busy_s == "none" else telemetry.snapshots,
+        on_note=notes.append,
+    )
+    return Gate(options.resolve(), sources), notes
+
+
+def test_busy_then_idle_is_slow_then_stuck_with_the_hung_function(hung: int) -> None:
+    g, notes = gate(hung, busy_s=3.0)
+    verdict = g.run()
+    assert (verdict.status, verdict.kind, verdict.detected_by) == ("timeout", "stuck", "stall")
+    # while it burned CPU it was kept waiting, and the user was told
+    assert notes and notes[0].startswith("no output for 1 s before any known phase; slow")
+    assert notes[0].endswith("still working: 1 process at 100 % CPU")
+    # stopped only once idle for the stall period, after the busy spell
+    assert verdict.elapsed_s > 3.0
+    diagnosis = verdict.diagnosis
+    assert diagnosis is not None and diagnosis.state == "stuck"
+    assert diagnosis.activity is not None and not diagnosis.activity.busy
+    assert diagnosis.stacks is not None
+    assert diagnosis.stacks.summary == "3 of 5 processes in wait_for_nccl_peers"
+    assert "stuck before any known phase: no output for" in verdict.reason
+    assert verdict.reason.endswith("stacks: 3 of 5 processes in wait_for_nccl_peers")
+    data = verdict.to_json()["diagnosis"]
+    assert data["state"] == "stuck" and data["stacks"]["top"] == "wait_for_nccl_peers"
+
+
+def test_idle_from_the_start_is_stuck_at_the_stall(hung: int) -> None:
+    g, notes = gate(hung, busy_s=0.0)
+    verdict = g.run()
+    assert verdict.kind == "stuck" and not notes
+    assert verdict.diagnosis is not None
+    assert verdict.diagnosis.activity is not None
+    assert verdict.diagnosis.activity.evidence.startswith("idle: CPU 0.2 %")
+
+
+def test_without_telemetry_a_stall_is_a_timeout_as_before_with_stacks(hung: int) -> None:
+    g, notes = gate(hung, busy_s="none")
+    verdict = g.run()
+    assert (verdict.kind, verdict.detected_by) == ("stall", "stall")
+    assert verdict.reason.startswith("no progress for 1.0s before any known phase")
+    assert verdict.diagnosis is not None and verdict.diagnosis.state is None
+    assert verdict.diagnosis.stacks is not None
+    assert verdict.diagnosis.stacks.top == "wait_for_nccl_peers"
+    assert not notes
+
+
+def test_busy_at_the_deadline_says_still_working(hung: int) -> None:
+    g, notes = gate(hung, busy_s=None, timeout_s=2.5)
+    verdict = g.run()
+    assert (verdict.kind, verdict.detected_by) == ("deadline", "deadline")
+    assert "; still working: 1 process at 100 % CPU" in verdict.reason
+    assert verdict.hint is not None and verdict.hint.startswith("it was still working")
+    assert verdict.diagnosis is not None and verdict.diagnosis.state == "slow"
+    assert verdict.diagnosis.stacks is not None
+    assert notes  # it was kept waiting past the stall limit first
+
+
+def test_slow_then_ready_is_ready_with_the_slow_spell_kept(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    done = tmp_path / "go"
+    code = (
+        "import pathlib,sys,time\n"
+        f"while not pathlib.Path({str(done)!r}).exists(): time.sleep(0.05)\n"
+        f"open({str(log)!r}, 'a').write('compiled; ready now\\n')\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        g, notes = gate(proc.pid, busy_s=None, log_path=str(log), ready=("ready now",))
+
+        def release(text: str) -> None:
+            notes.append(text)
+            done.touch()  # the "compile" ends once the gate has said it is slow
+
+        g.sources.on_note = release
+        verdict = g.run()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert verdict.status == "ready"
+    assert notes and "slow, still working: 1 process at 100 % CPU" in notes[0]
+    assert verdict.diagnosis is not None and verdict.diagnosis.state == "slow"
+    assert verdict.diagnosis.stacks is None  # READY takes no dump
