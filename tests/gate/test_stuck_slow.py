@@ -82,7 +82,7 @@ def hung() -> Iterator[int]:
 def gate(
     pid: int,
     *,
-    busy_s: float | None | str,
+    busy_s: float | str | None,
     stall_s: float = 1.0,
     timeout_s: float = 60.0,
     log_path: str | None = None,
