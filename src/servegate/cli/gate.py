@@ -30,6 +30,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 _EXIT_CODES = "Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
 
 
+def _timeout_value(ctx: click.Context, param: click.Parameter, value: str) -> float | str:
+    """``--timeout``: seconds, or ``auto`` (from the start history)."""
+    if value == "auto":
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is neither seconds nor auto: pass e.g. 900 or auto."
+        ) from None
+
+
 def _gate_options(func: F) -> F:
     """The GATE OPTIONS shared by launch and wait."""
     options = [
@@ -46,10 +58,11 @@ def _gate_options(func: F) -> F:
         click.option(
             "--timeout",
             "timeout_s",
-            type=float,
-            default=900.0,
+            metavar="SECONDS|auto",
+            callback=_timeout_value,
+            default="900",
             show_default=True,
-            help="Hard cap in seconds.",
+            help="Hard cap in seconds, or auto: from past starts of this configuration.",
         ),
         click.option(
             "--stall",
@@ -165,7 +178,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     crash: tuple[str, ...],
     port: int | None,
     health_url: str | None,
-    timeout_s: float,
+    timeout_s: float | str,
     stall_s: float,
     tail: int,
     as_json: bool,
@@ -187,17 +200,25 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     itself dies, even by SIGKILL.
     """
     from servegate.launch import launch as launch_server
+    from servegate.startup.session import StartSession
 
     _check_host(host)
     env = _parse_env(env_pairs)
+    session = StartSession(engine=engine, command=command, env=env, via="launch", timeout=timeout_s)
     if foreground:
         signal.signal(signal.SIGTERM, _on_sigterm)
     printed: list[Verdict] = []
 
     def print_failure(verdict: Verdict) -> None:
         # CRASH and TIMEOUT reach the user the moment they are known; the stop follows
+        session.status.stop()
         if verdict.status != "ready":
-            _render(verdict, tail=tail, as_json=as_json, extra={})
+            if as_json:
+                _render(verdict, tail=tail, as_json=True, extra=_startup(session, verdict))
+            else:
+                _render(verdict, tail=tail, as_json=False, extra={})
+                if _startup(session, verdict):
+                    click.echo(session.note(), err=True)
             printed.append(verdict)
 
     try:  # from the moment the SIGTERM handler is in place
@@ -207,7 +228,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             list(command),
             engine=engine,
             port=port,
-            timeout_s=timeout_s,
+            timeout_s=session.timeout_s,
             stall_s=_stall(stall_s),
             env=env,
             cwd=cwd,
@@ -219,19 +240,26 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             health_url=health_url,
             attached=foreground,
             on_verdict=print_failure,
+            on_started=session.started,
         )
     except _Stop:
+        session.close()
         click.echo("stopped by SIGTERM before a verdict; the tree was stopped", err=True)
         _exit(143)
     except GateError as exc:
         if not printed:
-            _render(exc.verdict, tail=tail, as_json=as_json, extra={})
+            _render(exc.verdict, tail=tail, as_json=as_json, extra=_startup(session, exc.verdict))
         if keep:
             click.echo("the processes were left running (--keep): see servegate ps", err=True)
         _exit(exc.exit_code)
+    finally:
+        session.close()
+    startup = _startup(session, server.verdict)
     if foreground:
-        _run_foreground(server, tail=tail, as_json=as_json)
-    _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name})
+        _run_foreground(server, tail=tail, as_json=as_json, startup=startup)
+    _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name, **startup})
+    if not as_json:
+        click.echo(session.note(), err=True)
     click.echo(
         f"{server.name}: pid {server.pid}, {server.url or 'no URL'}, log {server.log_path}; "
         f"stop it with: servegate stop {server.name}",
@@ -240,10 +268,19 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     _exit(0)
 
 
-def _run_foreground(server: Any, *, tail: int, as_json: bool) -> NoReturn:
+def _startup(session: Any, verdict: Verdict) -> dict[str, Any]:
+    """The verdict JSON's ``startup`` object (the history is written once, here)."""
+    try:
+        return {"startup": session.finish(verdict)}
+    except Exception as exc:  # the record must never cost the verdict
+        click.echo(f"servegate: startup record failed: {exc}", err=True)
+        return {}
+
+
+def _run_foreground(server: Any, *, tail: int, as_json: bool, startup: dict[str, Any]) -> NoReturn:
     """Stay with a READY server until it exits, Ctrl-C, or SIGTERM; then stop the tree."""
     try:
-        _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name})
+        _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name, **startup})
         sys.stdout.flush()
         click.echo(f"{server.name} is serving at {server.url}; Ctrl-C stops it", err=True)
         code = server.wait_exit()
@@ -284,7 +321,7 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     crash: tuple[str, ...],
     port: int | None,
     health_url: str | None,
-    timeout_s: float,
+    timeout_s: float | str,
     stall_s: float,
     tail: int,
     as_json: bool,
@@ -299,8 +336,12 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     clock starts when the process did, if --pid is given.
     """
     from servegate.gate import wait as wait_server
+    from servegate.startup.session import StartSession
 
     _check_host(host)
+    command, started_wall = _process_command(pid)
+    session = StartSession(engine=engine, command=command, env=None, via="wait", timeout=timeout_s)
+    session.follow(log_path, started_wall)
     try:
         verdict = wait_server(
             log_path=log_path,
@@ -311,14 +352,33 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
             crash=crash,
             port=port,
             health_url=health_url,
-            timeout_s=timeout_s,
+            timeout_s=session.timeout_s,
             stall_s=_stall(stall_s),
         )
     except GateError as exc:
-        _render(exc.verdict, tail=tail, as_json=as_json, extra={})
+        _render(exc.verdict, tail=tail, as_json=as_json, extra=_startup(session, exc.verdict))
+        if not as_json:
+            click.echo(session.note(), err=True)
         _exit(exc.exit_code)
-    _render(verdict, tail=tail, as_json=as_json, extra={})
+    finally:
+        session.close()
+    _render(verdict, tail=tail, as_json=as_json, extra=_startup(session, verdict))
+    if not as_json:
+        click.echo(session.note(), err=True)
     _exit(0)
+
+
+def _process_command(pid: int | None) -> tuple[list[str], float | None]:
+    """A running server's command line and start time (for its history key), if known."""
+    if pid is None:
+        return [], None
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.cmdline(), proc.create_time()
+    except psutil.Error:
+        return [], None
 
 
 _STOP_EPILOG = (
