@@ -243,3 +243,10 @@ def test_stop_problems_name_what_was_left() -> None:
         port_free=False, port_holders=(99,),
     )  # fmt: skip
     assert stop_problems("sim", elsewhere) == []  # another program took the port since
+
+
+def test_docs_show_the_shipped_example() -> None:
+    """docs/pytest.md quotes examples/test_with_servegate.py whole, as it is."""
+    docs = (EXAMPLE.parents[1] / "docs" / "pytest.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", docs, flags=re.DOTALL)
+    assert EXAMPLE.read_text() in blocks
