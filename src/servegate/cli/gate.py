@@ -104,6 +104,11 @@ def _stall(stall_s: float) -> float | None:
     return None if stall_s == 0 else stall_s
 
 
+def _note(text: str) -> None:
+    """A live note of the gate on stderr, on a line of its own (above a status line)."""
+    click.echo(("\r\x1b[K" if sys.stderr.isatty() else "") + text, err=True)
+
+
 def _render(verdict: Verdict, *, tail: int, as_json: bool, extra: dict[str, Any]) -> None:
     verdict = scrub(verdict)  # a token the server echoed must not reach the terminal
     if as_json:
@@ -241,6 +246,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             attached=foreground,
             on_verdict=print_failure,
             on_started=session.started,
+            on_note=_note,
         )
     except _Stop:
         session.close()
@@ -354,6 +360,7 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
             health_url=health_url,
             timeout_s=session.timeout_s,
             stall_s=_stall(stall_s),
+            on_note=_note,
         )
     except GateError as exc:
         _render(exc.verdict, tail=tail, as_json=as_json, extra=_startup(session, exc.verdict))

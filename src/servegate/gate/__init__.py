@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 import psutil
@@ -56,6 +56,7 @@ def wait(
     timeout_s: float = 900.0,
     stall_s: float | None = 300.0,
     model: str | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Gate a server that is already running; return its READY verdict.
 
@@ -71,6 +72,7 @@ def wait(
         health_url: probe exactly this URL (any 2xx).
         timeout_s: hard cap; stall_s: no new output for this long (None: never).
         model: model name for the 1-token completion (vLLM).
+        on_note: called with each live note while it waits (a silent server found busy).
 
     Raises:
         UsageError: bad options, a missing log folder, or no such process.
@@ -121,5 +123,6 @@ def wait(
         log_path=os.path.abspath(log_path) if log_path else None,
         started_wall=started_wall,
         started_mono=started_mono,
+        on_note=on_note,
     )
     return raise_for_verdict(Gate(resolved, sources).run())

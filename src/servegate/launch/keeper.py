@@ -8,7 +8,8 @@ the pipe FD, never in its argv, which every local user can read in ``ps``.
 It starts the server in a new session with its output on a pipe, drains that pipe into
 the log file for the server's whole life (a full pipe would hang the server), runs the
 gate on it and reports on stdout, one JSON object per line:
-``{"event": "started", ...}``, ``{"event": "verdict", ...}``, ``{"event": "exit", ...}``.
+``{"event": "started", ...}``, ``{"event": "note", "text": ...}`` (live notes of the gate,
+e.g. a silent server found busy), ``{"event": "verdict", ...}``, ``{"event": "exit", ...}``.
 The verdict is redacted (``servegate.redact``) before it leaves; the log file itself
 keeps the server's output verbatim and is readable by its owner only (0600).
 
@@ -272,6 +273,7 @@ class Keeper:
             started_mono=self.started[0],
             started_wall=self.started[1],
             extra={0: self._control},
+            on_note=self._note,
         )
         gate = Gate(resolved, sources)
         verdict = gate.run(close=False)
@@ -289,6 +291,10 @@ class Keeper:
             self.out_r = -1  # the gate saw end-of-file and closed it
         if verdict.status == "crash" and verdict.detected_by == "exit":
             self.server.returncode = verdict.exit_code  # reaped by the gate
+
+    def _note(self, text: str) -> None:
+        """A live note of the gate, redacted, to the launcher."""
+        _send({"event": "note", "text": self._redactor().text(text)})
 
     def _redactor(self) -> Redactor:
         """Masks the secrets this server was given or inherited, and URL credentials."""

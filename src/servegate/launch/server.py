@@ -203,6 +203,7 @@ def launch(
     attached: bool = True,
     on_verdict: Callable[[Verdict], None] | None = None,
     on_started: Callable[[state.Tracked], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> Server:
     """Start ``command`` and block until it is READY; return the running ``Server``.
 
@@ -222,6 +223,8 @@ def launch(
         attached: True: the server dies with this process (see ``Server.detach``).
         on_verdict: called with the verdict the moment it arrives, before the tree is
             stopped (CRASH, TIMEOUT) or detached: to show it without waiting for that.
+        on_note: called with each live note of the gate while it waits (a silent server
+            that is busy: "no output for 240 s during jit_compile; slow, ...").
         on_started: called once the process runs, with its record (log path, start
             time): to follow its progress while the gate waits.
 
@@ -328,6 +331,10 @@ def launch(
         if on_started is not None:
             on_started(tracked)
         message = _read_message(keeper.stdout)
+        while message is not None and message.get("event") == "note":
+            if on_note is not None:
+                on_note(str(message.get("text", "")))
+            message = _read_message(keeper.stdout)
     except BaseException:
         # interrupted (Ctrl-C) or the keeper failed: nothing may be left behind
         _abort(keeper, control_w, name)
