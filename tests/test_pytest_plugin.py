@@ -28,6 +28,7 @@ SIM = (
     "[sys.executable, '-m', 'servegate', 'sim', '--engine', 'sglang', '--port', '{port}', "
     "'--profile', 'fast']"
 )
+TOKEN = "tok-4f7c2a9e81b3d605"  # a secret the server is given and prints
 
 
 def records(state_dir: Path) -> list[str]:
@@ -99,7 +100,7 @@ def test_crash_is_an_error_with_the_verdict_and_the_tail(
 
 @pytest.mark.slow
 def test_failures_name_the_fix(pytester: pytest.Pytester, _state_dir: Path) -> None:
-    """TIMEOUT (with the scaled limit), bad commands and bench errors: one clear failure each."""
+    """TIMEOUT (scaled limit), bad commands, bench errors: one clear failure each, no secret."""
     pytester.makepyfile(
         f"""
         import sys
@@ -109,6 +110,11 @@ def test_failures_name_the_fix(pytester: pytest.Pytester, _state_dir: Path) -> N
         def test_hangs(servegate_server):
             servegate_server([*SIM, "--fail", "hang", "--fail-at", "load_weights"],
                              engine="sglang", timeout=40, name="hung")
+
+        def test_echoes_its_token(servegate_server):
+            servegate_server(["sh", "-c", 'echo "using token $MY_API_TOKEN"; exit 3'],
+                             env={{"MY_API_TOKEN": "{TOKEN}"}}, ready=["listening"],
+                             name="leaky")
 
         def test_no_such_program(servegate_server):
             servegate_server(["no-such-server-program", "--port", "{{port}}"])
@@ -120,21 +126,30 @@ def test_failures_name_the_fix(pytester: pytest.Pytester, _state_dir: Path) -> N
             servegate_bench("http://127.0.0.1:1", requests=2, concurency=3)
         """
     )
+    logs = pytester.path / "server-logs"
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--servegate-timeout-scale", "0.05"
-    )
-    result.assert_outcomes(failed=4)
+        "-p", "no:cacheprovider", "--servegate-timeout-scale", "0.05",
+        "--servegate-log-dir", str(logs),
+    )  # fmt: skip
+    result.assert_outcomes(failed=5)
+    hung_log = logs / "test_failures_name_the_fix.py_test_hangs" / "hung.log"
     result.stdout.fnmatch_lines(
         [
             "servegate: server 'hung' did not start: TIMEOUT after *: "
             "not ready within --timeout 2.0s (during load_weights)*",
+            f"--- last * lines of {hung_log} ---",
+            "servegate: server 'leaky' did not start: CRASH after *",
+            "using token ***",
             "servegate: command 'no-such-server-program' not found on PATH*",
             "servegate bench: cannot reach http://127.0.0.1:1 *",
             "servegate bench: unknown setting(s) concurency: pass BenchSettings fields only.",
         ],
         consecutive=False,
     )
-    assert "Traceback" not in result.stdout.str()
+    assert "Load weight begin." in hung_log.read_text()
+    out = result.stdout.str()
+    assert "Traceback" not in out
+    assert TOKEN not in out
     assert records(_state_dir) == []
 
 

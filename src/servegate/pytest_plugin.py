@@ -113,7 +113,14 @@ def stop_problems(name: str, report: StopReport) -> list[str]:
     return problems
 
 
-def _failure_text(exc: GateError, name: str, kept: str | None) -> str:
+def _failure_text(
+    exc: GateError,
+    name: str,
+    kept: str | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    argv: Sequence[str] = (),
+) -> str:
     from servegate.redact import Redactor
 
     verdict = exc.verdict
@@ -127,7 +134,8 @@ def _failure_text(exc: GateError, name: str, kept: str | None) -> str:
         lines.append(f"(the log {verdict.log_path} is empty)")
     if kept:
         lines.append(kept)
-    return Redactor.collect().text("\n".join(lines))
+    redactor = Redactor.collect(envs=[env or {}], commands=[argv])
+    return redactor.text("\n".join(lines))
 
 
 def _safe_dirname(nodeid: str) -> str:
@@ -229,7 +237,8 @@ class ServerFactory:
                     continue  # another process took the free port in between
                 failure = f"servegate: {exc}"
             except GateError as exc:
-                failure = _failure_text(exc, name or engine, self._keep_note(exc))
+                kept = self._keep_note(exc)
+                failure = _failure_text(exc, name or engine, kept, env=env, argv=argv)
             except ServegateError as exc:
                 failure = f"servegate: {exc}"
             if failure is not None:
