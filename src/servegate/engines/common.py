@@ -233,10 +233,41 @@ def common_fatal(
             title="address already in use",
             hint=port_hint,
         ),
+        # Go's net.OpError (ollama and other Go servers), in lower case; Windows's
+        # WSAEADDRINUSE text, in English
+        Signature(
+            pattern=r"bind: address already in use",
+            kind="port-in-use",
+            title="address already in use",
+            hint=port_hint,
+        ),
+        Signature(
+            pattern=r"Only one usage of each socket address",
+            kind="port-in-use",
+            title="address already in use",
+            hint=port_hint,
+        ),
+        # EADDRNOTAVAIL (uvicorn and Go print it in lower case): the host is not an
+        # address of this machine, e.g. localhost resolving to ::1 without IPv6
+        Signature(
+            pattern=r"cannot assign requested address",
+            kind="bad-args",
+            title="the host address is not an address of this machine",
+            hint="pick a host this machine has (0.0.0.0, 127.0.0.1) instead of a name that "
+            "resolves elsewhere (localhost may resolve to ::1 without IPv6)",
+        ),
         Signature(
             pattern=r"error while attempting to bind on address",
             kind="port-in-use",
             title="the HTTP port is already in use",
+            hint=port_hint,
+        ),
+        # Go's listen failed in bind(): after the reasons above, the rest (a localised
+        # WSAEADDRINUSE on Windows) is the port being taken
+        Signature(
+            pattern=r"listen tcp[46]? \S+: bind: ",
+            kind="port-in-use",
+            title="the port could not be bound (most often: in use)",
             hint=port_hint,
         ),
         # the command line (argparse's messages)
