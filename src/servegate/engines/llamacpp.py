@@ -169,6 +169,14 @@ _FATAL: tuple[Signature, ...] = (
         title="llama-server does not know a flag",
         hint=_ARGS_HINT,
     ),
+    # the older hand-written parser (common.cpp, llamafile, the examples): a flag that
+    # lacks its value or has a bad one
+    Signature(
+        pattern=r"error: invalid parameter for argument: ",
+        kind="bad-args",
+        title="a flag is missing its value or has a bad one",
+        hint=_ARGS_HINT,
+    ),
     Signature(
         pattern=r"error while handling argument",
         kind="bad-args",
