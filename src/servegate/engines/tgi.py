@@ -156,6 +156,15 @@ PROFILE = EngineProfile(
             title="text-generation-server is not installed",
             hint="install the TGI server package or use the official container",
         ),
+        # models/__init__.py's FLASH_ATT_ERROR_MESSAGE, both wordings, raised by get_model
+        Signature(
+            pattern=r"Error: .*requires Flash Attention (?:CUDA kernels to be installed|"
+            r"enabled models)",
+            kind="install",
+            title="this model (sharded) needs the flash-attention kernels, which are missing",
+            hint="use the official TGI container, or install the flash-attention kernels "
+            "(cd server && make install-flash-attention); or run unsharded",
+        ),
         Signature(
             pattern=r"^Error: (?:ShardCannotStart|ShardFailed|WebserverFailed|DownloadError)",
             kind="engine-init",
