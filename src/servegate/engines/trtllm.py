@@ -198,6 +198,16 @@ PROFILE = EngineProfile(
             hint="a CUDA runtime or hardware failure (NVLink, ECC, Xid): check nvidia-smi "
             "and dmesg, then rerun; a repeat on one GPU points at that GPU",
         ),
+        # common/cudaUtils.h check(): "CUDA runtime error in <call>: <error>", any error
+        # (its out-of-memory form is matched above)
+        Signature(
+            pattern=r"CUDA runtime error in ",
+            kind="cuda-error",
+            title="a CUDA runtime call failed in TensorRT-LLM",
+            hint="the matched line names the call and the error; 'operation not supported' "
+            "means this GPU, driver or virtualisation lacks the feature (e.g. memory pools "
+            "under vGPU/WSL): upgrade the driver or use another GPU",
+        ),
         # an uncaught C++ exception (TllmException) aborts the rank: its what() line is
         # the cause, and names an MPI failure when there is one
         Signature(
