@@ -157,7 +157,7 @@ def test_failures_name_the_fix(pytester: pytest.Pytester, _state_dir: Path) -> N
 def test_failed_and_interrupted_tests_stop_their_servers(
     pytester: pytest.Pytester, _state_dir: Path
 ) -> None:
-    """A failing test, then Ctrl-C in the next one: both servers are stopped by the fixture."""
+    """A failing test with two servers, then Ctrl-C in the next: the fixture stops all three."""
     pytester.makepyfile(
         f"""
         import pathlib, sys
@@ -165,8 +165,12 @@ def test_failed_and_interrupted_tests_stop_their_servers(
         SIM = {SIM}
 
         def test_fails(servegate_server):
-            server = servegate_server(SIM, engine="sglang", timeout=60, name="failing")
-            pathlib.Path("failing.pid").write_text(str(server.pid))
+            first = servegate_server(SIM, engine="sglang", timeout=60, name="failing")
+            second = servegate_server(SIM, engine="sglang", timeout=60, name="failing")
+            assert (first.name, second.name) == ("failing", "failing-2")
+            assert first.log_path != second.log_path
+            pathlib.Path("failing.pid").write_text(str(first.pid))
+            pathlib.Path("failing-2.pid").write_text(str(second.pid))
             assert False, "the test's own failure"
 
         def test_interrupted(servegate_server):
@@ -177,7 +181,9 @@ def test_failed_and_interrupted_tests_stop_their_servers(
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*the test's own failure*", "*KeyboardInterrupt*"])
-    for name in ("failing", "interrupted"):
+    logs = sorted(path.name for path in pytester.path.rglob("failing*.log"))
+    assert logs == ["failing-2.log", "failing.log"]
+    for name in ("failing", "failing-2", "interrupted"):
         pid = int((pytester.path / f"{name}.pid").read_text())
         assert not alive(pid), name
     assert records(_state_dir) == []  # stopped by the fixture, not only by the keeper

@@ -208,12 +208,7 @@ class ServerFactory:
                 else str(arg)
                 for arg in command
             ]
-            log = log_path
-            if log is None:
-                self.log_dir.mkdir(parents=True, exist_ok=True)
-                log = str(self.log_dir / f"{name or engine}.log")
-                if Path(log).exists():  # a second server of the same name in this test
-                    log = str(self.log_dir / f"{name or engine}-{len(self.servers) + 1}.log")
+            log = log_path if log_path is not None else self._new_log(name or engine)
             failure = None
             try:
                 server = launch(
@@ -247,6 +242,14 @@ class ServerFactory:
             self.servers.append(server)
             return server
         raise AssertionError("unreachable: every attempt returns or fails")
+
+    def _new_log(self, stem: str) -> str:
+        """A log path in this factory's folder that no earlier start here has used."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        path, index = self.log_dir / f"{stem}.log", 2
+        while path.exists():  # another start of the same name in this test
+            path, index = self.log_dir / f"{stem}-{index}.log", index + 1
+        return str(path)
 
     def _keep_note(self, exc: GateError) -> str | None:
         """Under --servegate-keep: how to stop the failed server that was left running."""
