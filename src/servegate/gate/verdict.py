@@ -7,11 +7,13 @@ it, and ``GateError`` carries it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from servegate.diag.diagnosis import Diagnosis
+from servegate.telemetry.model import Snapshot
+from servegate.telemetry.summary import TelemetrySummary
 
 __all__ = ["SCHEMA", "PhaseProgress", "PhaseSpan", "Status", "Verdict", "iso"]
 
@@ -90,6 +92,9 @@ class Verdict:
     phases: tuple[PhaseSpan, ...] = ()
     tail: tuple[str, ...] = ()
     diagnosis: Diagnosis | None = None  # stuck or slow, the evidence and the stacks
+    telemetry: TelemetrySummary | None = None  # peaks and CPU seconds while it started
+    # the sampled series (not in to_json: it goes to the store); the keeper sends it apart
+    snapshots: tuple[Snapshot, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -134,6 +139,7 @@ class Verdict:
             "phases": [phase.to_json() for phase in self.phases],
             "tail": list(self.tail),
             "diagnosis": None if self.diagnosis is None else self.diagnosis.to_json(),
+            "telemetry": None if self.telemetry is None else self.telemetry.to_json(),
         }
 
     @classmethod
@@ -167,4 +173,5 @@ class Verdict:
             ),
             tail=tuple(data["tail"]),
             diagnosis=Diagnosis.from_json(data.get("diagnosis")),
+            telemetry=TelemetrySummary.from_json(data.get("telemetry")),
         )
