@@ -28,6 +28,15 @@ __all__ = ["sim"]
     help="Exact seconds of one phase (repeatable), e.g. capture_cuda_graphs=5.",
 )
 @click.option(
+    "--work",
+    "work",
+    multiple=True,
+    metavar="PHASE=KIND",
+    help="Real work during a phase (repeatable), silent unless the phase prints: cpu "
+    "(a compile burning one core) or disk (a download reading from disk), "
+    "e.g. jit_compile=cpu, download=disk.",
+)
+@click.option(
     "--time-scale", type=float, help="Multiply every startup duration (0.01: 100x faster)."
 )
 @click.option(
@@ -96,7 +105,13 @@ __all__ = ["sim"]
     help="Seconds SGLang's /health waits before a 503 once its scheduler is dead.",
 )
 @click.option("--list-profiles", is_flag=True, help="Print the shipped profiles and exit.")
-def sim(phases: tuple[str, ...], list_profiles: bool, profile: str | None, **flags: Any) -> None:
+def sim(
+    phases: tuple[str, ...],
+    work: tuple[str, ...],
+    list_profiles: bool,
+    profile: str | None,
+    **flags: Any,
+) -> None:
     """Serve a simulated SGLang, vLLM or llama.cpp: its startup log, probes, failures,
     OpenAI-compatible streaming API and Prometheus metrics, with no GPU.
 
@@ -110,8 +125,10 @@ def sim(phases: tuple[str, ...], list_profiles: bool, profile: str | None, **fla
       servegate sim --engine sglang --port 30000 --fail oom --fail-at load_weights
       servegate sim --engine vllm --port 8123 --spec-accept-length 2.5 --itl-ms 12
       servegate sim --port 30000 --regimes 1.0:0.7,0.85:0.3 --start-counter starts.txt
+      servegate sim --engine vllm --phase jit_compile=40 --work jit_compile=cpu
+      servegate sim --phase download=20 --work download=disk --fail hang --fail-at kv_cache
     """
-    from servegate.sim.config import parse_phase, resolve, shipped_profiles
+    from servegate.sim.config import parse_phase, parse_work, resolve, shipped_profiles
     from servegate.sim.runner import run
 
     if list_profiles:
@@ -119,6 +136,7 @@ def sim(phases: tuple[str, ...], list_profiles: bool, profile: str | None, **fla
             click.echo(name)
         return
     flags["phases"] = dict(parse_phase(text) for text in phases) if phases else None
+    flags["work"] = dict(parse_work(text) for text in work) if work else None
     config = resolve(profile=profile, flags=flags)
     code = run(config)
     raise SystemExit(code)

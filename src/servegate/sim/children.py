@@ -18,7 +18,8 @@ import sys
 __all__ = ["CHILD_CODE", "Children", "roles_for"]
 
 # The child: take the role's name, ignore Ctrl-C (the parent handles it), wait for the
-# parent's pipe to close, exit.
+# parent's pipe to close, exit. "hang" on the pipe: a rank stuck waiting for its peers
+# (the simulated hang), still ending when the pipe closes.
 CHILD_CODE = """
 import os, signal, sys
 name = sys.argv[1]
@@ -28,14 +29,34 @@ try:
 except Exception:
     pass
 signal.signal(signal.SIGINT, signal.SIG_IGN)
-while True:
-    try:
-        if not os.read(0, 64):
-            break
-    except InterruptedError:
-        continue
-    except OSError:
-        break
+
+
+def wait_for_nccl_peers():
+    while True:
+        try:
+            if not os.read(0, 64):
+                os._exit(0)
+        except InterruptedError:
+            continue
+        except OSError:
+            os._exit(0)
+
+
+def serve_rank():
+    while True:
+        try:
+            data = os.read(0, 64)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not data:
+            return
+        if b"hang" in data:
+            wait_for_nccl_peers()
+
+
+serve_rank()
 os._exit(0)
 """
 
@@ -80,6 +101,14 @@ class Children:
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGKILL)
         return proc.wait()
+
+    def hang(self) -> None:
+        """Put the tensor-parallel ranks in ``wait_for_nccl_peers`` (the simulated hang)."""
+        for role, proc in self.procs.items():
+            if "_TP" in role and proc.stdin is not None and proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.write(b"hang\n")
+                    proc.stdin.flush()
 
     def dead(self) -> list[str]:
         """Roles whose process has exited."""

@@ -31,6 +31,7 @@ __all__ = [
     "SimConfig",
     "parse_phase",
     "parse_regimes",
+    "parse_work",
     "resolve",
     "shipped_profiles",
 ]
@@ -42,6 +43,7 @@ ENGINES = ("sglang", "vllm", "llamacpp", "generic")
 PHASES: dict[str, tuple[tuple[str, float], ...]] = {
     "sglang": (
         ("dist_init", 0.04),
+        ("download", 0.0),  # silent; 0 s unless given (--phase download=S)
         ("load_weights", 0.34),
         ("kv_cache", 0.05),
         ("attention_backend", 0.03),
@@ -53,6 +55,7 @@ PHASES: dict[str, tuple[tuple[str, float], ...]] = {
     ),
     "vllm": (
         ("dist_init", 0.05),
+        ("download", 0.0),  # silent; 0 s unless given (--phase download=S)
         ("load_weights", 0.30),
         ("torch_compile", 0.20),
         ("jit_compile", 0.10),
@@ -123,6 +126,7 @@ class SimConfig:
     port: int
     model: str
     phases: tuple[tuple[str, float], ...]  # (name, wall seconds), in order, time-scaled
+    work: tuple[tuple[str, str], ...] = ()  # (phase, cpu|disk): real work during that phase
     fail: str | None
     fail_phase: str | None  # the phase whose middle the failure happens in
     fail_at_s: float | None  # wall seconds since start (startup) or since READY (after)
@@ -174,6 +178,7 @@ class _Profile(BaseModel):
     startup: float | None = None
     time_scale: float | None = None
     phases: dict[str, float] | None = None
+    work: dict[str, str] | None = None
     ttft_ms: float | None = None
     prefill_tok_s: float | None = None
     itl_ms: float | None = None
@@ -297,12 +302,15 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
     """Defaults, then the profile, then the flags that were given, validated."""
     values: dict[str, Any] = dict(DEFAULTS)
     profile_phases: dict[str, float] = {}
+    work: dict[str, str] = {}
     if profile is not None:
         loaded = load_profile(profile)
         profile_phases = loaded.pop("phases", {})
+        work.update(loaded.pop("work", {}))
         values.update(loaded)
     given = {k: v for k, v in flags.items() if v is not None}
     flag_phases: dict[str, float] = given.pop("phases", {})
+    work.update(given.pop("work", {}))
     values.update(given)
 
     engine = values["engine"]
@@ -355,6 +363,7 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
     )
     record = values.get("record")
     return SimConfig(
+        work=_work(engine, work, timeline),
         engine=engine,
         host=values["host"],
         port=int(port),
@@ -382,6 +391,37 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         record=Path(record) if record is not None else None,
         health_check_timeout_s=float(values["health_check_timeout"]),
     )
+
+
+def parse_work(text: str) -> tuple[str, str]:
+    """``PHASE=KIND`` from ``--work``."""
+    name, sep, kind = text.partition("=")
+    if not sep or not name or not kind:
+        raise UsageError(f"--work {text}: write PHASE=KIND, e.g. --work jit_compile=cpu.")
+    return name.strip(), kind.strip()
+
+
+def _work(
+    engine: str, work: Mapping[str, str], timeline: tuple[tuple[str, float], ...]
+) -> tuple[tuple[str, str], ...]:
+    """The phases that do real work, checked against the engine's phases and the kinds."""
+    from servegate.sim.work import WORK_KINDS
+
+    names = [name for name, _ in timeline]
+    out = []
+    for given, kind in work.items():
+        phase = PHASE_ALIASES.get(given, given)
+        if phase not in names:
+            raise UsageError(
+                f"--work {phase}={kind}: {engine} has no such phase; choose one of "
+                f"{', '.join(names)}."
+            )
+        if kind not in WORK_KINDS:
+            raise UsageError(
+                f"--work {phase}={kind}: unknown kind; choose one of {', '.join(WORK_KINDS)}."
+            )
+        out.append((phase, kind))
+    return tuple(out)
 
 
 def _check_nonneg(values: Mapping[str, Any], keys: tuple[str, ...]) -> None:

@@ -25,6 +25,7 @@ from servegate.sim.config import SimConfig
 from servegate.sim.failures import Failure, after_ready_failure, plan_failure
 from servegate.sim.server import App, State
 from servegate.sim.startup import Event, LogFormat, ScriptContext, build_script
+from servegate.sim.work import Work
 
 __all__ = ["run"]
 
@@ -34,6 +35,24 @@ STATS_EVERY_S = 10.0
 
 class _PortInUse(Exception):
     """The port could not be bound."""
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGINT while hung (the event loop is blocked, as a real hang blocks it)."""
+
+
+def _stop_hang(signum: int, frame: object) -> None:
+    raise _Stopped
+
+
+def wait_for_nccl_peers() -> None:
+    """Wait for peers that never come: the simulated hang, idle, in a named function.
+
+    Blocks the whole process (its event loop too), as a rank stuck in a collective does;
+    a stack dump names this function. SIGTERM or SIGINT ends it.
+    """
+    while True:
+        time.sleep(3600)
 
 
 def _write(data: bytes) -> None:
@@ -65,6 +84,7 @@ class Runner:
         self.app: App | None = None
         self.listening = False
         self.stats_task: asyncio.Task[None] | None = None
+        self.work: Work | None = None
 
     # --- output -------------------------------------------------------------------------
 
@@ -187,8 +207,12 @@ class Runner:
         )
         cursor = t0
         try:
+            work = dict(config.work)
             for phase, seconds in config.phases:
                 failing_here = config.fail_phase == phase
+                if phase in work and seconds > 0:
+                    await self._sleep_until(cursor)
+                    self.work = await Work.start(work[phase], seconds)
                 for event in script.get(phase, []):
                     at = cursor + event.at * seconds
                     if failing_here and (event.at >= 0.5 or event.kind == "ready"):
@@ -207,6 +231,10 @@ class Runner:
                     await self._sleep_until(fail_wall)
                     await self._fail(config.fail or "")
                     return
+                if self.work is not None:
+                    await self._sleep_until(cursor + seconds)
+                    await self.work.stop()
+                    self.work = None
                 cursor += seconds
         except _PortInUse:
             await self._fail("port-in-use")
@@ -223,6 +251,9 @@ class Runner:
             # a failure given in seconds happens in whichever phase is running then
             phase = self._phase_at(self.config.fail_at_s or 0.0)
         failure = plan_failure(self.config, self.log_format, kind, phase)
+        if self.work is not None:
+            await self.work.stop()
+            self.work = None
         await self._finish(failure)
 
     def _phase_at(self, seconds: float) -> str:
@@ -246,7 +277,7 @@ class Runner:
             self.app.abort_all()
             self._die(failure.code)
         elif failure.end == "hang":
-            await asyncio.Event().wait()
+            self._hang()
         elif failure.end == "stall":
             await self._stall(failure.heartbeat)
         elif failure.end == "child-death":
@@ -261,6 +292,20 @@ class Runner:
                 return
             self.app.state = State.ZOMBIE
             await asyncio.Event().wait()
+
+    def _hang(self) -> None:
+        """Hang idle in ``wait_for_nccl_peers``, the ranks too, until SIGTERM or SIGINT."""
+        assert self.done is not None
+        self.children.hang()
+        previous = {sig: signal.signal(sig, _stop_hang) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            wait_for_nccl_peers()
+        except _Stopped:
+            self.exit_code = 0
+            self.done.set()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     async def _stall(self, heartbeat: str) -> None:
         """Keep printing the same progress, never advancing."""
@@ -394,6 +439,8 @@ class Runner:
         self.done.set()
 
     def _teardown(self) -> None:
+        if self.work is not None:
+            self.work.kill()
         if self.server is not None:
             self.server.close()
         if self.app is not None:

@@ -170,6 +170,7 @@ def _sglang(config: SimConfig, d: dict[str, float], log: LogFormat) -> dict[str,
         )
         for r in ranks
     ]
+    s["download"] = []  # a model fetched before loading, with no progress shown
     w = d["load_weights"]
     s["load_weights"] = [
         Event(at=0.0, text=log.rank(r, "Load weight begin. avail mem=78.50 GB")) for r in ranks
@@ -355,6 +356,7 @@ def _vllm(config: SimConfig, d: dict[str, float], log: LogFormat) -> dict[str, l
         )
         for r in ranks
     ]
+    s["download"] = []  # a model fetched before loading, with no progress shown
     w = d["load_weights"]
     s["load_weights"] = [
         Event(
