@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "wait": ("servegate.cli.gate:wait", "Gate a server someone else started; never kills."),
     "stop": ("servegate.cli.gate:stop", "Stop a tracked server and its whole process tree."),
     "ps": ("servegate.cli.gate:ps", "List the servers servegate launched and still tracks."),
+    "dump": ("servegate.cli.dump:dump", "Print the stacks of every process of a server."),
     "history": ("servegate.cli.history:history", "List past starts with their phases and ETA."),
     "bench": ("servegate.cli.bench:bench", "Benchmark an OpenAI-compatible server."),
     "run": ("servegate.cli.campaign:run", "Run a campaign: launch, gate, bench each variant."),
