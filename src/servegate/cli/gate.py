@@ -38,7 +38,8 @@ def _timeout_value(ctx: click.Context, param: click.Parameter, value: str) -> fl
         return float(value)
     except ValueError:
         raise click.BadParameter(
-            f"{value!r} is neither seconds nor auto: pass e.g. 900 or auto."
+            f"{value!r} is not a valid float (seconds) nor auto: pass e.g. --timeout 900 "
+            "or --timeout auto."
         ) from None
 
 
@@ -71,6 +72,15 @@ def _gate_options(func: F) -> F:
             default=300.0,
             show_default=True,
             help="TIMEOUT after this many seconds without new output (0: never).",
+        ),
+        click.option(
+            "--sample",
+            "sample_s",
+            type=float,
+            default=1.0,
+            show_default=True,
+            help="Telemetry period in seconds until the verdict (CPU, memory, disk, "
+            "network, GPUs; 0: none).",
         ),
         click.option(
             "--tail",
@@ -185,6 +195,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     health_url: str | None,
     timeout_s: float | str,
     stall_s: float,
+    sample_s: float,
     tail: int,
     as_json: bool,
     host: str,
@@ -235,6 +246,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             port=port,
             timeout_s=session.timeout_s,
             stall_s=_stall(stall_s),
+            sample_s=sample_s,
             env=env,
             cwd=cwd,
             log_path=log_path,
@@ -329,6 +341,7 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     health_url: str | None,
     timeout_s: float | str,
     stall_s: float,
+    sample_s: float,
     tail: int,
     as_json: bool,
     host: str,
@@ -360,6 +373,7 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
             health_url=health_url,
             timeout_s=session.timeout_s,
             stall_s=_stall(stall_s),
+            sample_s=sample_s,
             on_note=_note,
         )
     except GateError as exc:

@@ -56,6 +56,7 @@ def wait(
     timeout_s: float = 900.0,
     stall_s: float | None = 300.0,
     model: str | None = None,
+    sample_s: float = 1.0,
     on_note: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Gate a server that is already running; return its READY verdict.
@@ -72,6 +73,8 @@ def wait(
         health_url: probe exactly this URL (any 2xx).
         timeout_s: hard cap; stall_s: no new output for this long (None: never).
         model: model name for the 1-token completion (vLLM).
+        sample_s: the telemetry period until the verdict (0: none): the process tree of
+            ``pid`` (without one, only the network and GPUs), in ``verdict.snapshots``.
         on_note: called with each live note while it waits (a silent server found busy).
 
     Raises:
@@ -104,6 +107,7 @@ def wait(
         timeout_s=timeout_s,
         stall_s=stall_s,
         model=model,
+        sample_s=sample_s,
     )
     resolved = options.resolve()
     if log_path is not None:

@@ -20,7 +20,7 @@ import selectors
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
 from servegate.diag.diagnosis import Diagnosis
@@ -35,6 +35,7 @@ from servegate.gate.verdict import Status, Verdict, iso
 from servegate.gate.watch import LineHit, LogWatcher
 from servegate.telemetry.activity import activity
 from servegate.telemetry.model import Activity, Snapshot
+from servegate.telemetry.sampler import Sampler
 
 __all__ = ["Gate", "GateSources", "exit_status"]
 
@@ -123,6 +124,8 @@ class Gate:
         self._wrapper: tuple[Signature, str, float] | None = None  # signature, line, until
         self._child_gone: tuple[int, str, float] | None = None  # pid, label, until
         self.essential_pids: tuple[int, ...] = ()  # essential children alive at the verdict
+        # the flight recorder: from the gate's start to the verdict (--sample; 0: none)
+        self.sampler: Sampler | None = None
         # stuck or slow: the next look at a busy quiet server, and what was last said
         self._recheck_at: float | None = None
         self._diagnosis: Diagnosis | None = None
@@ -150,7 +153,9 @@ class Gate:
                 self.close()
 
     def close(self) -> None:
-        """Stop the probe and release every descriptor."""
+        """Stop the probe and the sampler, and release every descriptor."""
+        if self.sampler is not None:
+            self.sampler.stop()
         if self._prober is not None:
             self._prober.stop()
             self._prober = None
@@ -169,6 +174,11 @@ class Gate:
 
     def _setup(self) -> None:
         src = self.sources
+        if self.options.sample_s > 0 and src.snapshots is None:
+            self.sampler = Sampler(
+                src.pid, period_s=self.options.sample_s, zero=self.started_mono
+            ).start()
+            src.snapshots = self.sampler.snapshots
         self._sel.register(self._wake_r, selectors.EVENT_READ, "probe")
         if src.pipe_fd is not None:
             self._sel.register(src.pipe_fd, selectors.EVENT_READ, "pipe")
@@ -660,6 +670,13 @@ class Gate:
             tail=() if ready else self.watcher.tail.last(),
             diagnosis=self._diagnosis,
         )
+        if self.sampler is not None:  # the recording ends with the verdict
+            self.sampler.stop()
+            self._verdict = replace(
+                self._verdict,
+                telemetry=self.sampler.summary(),
+                snapshots=tuple(self.sampler.snapshots()),
+            )
 
 
 def _stacks_note(stacks: Stacks | None) -> str:

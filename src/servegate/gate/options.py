@@ -19,6 +19,7 @@ from servegate.gate.watch import Rules
 __all__ = ["JSON_TAIL_LINES", "GateOptions", "Resolved", "model_from_command", "port_from_command"]
 
 JSON_TAIL_LINES = 300
+MIN_SAMPLE_S = 0.05  # --sample below this costs more than it tells (bench/README.md)
 
 
 def port_from_command(command: Sequence[str]) -> int | None:
@@ -63,6 +64,7 @@ class GateOptions:
     tail: int = 50  # lines shown on CRASH / TIMEOUT (--tail)
     probe_interval_s: float = 0.5  # probe period before a ready line
     model: str | None = None  # model name for the 1-token completion
+    sample_s: float = 1.0  # telemetry period (--sample); 0: no telemetry
 
     def to_json(self) -> dict[str, Any]:
         """The options as plain JSON (for the keeper process)."""
@@ -78,6 +80,7 @@ class GateOptions:
             "tail": self.tail,
             "probe_interval_s": self.probe_interval_s,
             "model": self.model,
+            "sample_s": self.sample_s,
         }
 
     @classmethod
@@ -95,6 +98,7 @@ class GateOptions:
             tail=data["tail"],
             probe_interval_s=data["probe_interval_s"],
             model=data["model"],
+            sample_s=float(data.get("sample_s", 1.0)),
         )
 
     def resolve(self) -> Resolved:
@@ -106,6 +110,11 @@ class GateOptions:
             )
         if self.stall_s is not None and not self.stall_s > 0:
             raise UsageError(f"--stall must be a positive number of seconds, not {self.stall_s}.")
+        if not (self.sample_s == 0 or self.sample_s >= MIN_SAMPLE_S):
+            raise UsageError(
+                f"--sample must be 0 (no telemetry) or at least {MIN_SAMPLE_S} seconds, "
+                f"not {self.sample_s}."
+            )
         if self.tail < 0:
             raise UsageError(f"--tail must be 0 or more lines, not {self.tail}.")
         if self.port is not None and not 0 < self.port < 65536:

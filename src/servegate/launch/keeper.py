@@ -286,6 +286,12 @@ class Keeper:
                 "essential": essential,
             }
         )
+        # the sampled series, after the verdict so as not to delay it (busiest processes only)
+        from servegate.telemetry.sampler import trimmed
+
+        _send(
+            {"event": "telemetry", "snapshots": [s.to_json() for s in trimmed(verdict.snapshots)]}
+        )
         gate.close()
         if sources.pipe_fd is None:
             self.out_r = -1  # the gate saw end-of-file and closed it

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import IO, Any
 
@@ -40,6 +41,7 @@ from servegate.launch.tree import (
     snapshot,
     stop_tree,
 )
+from servegate.telemetry.model import Snapshot
 
 __all__ = ["Server", "launch"]
 
@@ -200,6 +202,7 @@ def launch(
     health_url: str | None = None,
     host: str = "127.0.0.1",
     model: str | None = None,
+    sample_s: float = 1.0,
     attached: bool = True,
     on_verdict: Callable[[Verdict], None] | None = None,
     on_started: Callable[[state.Tracked], None] | None = None,
@@ -223,6 +226,8 @@ def launch(
         attached: True: the server dies with this process (see ``Server.detach``).
         on_verdict: called with the verdict the moment it arrives, before the tree is
             stopped (CRASH, TIMEOUT) or detached: to show it without waiting for that.
+        sample_s: the telemetry period until the verdict (0: none); the verdict carries
+            its ``telemetry`` summary and its ``snapshots``.
         on_note: called with each live note of the gate while it waits (a silent server
             that is busy: "no output for 240 s during jit_compile; slow, ...").
         on_started: called once the process runs, with its record (log path, start
@@ -248,6 +253,7 @@ def launch(
         timeout_s=timeout_s,
         stall_s=stall_s,
         model=model or model_from_command(command),
+        sample_s=sample_s,
     )
     profile_port = options.resolve().profile.default_port
     if options.port is None and options.health_url is None and profile_port is not None:
@@ -344,6 +350,7 @@ def launch(
         detail = (message or {}).get("message", "it ended")
         raise ServegateError(f"the keeper process failed before a verdict ({detail}).")
     verdict = Verdict.from_json(message["verdict"])
+    verdict = _with_snapshots(verdict, keeper.stdout)
     essential = [info for info in map(_proc_info, message["essential"]) if info is not None]
     server = Server(
         tracked=tracked, verdict=verdict, keeper=keeper, control=control_w, essential=essential
@@ -363,6 +370,18 @@ def launch(
     if not attached:
         server.detach()
     return server
+
+
+def _with_snapshots(verdict: Verdict, stream: IO[bytes]) -> Verdict:
+    """The verdict with the series the keeper sends right after it (none if it sends none)."""
+    try:
+        message = _read_message(stream)
+    except (OSError, ValueError):
+        return verdict
+    if message is None or message.get("event") != "telemetry":
+        return verdict
+    snapshots = tuple(Snapshot.from_json(item) for item in message.get("snapshots", ()))
+    return replace(verdict, snapshots=snapshots)
 
 
 def _proc_info(pid: int) -> ProcInfo | None:

@@ -412,7 +412,7 @@ class Sampler:
         dt = 0.0 if self._prev_t is None else max(now - self._prev_t, 1e-6)
         members: dict[int, tuple[int, int, int, int]] = {}
         procs = []
-        tree_ticks = 0
+        tree_ticks = lifetime_ticks = 0
         read_delta = write_delta = 0
         rss = threads = 0
         for pid, stat in stats.items():
@@ -421,6 +421,7 @@ class Sampler:
             members[pid] = (stat.start, stat.ticks, read, write)
             if first:
                 ticks = 0
+                lifetime_ticks += stat.ticks  # before the first sample: in the total only
             elif before is not None:
                 ticks = max(0, stat.ticks - before[1])
                 read_delta += max(0, read - before[2])
@@ -462,7 +463,7 @@ class Sampler:
             procs=tuple(procs),
             gpus=gpus,
         )
-        self._keep(snapshot, tree_ticks / _CLK_TCK)
+        self._keep(snapshot, (tree_ticks + lifetime_ticks) / _CLK_TCK)
 
     def _keep(self, snapshot: Snapshot, cpu_s: float) -> None:
         with self._lock:

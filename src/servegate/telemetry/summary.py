@@ -18,7 +18,8 @@ class TelemetrySummary:
 
     samples: int
     period_s: float
-    cpu_s: float  # the tree's CPU time while sampled (user + system, every process)
+    # the tree's CPU time (user + system), each process from its start to its last sample
+    cpu_s: float
     peak_rss_bytes: int  # the tree's summed RSS at its highest sample
     peak_processes: int
     peak_gpu_mem_bytes: int  # every GPU's used memory, summed, at its highest sample
