@@ -92,7 +92,8 @@ def gate(
     notes: list[str] = []
     zero = time.monotonic()
     telemetry = FakeTelemetry(zero, busy_s if not isinstance(busy_s, str) else None)
-    options = GateOptions(ready=ready, timeout_s=timeout_s, stall_s=stall_s)
+    # no sampler of the gate's own: the fake telemetry, or none at all
+    options = GateOptions(ready=ready, timeout_s=timeout_s, stall_s=stall_s, sample_s=0)
     sources = GateSources(
         pid=pid,
         log_path=log_path,
@@ -180,3 +181,96 @@ def test_slow_then_ready_is_ready_with_the_slow_spell_kept(tmp_path: Path) -> No
     assert notes and "slow, still working: 1 process at 100 % CPU" in notes[0]
     assert verdict.diagnosis is not None and verdict.diagnosis.state == "slow"
     assert verdict.diagnosis.stacks is None  # READY takes no dump
+
+
+# -- end to end: the simulator, the sampler, launch and dump as processes ----------------
+
+SIM = [sys.executable, "-m", "servegate", "sim", "--engine", "sglang", "--startup", "1"]
+
+
+def servegate(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "servegate", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def launch_sim(port: int, *sim_args: str, name: str, stall: str = "2") -> tuple[int, dict]:  # type: ignore[type-arg]
+    import json
+
+    done = servegate(
+        "launch", "--name", name, "--engine", "sglang", "--json", "--stall", stall,
+        "--sample", "0.25", "--timeout", "120", "--",
+        *SIM, "--port", str(port), *sim_args,
+    )  # fmt: skip
+    return done.returncode, {**json.loads(done.stdout), "stderr": done.stderr}
+
+
+def test_silent_cpu_compile_longer_than_stall_is_kept_waiting_and_ready(port: int) -> None:
+    code, verdict = launch_sim(
+        port, "--phase", "jit_compile=6", "--work", "jit_compile=cpu", name="compile"
+    )
+    try:
+        assert code == 0, verdict
+        assert verdict["status"] == "ready"
+        slow = [line for line in verdict["stderr"].splitlines() if "slow, still working" in line]
+        assert slow and slow[0].startswith("no output for 2 s after init_attention_backend")
+        assert "% CPU" in slow[0]
+        assert verdict["diagnosis"]["state"] == "slow"
+        assert verdict["diagnosis"]["activity"]["bound"] == "cpu"
+    finally:
+        assert servegate("stop", "compile").returncode == 0
+
+
+def test_silent_download_from_disk_is_slow_not_stuck(port: int) -> None:
+    code, verdict = launch_sim(
+        port, "--phase", "download=6", "--work", "download=disk", name="download"
+    )
+    try:
+        assert code == 0, verdict
+        slow = [line for line in verdict["stderr"].splitlines() if "slow, still working" in line]
+        assert slow and "from disk" in slow[0], verdict["stderr"]
+        assert verdict["diagnosis"]["activity"]["bound"] == "disk"
+    finally:
+        assert servegate("stop", "download").returncode == 0
+
+
+def test_idle_hang_is_stopped_early_as_stuck_with_the_hung_function(port: int) -> None:
+    code, verdict = launch_sim(port, "--fail", "hang", "--fail-at", "kv_cache", name="hung")
+    assert code == 124, verdict
+    assert (verdict["kind"], verdict["detected_by"]) == ("stuck", "stall")  # not the deadline
+    assert verdict["reason"].startswith("stuck after load_weights: no output for 2.0s and idle")
+    stacks = verdict["diagnosis"]["stacks"]
+    assert stacks["top"] == "wait_for_nccl_peers"
+    assert stacks["summary"] == "2 of 3 processes in wait_for_nccl_peers"
+    assert "runner.py" in stacks["top_frame"]
+    assert verdict["reason"].endswith("stacks: 2 of 3 processes in wait_for_nccl_peers")
+    assert servegate("ps").stdout == ""  # stopped after the verdict
+
+
+def test_dump_a_running_server(port: int) -> None:
+    import json
+
+    code, verdict = launch_sim(port, name="running")
+    try:
+        assert code == 0, verdict
+        main = verdict["pid"]
+        done = servegate("dump", "running", "--json")
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        assert data["name"] == "running" and data["note"] is None
+        pids = {p["pid"]: p for p in data["processes"]}
+        assert main in pids and len(pids) == 3  # the server, its scheduler, its detokenizer
+        assert all(p["python"] and p["threads"] for p in pids.values())
+        assert data["summary"].startswith(f"{data['summary'].split()[0]} of 3 processes in ")
+        text = servegate("dump", "running")
+        assert text.returncode == 0
+        assert text.stdout.splitlines()[0] == data["summary"]
+        assert f"process {main} " in text.stdout
+    finally:
+        assert servegate("stop", "running").returncode == 0
+    gone = servegate("dump", "running")
+    assert gone.returncode == 2 and "no running server named 'running'" in gone.stderr
