@@ -274,3 +274,14 @@ def test_dump_a_running_server(port: int) -> None:
         assert servegate("stop", "running").returncode == 0
     gone = servegate("dump", "running")
     assert gone.returncode == 2 and "no running server named 'running'" in gone.stderr
+
+
+def test_sim_work_bad_input_is_one_sentence_exit_2() -> None:
+    for args, words in (
+        (["--work", "nope=cpu"], "--work nope=cpu: sglang has no such phase"),
+        (["--work", "jit_compile=gpu"], "--work jit_compile=gpu: unknown kind; choose one of"),
+        (["--work", "jit_compile"], "--work jit_compile: write PHASE=KIND"),
+    ):
+        done = servegate("sim", *args)
+        assert done.returncode == 2, done.stderr
+        assert words in done.stderr
