@@ -132,3 +132,39 @@ def test_rate_text() -> None:
         "210 MB/s",
         "1.5 GB/s",
     ]
+
+
+def test_real_processes_through_the_sampler() -> None:
+    """A real busy loop is CPU-bound; the same tree asleep is idle."""
+    import subprocess
+    import sys
+    import time
+
+    from servegate.telemetry.sampler import Sampler
+
+    code = (
+        "import sys,time\nt=time.monotonic()+float(sys.argv[1])\n"
+        "while time.monotonic()<t: pass\ntime.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, "1.5"])
+    zero = time.monotonic()
+    sampler = Sampler(proc.pid, period_s=0.1, zero=zero).start()
+    try:
+        busy = None
+        while busy is None or not busy.busy:  # wait for the evidence of the loop
+            assert proc.poll() is None
+            busy = activity(sampler.snapshots(), 0.5)
+            if time.monotonic() - zero > 30:
+                break
+        assert busy is not None and busy.busy and busy.bound == "cpu", busy
+        assert busy.evidence.startswith("1 process at ")
+        idle = activity(sampler.snapshots(), 0.5)
+        while idle.busy or time.monotonic() - zero < 2.2:  # the loop ends at 1.5 s
+            assert time.monotonic() - zero < 60
+            time.sleep(0.1)
+            idle = activity(sampler.snapshots(), 0.5)
+        assert idle.bound == "idle" and idle.evidence.startswith("idle: CPU ")
+    finally:
+        sampler.stop()
+        proc.kill()
+        proc.wait()
