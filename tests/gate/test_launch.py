@@ -157,6 +157,7 @@ def test_stall_names_the_phase() -> None:
             health_url="http://127.0.0.1:9/health",
             timeout_s=60,
             stall_s=1.0,
+            sample_s=0,  # without telemetry: an idle one is stuck (tests/gate/test_stuck_slow.py)
         )
     verdict = info.value.verdict
     assert verdict.reason.startswith("no progress for 1.0s during capture_cuda_graphs")

@@ -494,8 +494,12 @@ class Gate:
         return due if self._recheck_at is None else max(due, self._recheck_at)
 
     def _telemetry(self) -> Sequence[Snapshot] | None:
-        """The snapshots so far; None without telemetry (or none sampled yet)."""
-        if self.sources.snapshots is None:
+        """The snapshots so far; None without telemetry (or none sampled yet).
+
+        Without a process (a ``wait`` on a log or a URL alone) there is no tree to look
+        at: a host's quiet network alone does not make a server stuck.
+        """
+        if self.sources.snapshots is None or self.sources.pid is None:
             return None
         try:
             snaps = self.sources.snapshots()
