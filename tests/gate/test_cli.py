@@ -108,8 +108,9 @@ def test_json_verdict_schema() -> None:
 def test_timeout_exit_code() -> None:
     """TIMEOUT exits 124."""
     result = servegate(
-        "launch", "--ready", "never", "--stall", "0.5", "--", PY, MISBEHAVE, "stall", "hello"
-    )
+        "launch", "--ready", "never", "--stall", "0.5", "--sample", "0",
+        "--", PY, MISBEHAVE, "stall", "hello",
+    )  # fmt: skip
     assert result.returncode == 124
     assert result.stdout.startswith("TIMEOUT after ")
     assert "no progress for 0.5s" in result.stdout.splitlines()[0]

@@ -189,6 +189,7 @@ def test_a_repeated_heartbeat_is_not_progress() -> None:
             health_url="http://127.0.0.1:9/h",
             timeout_s=30,
             stall_s=1.0,
+            sample_s=0,  # the plain stall (with telemetry an idle one is stuck)
         )
     assert info.value.verdict.reason.startswith("no progress for 1.0s during start_shards")
 
