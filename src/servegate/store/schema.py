@@ -183,10 +183,35 @@ STARTS = Migration(
     ),
 )
 
+TELEMETRY = Migration(
+    version=4,
+    name="start telemetry",
+    statements=(
+        # the flight recorder's series of one start (servegate.telemetry.Snapshot): the
+        # totals as columns, the busiest processes and each GPU as JSON in ``detail``
+        """CREATE TABLE attempt_telemetry (
+            attempt_id INTEGER NOT NULL REFERENCES attempt(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            t_s REAL NOT NULL,
+            cpu_pct REAL NOT NULL,
+            rss_bytes INTEGER NOT NULL,
+            threads INTEGER NOT NULL,
+            processes INTEGER NOT NULL,
+            read_bps REAL NOT NULL,
+            write_bps REAL NOT NULL,
+            net_rx_bps REAL NOT NULL,
+            gpu_mem_bytes INTEGER NOT NULL,
+            gpu_tree_bytes INTEGER NOT NULL,
+            detail TEXT NOT NULL,
+            PRIMARY KEY (attempt_id, idx)
+        ) WITHOUT ROWID""",
+    ),
+)
+
 # Every step this version knows, oldest first; a new step is appended, never edited.
 # A database opened read-only (a report in a read-only folder) is not migrated: reads
 # must not need what a later step adds, or must do without it.
-MIGRATIONS: tuple[Migration, ...] = (INITIAL, RUNNER, STARTS)
+MIGRATIONS: tuple[Migration, ...] = (INITIAL, RUNNER, STARTS, TELEMETRY)
 
 _BOOKKEEPING = """CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,

@@ -57,6 +57,8 @@ from servegate.store.records import (
     sample_row,
 )
 from servegate.store.schema import MIGRATIONS, Migration, check_readable, migrate
+from servegate.telemetry.model import GpuSample, ProcSample, Snapshot
+from servegate.telemetry.sampler import trimmed
 
 CAMPAIGN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
 ATTEMPT_STATUSES = frozenset(
@@ -552,6 +554,81 @@ class Store:
                 "UPDATE attempt SET status = ?, reason = ? WHERE id = ?",
                 (status, data.get("reason"), aid),
             )
+
+    @guarded
+    def record_telemetry(self, aid: int, snapshots: Sequence[Snapshot]) -> int:
+        """Store a start's sampled series (``verdict.snapshots``), replacing any before.
+
+        The totals go in columns; each snapshot's busiest processes (at most 8) and its
+        GPUs go in ``detail`` as JSON. Returns the number of snapshots stored.
+        """
+        rows = []
+        for idx, snap in enumerate(trimmed(snapshots)):
+            detail = {
+                "procs": [p.to_json() for p in snap.procs],
+                "gpus": [g.to_json() for g in snap.gpus],
+            }
+            rows.append(
+                (
+                    aid,
+                    idx,
+                    snap.t_s,
+                    snap.cpu_pct,
+                    snap.rss_bytes,
+                    snap.threads,
+                    snap.processes,
+                    snap.read_bps,
+                    snap.write_bps,
+                    snap.net_rx_bps,
+                    sum(g.mem_used_bytes for g in snap.gpus),
+                    sum(g.mem_tree_bytes for g in snap.gpus),
+                    json.dumps(detail, separators=(",", ":")),
+                )
+            )
+        with self._tx() as conn:
+            conn.execute("DELETE FROM attempt_telemetry WHERE attempt_id = ?", (aid,))
+            conn.executemany(
+                "INSERT INTO attempt_telemetry (attempt_id, idx, t_s, cpu_pct, rss_bytes, "
+                "threads, processes, read_bps, write_bps, net_rx_bps, gpu_mem_bytes, "
+                "gpu_tree_bytes, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        return len(rows)
+
+    @guarded
+    def telemetry(self, aid: int) -> list[Snapshot]:
+        """A start's stored series, oldest first; [] when none (or an older database)."""
+        if not self._has_table("attempt_telemetry"):
+            return []
+        out = []
+        for row in self._conn.execute(
+            "SELECT t_s, cpu_pct, rss_bytes, threads, processes, read_bps, write_bps, "
+            "net_rx_bps, detail FROM attempt_telemetry WHERE attempt_id = ? ORDER BY idx",
+            (aid,),
+        ):
+            detail = json.loads(row[8])
+            out.append(
+                Snapshot(
+                    t_s=row[0],
+                    cpu_pct=row[1],
+                    rss_bytes=row[2],
+                    threads=row[3],
+                    processes=row[4],
+                    read_bps=row[5],
+                    write_bps=row[6],
+                    net_rx_bps=row[7],
+                    procs=tuple(ProcSample.from_json(p) for p in detail.get("procs", ())),
+                    gpus=tuple(GpuSample.from_json(g) for g in detail.get("gpus", ())),
+                )
+            )
+        return out
+
+    def _has_table(self, table: str) -> bool:
+        """Whether ``table`` exists (a read-only database may predate it)."""
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        return row is not None
 
     @guarded
     def record_stop(self, aid: int, stop_report: Any) -> None:
