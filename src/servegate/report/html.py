@@ -4,7 +4,8 @@ plotly.js is embedded inline, so the file opens offline, from a mail attachment 
 copied results folder, with no CDN. Plots: output throughput by load point per variant
 with interval bars, TTFT and ITL distributions per variant (boxes from precomputed
 quantiles, which keeps the file small however many requests were measured), and each
-variant's startup timeline by phase. Tables: the verdict table (throughput with the
+variant's startup timeline by phase, with the server's CPU, RSS and GPU memory under it
+when the store holds the start's telemetry. Tables: the verdict table (throughput with the
 change of TTFT p99 and TPOT p99 under it), latency and startup against the baseline, the
 A/A noise floor, the variants not compared and why, and why each failed variant failed.
 plotly is the ``html`` extra.
@@ -13,14 +14,18 @@ plotly is the ``html`` extra.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from servegate.errors import UsageError
+from servegate.errors import ServegateError, UsageError
 from servegate.report import text
 from servegate.report.bootstrap import interval, mean, seeded_rng
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
+from servegate.store import Store
+from servegate.telemetry.model import Snapshot
 
 # One colour per variant, in order (the baseline first); phases have their own.
 VARIANT_COLOURS = ("#1f4e9c", "#e8710a", "#12939a", "#9c27b0", "#c2185b", "#7cb342", "#5d4037")
@@ -178,8 +183,24 @@ def _latency_figure(go: Any, report: Report, which: str) -> Any:
     return fig
 
 
-def _timeline_figure(go: Any, report: Report) -> Any:
-    fig = go.Figure()
+def _timeline_figure(
+    go: Any, report: Report, series: Mapping[str, Sequence[Snapshot]] | None = None
+) -> Any:
+    """Each variant's startup phases; with telemetry, its CPU, RSS and GPU memory under them."""
+    series = {name: snaps for name, snaps in (series or {}).items() if snaps}
+    curves = _CURVES if series else ()
+    if curves:
+        from plotly.subplots import make_subplots
+
+        fig = make_subplots(
+            rows=1 + len(curves),
+            cols=1,
+            shared_xaxes=True,
+            vertical_spacing=0.03,
+            row_heights=[2.0] + [1.0] * len(curves),
+        )
+    else:
+        fig = go.Figure()
     names = [row.name for row in report.variants if row.timeline or row.timeline_total_s]
     phase_names: list[str] = []
     for row in report.variants:
@@ -198,7 +219,9 @@ def _timeline_figure(go: Any, report: Report) -> Any:
                 ys.append(row.name)
                 bases.append(phase.start_s)
                 widths.append(max(end - phase.start_s, 0.0))
-        fig.add_trace(
+        _add(
+            fig,
+            curves,
             go.Bar(
                 y=ys,
                 x=widths,
@@ -208,10 +231,12 @@ def _timeline_figure(go: Any, report: Report) -> Any:
                 marker={"color": PHASE_COLOURS[index % len(PHASE_COLOURS)]},
                 hovertemplate=f"{html.escape(phase_name)}: %{{base:.1f}}-"
                 "%{x:.1f} s long<extra></extra>",
-            )
+            ),
         )
     ends = [(row, row.timeline_total_s) for row in report.variants if row.timeline_total_s]
-    fig.add_trace(
+    _add(
+        fig,
+        curves,
         go.Scatter(
             y=[row.name for row, _ in ends],
             x=[end for _, end in ends],
@@ -225,18 +250,86 @@ def _timeline_figure(go: Any, report: Report) -> Any:
             },
             name="verdict",
             showlegend=False,
-        )
+        ),
     )
     phase_ends = [p.end_s for row in report.variants for p in row.timeline if p.end_s]
     longest = max([end for _, end in ends if end] + phase_ends + [1.0])
+    timeline_h = 140 + 45 * max(len(names), 1)
     fig.update_layout(
-        title="Startup timeline by phase (cold start; s since launch)",
+        title="Startup timeline by phase (cold start; s since launch)"
+        + (", with the server's resources under it" if curves else ""),
         barmode="overlay",
-        xaxis={"title": "seconds since launch", "range": [0, longest * 1.25]},
         yaxis={"categoryarray": list(reversed(names)), "type": "category"},
-        height=140 + 45 * max(len(names), 1),
+        height=timeline_h + 150 * len(curves),
     )
+    fig.update_xaxes(range=[0, longest * 1.25])
+    if curves:
+        fig.update_xaxes(title_text="seconds since launch", row=1 + len(curves), col=1)
+    else:
+        fig.update_xaxes(title_text="seconds since launch")
+    for index, (label, value) in enumerate(curves, start=2):
+        for name, snaps in series.items():
+            colour = _colour(report, name)
+            fig.add_trace(
+                go.Scatter(
+                    x=[s.t_s for s in snaps],
+                    y=[value(s) for s in snaps],
+                    mode="lines",
+                    line={"color": colour, "width": 1.5},
+                    name=f"{name} {label}",
+                    legendgroup=name,
+                    showlegend=False,
+                    hovertemplate=f"{html.escape(name)}: %{{y:.1f}} {html.escape(label)}"
+                    " at %{x:.1f} s<extra></extra>",
+                ),
+                row=index,
+                col=1,
+            )
+        fig.update_yaxes(title_text=label, rangemode="tozero", row=index, col=1)
     return fig
+
+
+def _gpu_gib(snap: Snapshot) -> float:
+    """GPU memory held by the server's processes, or used on its GPUs when NVML names none."""
+    tree = sum(g.mem_tree_bytes for g in snap.gpus)
+    return (tree or sum(g.mem_used_bytes for g in snap.gpus)) / 2**30
+
+
+# the resource curves under the timeline: (axis label, value of a snapshot)
+_CURVES: tuple[tuple[str, Callable[[Snapshot], float]], ...] = (
+    ("CPU %", lambda s: s.cpu_pct),
+    ("RSS GiB", lambda s: s.rss_bytes / 2**30),
+    ("GPU GiB", _gpu_gib),
+)
+
+
+def _add(fig: Any, curves: Sequence[object], trace: Any) -> None:
+    """A trace of the timeline itself: row 1 when the curves are under it."""
+    if curves:
+        fig.add_trace(trace, row=1, col=1)
+    else:
+        fig.add_trace(trace)
+
+
+def startup_series(report: Report) -> dict[str, list[Snapshot]]:
+    """The stored telemetry of the start each variant's timeline shows (its cold start).
+
+    Read from the campaign's store; variants without a stored series are left out.
+    """
+    shown: dict[str, int] = {}
+    for row in report.variants:
+        starts = report.data.attempts_of(row.shared_server_of or row.name)
+        attempt = next((a for a in starts if a.cold), starts[0] if starts else None)
+        if attempt is not None and (row.timeline or row.timeline_total_s):
+            shown[row.name] = attempt.id
+    if not shown or not Path(report.data.db_path).exists():
+        return {}
+    try:
+        with Store.open(report.data.db_path, read_only=True) as store:
+            found = {name: store.telemetry(aid) for name, aid in shown.items()}
+    except ServegateError:
+        return {}  # the curves are an addition: a report without them is still a report
+    return {name: snaps for name, snaps in found.items() if snaps}
 
 
 def _end_label(row: VariantSummary) -> str:
@@ -406,7 +499,7 @@ def render_html(report: Report) -> str:
         ("throughput", _throughput_figure(go, report), 420),
         ("ttft", _latency_figure(go, report, "ttft"), 380),
         ("itl", _latency_figure(go, report, "itl"), 380),
-        ("startup", _timeline_figure(go, report), None),
+        ("startup", _timeline_figure(go, report, startup_series(report)), None),
     ]
     blocks = []
     for index, (div_id, fig, height) in enumerate(figures):
