@@ -24,11 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.gate.crash_replay import FIXTURES, SPLITS, figures, load_fixtures, replay_all
-
-# real logs that need a change to the gate itself (not a signature): the fast suite
-# skips them, these figures count them (see that folder's README)
-AWAITING = FIXTURES / "awaiting-gate-change"
+from tests.gate.crash_replay import SPLITS, figures, load_fixtures, replay_all
 
 
 def _pct(right: int, counted: int) -> str:
@@ -53,8 +49,7 @@ def main() -> int:
     parser.add_argument("--by-engine", action="store_true", help="figures per engine too")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = parser.parse_args()
-    fixtures = load_fixtures(split=args.split) + load_fixtures(AWAITING, split=args.split)
-    awaiting = {f.name for f in fixtures if AWAITING in f.log.parents}
+    fixtures = load_fixtures(split=args.split)
     if args.engine:
         fixtures = [f for f in fixtures if f.engine == args.engine]
     if args.batch:
@@ -72,11 +67,7 @@ def main() -> int:
     for group in groups:
         chosen = [o for o in outcomes if group in ("all", o.fixture.split)]
         fig = figures(chosen)
-        misses = [
-            o.describe() + (" (awaiting a gate change)" if o.fixture.name in awaiting else "")
-            for o in chosen
-            if not o.ok and group != "all"
-        ]
+        misses = [o.describe() for o in chosen if not o.ok and group != "all"]
         report["splits"][group] = {  # type: ignore[index]
             "n": fig.n,
             "status": fig.status,

@@ -6,7 +6,8 @@ READY are read by the gate's own matcher (``LogWatcher`` over the same ``Rules``
 campaign's ``crash`` patterns, then the engine's signatures) and the cause is chosen as
 the gate chooses it during startup: the first specific signature wins; a wrapper
 signature ("Scheduler hit an exception") counts only when no specific one follows, and
-then carries the last line of the traceback.
+then carries the last line of the traceback; a signature that a recovery line withdraws
+(``Signature.withdrawn_by``) counts only when no such line follows it.
 
     cause = classify(Path(log), profile, crash=campaign.crash, start=ready_offset)
     if cause is not None:
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servegate.engines.profile import EngineProfile, Signature
-from servegate.gate.watch import LogWatcher, Rules
+from servegate.gate.watch import LogWatcher, Rules, withdrawn
 
 __all__ = ["TAIL_LINES", "Cause", "classify", "log_tail"]
 
@@ -68,6 +69,7 @@ def classify(
     """
     watcher = LogWatcher(Rules(profile, crash=crash))
     wrapper: tuple[Signature, str] | None = None
+    held: list[tuple[Signature, str]] = []  # hits a later recovery line may withdraw
     try:
         with path.open("rb") as handle:
             handle.seek(start)
@@ -75,16 +77,22 @@ def classify(
                 chunk = handle.read(_CHUNK)
                 hits = watcher.feed(chunk, 0.0) if chunk else watcher.finish(0.0)
                 for hit in hits:
+                    if hit.what == "recover":
+                        held = [(sig, line) for sig, line in held if not withdrawn(sig, hit)]
                     if hit.what != "fatal" or hit.signature is None:
                         continue
-                    if not hit.signature.wrapper:
-                        return _cause(hit.signature, hit.line)
-                    if wrapper is None:
+                    if hit.signature.withdrawn_by is not None:
+                        held.append((hit.signature, hit.line))
+                    elif not hit.signature.wrapper:
+                        return _cause(*(held[0] if held else (hit.signature, hit.line)))
+                    elif wrapper is None:
                         wrapper = (hit.signature, hit.line)
                 if not chunk:
                     break
     except OSError:
         pass
+    if held:
+        return _cause(*held[0])
     if wrapper is None:
         return None
     signature, line = wrapper

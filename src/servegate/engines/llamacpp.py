@@ -16,6 +16,10 @@ first fatal line decides, and it is the most specific one printed: the generic l
 decide only when they are all there is. The exception is a C++ exception that nobody
 catches: ``terminate called ...`` comes first and its ``what():  <cause>`` line next,
 then SIGABRT; the ``terminate`` line is a wrapper and the ``what()`` line the cause.
+One failure is not final: when reserving the compute buffers fails with pipeline
+parallelism on, llama.cpp logs the allocator's out-of-memory lines, then ``compute buffer
+allocation failed, retrying without pipeline parallelism``, and goes on loading; those
+signatures are ``withdrawn_by`` that line.
 """
 
 from __future__ import annotations
@@ -55,6 +59,11 @@ _ABORT_HINT = (
     "see the lines above it"
 )
 
+# llama_context's sched_reserve, when reserving the compute buffers with pipeline
+# parallelism failed (the allocator has already logged its out-of-memory lines): it
+# retries with one copy of the graph and usually goes on loading
+_RETRY_WITHOUT_PP = r"compute buffer allocation failed, retrying without pipeline parallelism"
+
 _CUDA_ERROR = Signature(
     pattern=r"CUDA error: ",
     kind="cuda-error",
@@ -71,6 +80,7 @@ _FATAL: tuple[Signature, ...] = (
         kind="oom",
         title="CUDA out of memory (cudaMalloc)",
         hint=_OOM_HINT,
+        withdrawn_by=_RETRY_WITHOUT_PP,
     ),
     Signature(
         pattern=r"failed to allocate buffer for kv cache",
@@ -89,12 +99,14 @@ _FATAL: tuple[Signature, ...] = (
         kind="oom",
         title="a buffer could not be allocated",
         hint=_OOM_HINT,
+        withdrawn_by=_RETRY_WITHOUT_PP,
     ),
     Signature(
         pattern=r"failed to allocate compute buffers",
         kind="oom",
         title="the compute buffers do not fit in memory",
         hint=_OOM_HINT,
+        withdrawn_by=_RETRY_WITHOUT_PP,
     ),
     Signature(
         pattern=r"CUDA error: out of memory",

@@ -39,6 +39,11 @@ class Signature:
     # ("Scheduler hit an exception: <traceback>"): the gate waits a moment for a more
     # specific signature (OOM, NCCL...) before it settles for this one
     wrapper: bool = False
+    # a regular expression (with a literal of 10+ bytes, for the prefilter) for a line
+    # that says the engine recovered from this failure ("retrying without pipeline
+    # parallelism" after a failed allocation): the gate holds a hit for a moment and
+    # drops it when such a line follows; None: the hit decides at once
+    withdrawn_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

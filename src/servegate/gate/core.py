@@ -32,7 +32,7 @@ from servegate.gate.options import JSON_TAIL_LINES, Resolved
 from servegate.gate.probe import Prober
 from servegate.gate.stamps import LineClock
 from servegate.gate.verdict import Status, Verdict, iso
-from servegate.gate.watch import LineHit, LogWatcher
+from servegate.gate.watch import LineHit, LogWatcher, withdrawn
 from servegate.telemetry.activity import activity
 from servegate.telemetry.model import Activity, Snapshot
 from servegate.telemetry.sampler import Sampler
@@ -47,6 +47,11 @@ _BACKSTOP_S = 0.25  # re-check a followed file even without inotify events
 _PIPE_READ = 1 << 20
 _EXIT_DRAIN_S = 0.5  # after the main process exits, read what is left for this long at most
 _WRAPPER_WAIT_S = 0.5  # after a wrapper signature, wait this long for the specific cause
+# after a signature that a recovery line can withdraw, wait this long for that line. The
+# engine prints it in the same breath (llama.cpp: microseconds after the out-of-memory
+# lines, before it retries), so 1 s is ample on a loaded machine, and a real failure of a
+# process that keeps running is decided 1 s later than on sight (an exit decides at once)
+_WITHDRAW_WAIT_S = 1.0
 _CHILD_GRACE_S = 0.3  # after an essential child dies, wait this long for the main to follow
 _PARTIAL_QUIET_S = 0.1  # output quiet this long: match an unfinished last line as it stands
 # a slow (busy) server is looked at again this often: the stall period / 10, within bounds
@@ -122,6 +127,9 @@ class Gate:
         self._next_snapshot = 0.0
         self._ready_line_at: float | None = None
         self._wrapper: tuple[Signature, str, float] | None = None  # signature, line, until
+        # fatal hits that a recovery line may still withdraw (oldest first), and until when
+        self._held: list[tuple[Signature, str]] = []
+        self._held_until: float | None = None
         self._child_gone: tuple[int, str, float] | None = None  # pid, label, until
         self.essential_pids: tuple[int, ...] = ()  # essential children alive at the verdict
         # the flight recorder: from the gate's start to the verdict (--sample; 0: none)
@@ -245,6 +253,8 @@ class Gate:
             timers.append(self._stall_due())
         if self._wrapper is not None:
             timers.append(self._wrapper[2])
+        if self._held_until is not None:
+            timers.append(self._held_until)
         if self._child_gone is not None:
             timers.append(self._child_gone[2])
         if self._children is not None:
@@ -322,10 +332,22 @@ class Gate:
         for hit in hits:
             if self._verdict is not None:
                 return
-            if hit.what == "fatal":
+            if hit.what == "recover":
+                self._held = [(sig, line) for sig, line in self._held if not withdrawn(sig, hit)]
+                if not self._held:
+                    self._held_until = None
+            elif hit.what == "fatal":
                 assert hit.signature is not None
-                if not hit.signature.wrapper:
-                    self._crash_signature(hit.signature, hit.line)
+                if hit.signature.withdrawn_by is not None:
+                    if not self._held:
+                        self._held_until = time.monotonic() + _WITHDRAW_WAIT_S
+                    self._held.append((hit.signature, hit.line))
+                elif not hit.signature.wrapper:
+                    # a held hit came first: it is the more specific line (llama.cpp's
+                    # generic "failed to load model" cascade follows its cause)
+                    self._crash_signature(
+                        *(self._held[0] if self._held else (hit.signature, hit.line))
+                    )
                 elif self._wrapper is None:
                     until = time.monotonic() + _WRAPPER_WAIT_S
                     self._wrapper = (hit.signature, hit.line, until)
@@ -374,6 +396,10 @@ class Gate:
             except ChildProcessError:
                 pass
         if self._verdict is not None:
+            return
+        if self._held:
+            # gone before any recovery line: the held hit decides
+            self._crash_signature(*self._held[0])
             return
         if self._wrapper is not None:
             self._settle_wrapper()
@@ -439,6 +465,10 @@ class Gate:
 
     def _settle_wrapper(self) -> None:
         assert self._wrapper is not None
+        if self._held:
+            # a wrapper confirms a held failure: that hit is the specific cause
+            self._crash_signature(*self._held[0])
+            return
         signature, line, _ = self._wrapper
         reason = signature.title
         # the wrapper says that something failed; quote the line that says what
@@ -474,6 +504,9 @@ class Gate:
             self._hits(self.watcher.peek(self._rel(now)))
             if self._verdict is not None:
                 return
+        if self._held_until is not None and now >= self._held_until:
+            self._crash_signature(*self._held[0])  # no recovery line came in time
+            return
         if self._wrapper is not None and now >= self._wrapper[2]:
             self._settle_wrapper()
             return

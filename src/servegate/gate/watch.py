@@ -1,7 +1,8 @@
 """Read a server's log as it grows: fatal lines, ready lines, phases, the cause.
 
 ``LogWatcher.feed(bytes, now)`` takes whatever the pipe or file gave and returns the
-decisive lines in it (fatal or ready). It never looks at a line twice and keeps only a
+decisive lines in it (fatal, ready, or a recovery line that withdraws a held fatal
+one: ``Signature.withdrawn_by``). It never looks at a line twice and keeps only a
 bounded tail, so memory stays flat whatever the log's size. A fatal pattern found in a
 traceback's source line (``raise RuntimeError(f"NCCL error: ...")``) is not decisive:
 the exception line that follows is. ``cause()`` picks, when a verdict needs it, the
@@ -29,6 +30,7 @@ __all__ = [
     "Rules",
     "compile_user_pattern",
     "parse_amount",
+    "withdrawn",
 ]
 
 _TRACEBACK = r"Traceback \(most recent call last\)"
@@ -62,18 +64,32 @@ def compile_user_pattern(pattern: str, flag: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LineHit:
-    """A decisive log line: ``fatal`` (with its signature) or ``ready``."""
+    """A decisive log line: ``fatal`` (with its signature), ``ready`` or ``recover``.
 
-    what: str  # "fatal" | "ready"
+    A ``recover`` hit matched ``withdraws``: the ``withdrawn_by`` pattern of one or more
+    signatures, whose earlier hits it takes back.
+    """
+
+    what: str  # "fatal" | "ready" | "recover"
     line: str
     signature: Signature | None = None
+    withdraws: str | None = None
+
+
+def withdrawn(signature: Signature, hit: LineHit) -> bool:
+    """True when ``hit`` is a recovery line that takes back a hit of ``signature``."""
+    return (
+        hit.what == "recover"
+        and signature.withdrawn_by is not None
+        and signature.withdrawn_by == hit.withdraws
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Rule:
     pattern: re.Pattern[str]
-    action: str  # fatal | ready | start | end | progress | traceback
-    name: str = ""  # phase name
+    action: str  # fatal | ready | recover | start | end | progress | traceback
+    name: str = ""  # phase name; for recover: the withdrawn_by pattern
     signature: Signature | None = None
     progress: Progress | None = None
 
@@ -107,6 +123,13 @@ class Rules:
             _Rule(pattern=re.compile(sig.pattern), action="fatal", signature=sig)
             for sig in profile.fatal
         )
+        # one rule per distinct recovery pattern, whatever number of signatures name it
+        recoveries = dict.fromkeys(
+            sig.withdrawn_by for sig in profile.fatal if sig.withdrawn_by is not None
+        )
+        rules.extend(
+            _Rule(pattern=re.compile(text), action="recover", name=text) for text in recoveries
+        )
         rules.extend(
             _Rule(pattern=compile_user_pattern(t, "--ready"), action="ready") for t in ready
         )
@@ -129,6 +152,10 @@ class Rules:
             for rule in rules
             if rule.action == "fatal" and rule.signature is not None
         )
+        # the recovery patterns by their text: cause() skips the lines they took back
+        self.recoveries: dict[str, re.Pattern[str]] = {
+            rule.name: rule.pattern for rule in rules if rule.action == "recover"
+        }
         fast: list[_Rule] = []
         slow: list[_Rule] = []
         anchors: list[bytes] = []
@@ -279,6 +306,7 @@ class LogWatcher:
         self._traceback_cause: Cause | None = None
         self._cause: tuple[Cause | None] | None = None  # cause() until the tail changes
         self.ready_line: str | None = None  # first ready line seen
+        self.recovered = False  # a recovery line was seen: cause() skips what it took back
         self._assembler = LineAssembler()
         self._traceback_lines = 0  # lines left to scan for a traceback's last line
         self.novel_blocks = 0  # blocks that brought something new (progress)
@@ -371,7 +399,10 @@ class LogWatcher:
         """The line that says what failed, from the tail (or the latest traceback)."""
         if self._cause is not None:
             return self._cause[0]
-        found = select_cause(self.tail.last(), self.rules.fatal)
+        lines: Sequence[str] = self.tail.last()
+        if self.recovered:
+            lines = _without_withdrawn(lines, self.rules)
+        found = select_cause(lines, self.rules.fatal)
         if found is None:
             found = self._traceback_cause
         self._cause = (found,)
@@ -402,13 +433,17 @@ class LogWatcher:
                     source = is_source_line(line)
                 if source:
                     continue  # the exception line after it says it, and is quoted
-                if not any(hit.what == "fatal" and hit.line == line for hit in hits):
+                if not _repeated(hits, "fatal", line):
                     hits.append(LineHit(what="fatal", line=line, signature=rule.signature))
             elif rule.action == "ready":
                 if self.ready_line is None:
                     self.ready_line = line
                 if not any(hit.what == "ready" and hit.line == line for hit in hits):
                     hits.append(LineHit(what="ready", line=line))
+            elif rule.action == "recover":
+                self.recovered = True
+                if not _repeated(hits, "recover", line, rule.name):
+                    hits.append(LineHit(what="recover", line=line, withdraws=rule.name))
             elif rule.action == "end":
                 self.phases.end(rule.name, self.line_time(line, now))
             elif rule.action == "start":
@@ -433,6 +468,33 @@ class LogWatcher:
             if text is not None:
                 self._traceback_cause = Cause(line=line.strip(), text=text)
                 self._traceback_lines = 0
+
+
+def _repeated(hits: Sequence[LineHit], what: str, line: str, withdraws: str | None = None) -> bool:
+    """True when ``line`` is already a ``what`` hit of this block, since the last hit of
+    the other kind (fatal, recover): a failure after its recovery counts again."""
+    other = "recover" if what == "fatal" else "fatal"
+    for hit in reversed(hits):
+        if hit.what == what and hit.line == line and hit.withdraws == withdraws:
+            return True
+        if hit.what == other:
+            return False
+    return False
+
+
+def _without_withdrawn(lines: Sequence[str], rules: Rules) -> Sequence[str]:
+    """``lines`` less those whose signature a recovery line after them takes back."""
+    seen: set[str] = set()  # recovery patterns matched by a later line
+    kept: list[str] = []
+    for line in reversed(lines):
+        seen.update(text for text, pattern in rules.recoveries.items() if pattern.search(line))
+        if seen:
+            signature = next((sig for pattern, sig in rules.fatal if pattern.search(line)), None)
+            if signature is not None and signature.withdrawn_by in seen:
+                continue
+        kept.append(line)
+    kept.reverse()
+    return kept
 
 
 def _as_read(line: str, now: float) -> float:
