@@ -146,7 +146,25 @@ def test_stall_repeats_progress_without_advancing(port: int) -> None:
 
 
 def _children(pid: int) -> list[str]:
-    return [" ".join(p.cmdline()) for p in psutil.Process(pid).children(recursive=True)]
+    """The titles of the live descendants (a zombie has none; one may exit mid-read)."""
+    titles = []
+    for proc in psutil.Process(pid).children(recursive=True):
+        try:
+            titles.append(" ".join(proc.cmdline()))
+        except psutil.Error:
+            continue
+    return titles
+
+
+def _named(pid: int) -> list[str]:
+    """Kernel names (15 bytes) of every descendant, zombies included."""
+    names = []
+    for proc in psutil.Process(pid).children(recursive=True):
+        try:
+            names.append(proc.name())
+        except psutil.Error:
+            continue
+    return names
 
 
 def test_sglang_child_death_leaves_the_http_process_alive(port: int) -> None:
@@ -165,16 +183,21 @@ def test_sglang_child_death_leaves_the_http_process_alive(port: int) -> None:
         "0.3",
     ) as sim:
         assert sim.proc is not None
+        deadline = time.monotonic() + 60  # generous: only a hang trips it
+        # the scheduler is started first thing (seen live, or as a zombie once killed)
+        while "sglang::schedul" not in _named(sim.proc.pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         sim.wait_line("Uvicorn running on")
-        assert any("sglang::scheduler_TP0" in c for c in _children(sim.proc.pid))
-        deadline = time.monotonic() + 5
         while any("scheduler_TP0" in c for c in _children(sim.proc.pid)):
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        time.sleep(0.3)
+        # /health turns 503 once the health check times out (0.3 s); wait for it
+        while get(sim.url + "/health")[0] != 503:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
         assert sim.alive()
         assert get(sim.url + "/v1/models")[0] == 200
-        assert get(sim.url + "/health")[0] == 503
         assert not any("ready to roll" in t for t in sim.text())
 
 
