@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
+from servegate.campaign.crash import classify
 from servegate.engines import get_profile
 from servegate.errors import ServerCrashed
 from servegate.gate.scan import MIN_ANCHOR, required_literal
@@ -186,3 +188,139 @@ def test_an_unknown_uncaught_exception_is_still_its_cause(port: int) -> None:
         launch(aborting_server(text), engine="llamacpp", port=port, timeout_s=60)
     verdict = info.value.verdict
     assert (verdict.kind, verdict.matched_line) == ("abort", "what():  _Map_base::at")
+
+
+# llama.cpp reserving its compute buffers with pipeline parallelism, failing, and retrying
+# without it (llama_context's sched_reserve; the real log is fixture 26297)
+_OOM = (
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 51748.72 MiB on device 1: "
+    "cudaMalloc failed: out of memory\n"
+    "ggml_gallocr_reserve_n_impl: failed to allocate CUDA1 buffer of size 54262464512\n"
+    "graph_reserve: failed to allocate compute buffers\n"
+)
+_RETRY = "sched_reserve: compute buffer allocation failed, retrying without pipeline parallelism\n"
+
+# prints its first argument, then (serve) answers /health 200 on the port in argv[3],
+# (exit) exits with code 1, or (hang) waits for a signal without printing anything more
+_LLAMA_SERVER = """
+import http.server, signal, sys
+sys.stdout.write(sys.argv[1]); sys.stdout.flush()
+if sys.argv[2] == "exit":
+    sys.exit(1)
+if sys.argv[2] == "hang":
+    while True:
+        signal.pause()
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[3])), Health)
+print("main: server is listening on http://127.0.0.1:" + sys.argv[3], flush=True)
+server.serve_forever()
+"""
+
+
+def llama_server(text: str, end: str, port: int) -> list[str]:
+    """A live llama-server stand-in that prints ``text`` and then serves, exits or hangs."""
+    return [sys.executable, "-c", _LLAMA_SERVER, text, end, str(port)]
+
+
+def test_every_withdrawn_by_has_a_fast_anchor() -> None:
+    """Each recovery pattern holds a literal of 10+ bytes, for the prefilter's 7-byte keys."""
+    patterns = [
+        sig.withdrawn_by
+        for engine in ("llamacpp", "tgi", "trtllm", "vllm", "sglang", "generic")
+        for sig in get_profile(engine).fatal
+        if sig.withdrawn_by is not None
+    ]
+    assert patterns, "no profile has a recovery line"
+    for pattern in patterns:
+        literal = required_literal(pattern)
+        assert literal is not None and len(literal.encode()) >= 10, pattern
+
+
+def test_llama_cpp_compute_buffer_oom_is_withdrawn_by_its_retry() -> None:
+    """The three lines of a failed reservation are withdrawable; the retry line withdraws."""
+    watcher = LogWatcher(Rules(get_profile("llamacpp")))
+    hits = watcher.feed((_OOM + _RETRY).encode(), 1.0)
+    fatal = [hit for hit in hits if hit.what == "fatal"]
+    assert [hit.line for hit in fatal] == _OOM.splitlines()
+    assert all(hit.signature and hit.signature.withdrawn_by for hit in fatal)
+    recover = [hit for hit in hits if hit.what == "recover"]
+    assert [hit.line for hit in recover] == _RETRY.splitlines()
+    assert all(
+        hit.signature is not None and hit.signature.withdrawn_by == recover[0].withdraws
+        for hit in fatal
+    )
+
+
+def test_recovered_oom_then_ready_is_ready(port: int) -> None:
+    """Out of memory, the retry line, then a working server: READY, not CRASH."""
+    text = _OOM + _RETRY + "srv    load_model: initializing, n_slots = 1\n"
+    with launch(
+        llama_server(text, "serve", port), engine="llamacpp", port=port, timeout_s=60
+    ) as server:
+        assert server.verdict.status == "ready"
+
+
+def test_oom_then_exit_is_an_oom_crash(port: int) -> None:
+    """Out of memory and the process exits before any retry line: CRASH oom, first line."""
+    with pytest.raises(ServerCrashed) as info:
+        launch(llama_server(_OOM, "exit", port), engine="llamacpp", port=port, timeout_s=60)
+    verdict = info.value.verdict
+    assert (verdict.kind, verdict.detected_by) == ("oom", "signature")
+    assert verdict.matched_line == _OOM.splitlines()[0]
+
+
+def test_oom_without_retry_line_is_a_crash_once_the_window_passes(port: int) -> None:
+    """Out of memory, no retry line, the process stays: CRASH oom when the hold ends."""
+    with pytest.raises(ServerCrashed) as info:
+        launch(llama_server(_OOM, "hang", port), engine="llamacpp", port=port, timeout_s=60)
+    verdict = info.value.verdict
+    assert (verdict.status, verdict.kind, verdict.detected_by) == ("crash", "oom", "signature")
+    assert verdict.matched_line == _OOM.splitlines()[0]
+    assert verdict.exit_code is None  # decided by the held line, not by an exit
+
+
+def test_a_failed_retry_is_an_oom_crash(port: int) -> None:
+    """The retry fails the same way (same lines, one write) and the server exits: oom."""
+    with pytest.raises(ServerCrashed) as info:
+        launch(
+            llama_server(_OOM + _RETRY + _OOM, "exit", port),
+            engine="llamacpp",
+            port=port,
+            timeout_s=60,
+        )
+    verdict = info.value.verdict
+    assert (verdict.kind, verdict.detected_by) == ("oom", "signature")
+
+
+def test_a_withdrawn_line_is_not_the_cause_of_a_later_exit(port: int) -> None:
+    """Recovered, then the server exits for another reason: the OOM is not quoted."""
+    with pytest.raises(ServerCrashed) as info:
+        launch(
+            llama_server(_OOM + _RETRY, "exit", port), engine="llamacpp", port=port, timeout_s=60
+        )
+    verdict = info.value.verdict
+    assert (verdict.kind, verdict.detected_by, verdict.exit_code) == ("exit", "exit", 1)
+    assert verdict.matched_line is None
+    assert "out of memory" not in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [(_OOM + _RETRY, None), (_OOM, "oom"), (_OOM + _RETRY + _OOM, "oom")],
+    ids=["recovered", "not-recovered", "retry-failed"],
+)
+def test_campaign_classify_skips_a_withdrawn_oom(
+    tmp_path: Path, text: str, kind: str | None
+) -> None:
+    """After READY, a recovered out-of-memory is no cause of death; an unrecovered one is."""
+    log = tmp_path / "server.log"
+    log.write_text("main: server is listening on http://127.0.0.1:8080\n" + text)
+    cause = classify(log, get_profile("llamacpp"))
+    assert (cause.kind if cause is not None else None) == kind
+    if cause is not None:
+        assert cause.matched_line == _OOM.splitlines()[0]
