@@ -259,6 +259,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             on_verdict=print_failure,
             on_started=session.started,
             on_note=_note,
+            on_status=session.status.resources,
         )
     except _Stop:
         session.close()
@@ -375,6 +376,7 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
             stall_s=_stall(stall_s),
             sample_s=sample_s,
             on_note=_note,
+            on_status=session.status.resources,
         )
     except GateError as exc:
         _render(exc.verdict, tail=tail, as_json=as_json, extra=_startup(session, exc.verdict))

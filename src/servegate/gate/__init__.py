@@ -22,6 +22,7 @@ from servegate.errors import ServerCrashed, ServerTimeout, UsageError
 from servegate.gate.core import Gate, GateSources
 from servegate.gate.options import GateOptions
 from servegate.gate.verdict import PhaseSpan, Verdict
+from servegate.telemetry.model import Snapshot
 
 __all__ = ["GateOptions", "PhaseSpan", "Verdict", "raise_for_verdict", "wait"]
 
@@ -58,6 +59,7 @@ def wait(
     model: str | None = None,
     sample_s: float = 1.0,
     on_note: Callable[[str], None] | None = None,
+    on_status: Callable[[Snapshot], None] | None = None,
 ) -> Verdict:
     """Gate a server that is already running; return its READY verdict.
 
@@ -76,6 +78,7 @@ def wait(
         sample_s: the telemetry period until the verdict (0: none): the process tree of
             ``pid`` (without one, only the network and GPUs), in ``verdict.snapshots``.
         on_note: called with each live note while it waits (a silent server found busy).
+        on_status: called with each sample while it waits (a live status line).
 
     Raises:
         UsageError: bad options, a missing log folder, or no such process.
@@ -128,5 +131,6 @@ def wait(
         started_wall=started_wall,
         started_mono=started_mono,
         on_note=on_note,
+        on_sample=on_status,
     )
     return raise_for_verdict(Gate(resolved, sources).run())

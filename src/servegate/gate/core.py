@@ -90,6 +90,8 @@ class GateSources:
     on_note: Callable[[str], None] | None = None
     # take the stacks of the tree on TIMEOUT, before the verdict (needs ``pid``)
     dump_stacks: bool = True
+    # each new snapshot of the gate's own sampler, on its thread (a live status line)
+    on_sample: Callable[[Snapshot], None] | None = None
 
 
 class Gate:
@@ -160,6 +162,15 @@ class Gate:
             if close:
                 self.close()
 
+    def last_sample(self, verdict: Verdict) -> Verdict:
+        """``verdict`` with one more sample, taken now, in its series and summary: call it
+        once the verdict is sent, so that the recording reaches the verdict's moment."""
+        if self.sampler is None or self.sampler.sample_now() is None:
+            return verdict
+        return replace(
+            verdict, telemetry=self.sampler.summary(), snapshots=tuple(self.sampler.snapshots())
+        )
+
     def close(self) -> None:
         """Stop the probe and the sampler, and release every descriptor."""
         if self.sampler is not None:
@@ -184,7 +195,10 @@ class Gate:
         src = self.sources
         if self.options.sample_s > 0 and src.snapshots is None:
             self.sampler = Sampler(
-                src.pid, period_s=self.options.sample_s, zero=self.started_mono
+                src.pid,
+                period_s=self.options.sample_s,
+                zero=self.started_mono,
+                on_sample=src.on_sample,
             ).start()
             src.snapshots = self.sampler.snapshots
         self._sel.register(self._wake_r, selectors.EVENT_READ, "probe")

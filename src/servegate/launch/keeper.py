@@ -9,7 +9,9 @@ It starts the server in a new session with its output on a pipe, drains that pip
 the log file for the server's whole life (a full pipe would hang the server), runs the
 gate on it and reports on stdout, one JSON object per line:
 ``{"event": "started", ...}``, ``{"event": "note", "text": ...}`` (live notes of the gate,
-e.g. a silent server found busy), ``{"event": "verdict", ...}``, ``{"event": "exit", ...}``.
+e.g. a silent server found busy), ``{"event": "status", "snapshot": ...}`` (each sample
+of the tree while it starts), ``{"event": "verdict", ...}``, ``{"event": "telemetry",
+...}``, ``{"event": "exit", ...}``.
 The verdict is redacted (``servegate.redact``) before it leaves; the log file itself
 keeps the server's output verbatim and is readable by its owner only (0600).
 
@@ -36,7 +38,9 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -44,6 +48,7 @@ from servegate.redact import Redactor
 
 if TYPE_CHECKING:
     from servegate.launch.state import StatusFile
+    from servegate.telemetry.model import Snapshot
 
 __all__ = ["LogSink", "main", "spawn"]
 
@@ -94,10 +99,18 @@ def _read_spec(argv: list[str]) -> dict[str, Any]:
     return spec
 
 
+_SEND_LOCK = threading.Lock()
+
+
 def _send(message: dict[str, Any]) -> None:
     """One JSON line to the launcher; it may be gone (detached), which is fine."""
-    with contextlib.suppress(OSError):
+    with _SEND_LOCK, contextlib.suppress(OSError):  # the sampler's thread sends too
         os.write(1, (json.dumps(message) + "\n").encode())
+
+
+def _status(snapshot: Snapshot) -> None:
+    """The sampler's newest snapshot, without its processes, for the live status line."""
+    _send({"event": "status", "snapshot": replace(snapshot, procs=()).to_json()})
 
 
 def _subreaper() -> None:
@@ -274,6 +287,7 @@ class Keeper:
             started_wall=self.started[1],
             extra={0: self._control},
             on_note=self._note,
+            on_sample=_status,
         )
         gate = Gate(resolved, sources)
         verdict = gate.run(close=False)
@@ -286,12 +300,15 @@ class Keeper:
                 "essential": essential,
             }
         )
-        # the sampled series, after the verdict so as not to delay it (busiest processes only)
+        # the sampled series, after the verdict so as not to delay it (busiest processes only),
+        # with one last sample taken now: the recording reaches the verdict's moment
         from servegate.telemetry.sampler import trimmed
 
-        _send(
-            {"event": "telemetry", "snapshots": [s.to_json() for s in trimmed(verdict.snapshots)]}
-        )
+        verdict = gate.last_sample(verdict)
+
+        summary = None if verdict.telemetry is None else verdict.telemetry.to_json()
+        series = [s.to_json() for s in trimmed(verdict.snapshots)]
+        _send({"event": "telemetry", "snapshots": series, "summary": summary})
         gate.close()
         if sources.pipe_fd is None:
             self.out_r = -1  # the gate saw end-of-file and closed it

@@ -42,6 +42,7 @@ from servegate.launch.tree import (
     stop_tree,
 )
 from servegate.telemetry.model import Snapshot
+from servegate.telemetry.summary import TelemetrySummary
 
 __all__ = ["Server", "launch"]
 
@@ -207,6 +208,7 @@ def launch(
     on_verdict: Callable[[Verdict], None] | None = None,
     on_started: Callable[[state.Tracked], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    on_status: Callable[[Snapshot], None] | None = None,
 ) -> Server:
     """Start ``command`` and block until it is READY; return the running ``Server``.
 
@@ -232,6 +234,8 @@ def launch(
             that is busy: "no output for 240 s during jit_compile; slow, ...").
         on_started: called once the process runs, with its record (log path, start
             time): to follow its progress while the gate waits.
+        on_status: called with each sample of the tree while it starts (CPU, RSS, GPU
+            memory; no per-process detail): for a live status line.
 
     Raises:
         UsageError: bad arguments, or the port is already taken; nothing is started.
@@ -337,9 +341,12 @@ def launch(
         if on_started is not None:
             on_started(tracked)
         message = _read_message(keeper.stdout)
-        while message is not None and message.get("event") == "note":
-            if on_note is not None:
-                on_note(str(message.get("text", "")))
+        while message is not None and message.get("event") in ("note", "status"):
+            if message["event"] == "note":
+                if on_note is not None:
+                    on_note(str(message.get("text", "")))
+            elif on_status is not None:
+                on_status(Snapshot.from_json(message["snapshot"]))
             message = _read_message(keeper.stdout)
     except BaseException:
         # interrupted (Ctrl-C) or the keeper failed: nothing may be left behind
@@ -381,7 +388,9 @@ def _with_snapshots(verdict: Verdict, stream: IO[bytes]) -> Verdict:
     if message is None or message.get("event") != "telemetry":
         return verdict
     snapshots = tuple(Snapshot.from_json(item) for item in message.get("snapshots", ()))
-    return replace(verdict, snapshots=snapshots)
+    # the summary again: it counts the last sample, taken after the verdict was sent
+    summary = TelemetrySummary.from_json(message.get("summary")) or verdict.telemetry
+    return replace(verdict, snapshots=snapshots, telemetry=summary)
 
 
 def _proc_info(pid: int) -> ProcInfo | None:

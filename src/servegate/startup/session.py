@@ -68,7 +68,7 @@ class StartSession:
         """Clear the status line, decide cold or warm, write the history (once)."""
         self.status.stop()
         if self.startup is None:
-            self.startup = self.record.finish(verdict.to_json())
+            self.startup = self.record.finish(verdict.to_json(), telemetry=_telemetry(verdict))
             self.record.warn()
         return self.startup
 
@@ -93,6 +93,18 @@ class StartSession:
         if startup.get("eta_s") is not None:
             parts.append(f"ETA was {startup['eta_s']:.1f}s, took {startup['actual_s']:.1f}s")
         return "; ".join(parts)
+
+
+def _telemetry(verdict: Verdict) -> dict[str, Any] | None:
+    """The history row's telemetry: the sampler's summary (every sample, the last one after
+    the verdict included), else one from the series; None when nothing was sampled."""
+    if verdict.telemetry is not None:
+        return verdict.telemetry.to_json()
+    if verdict.snapshots:
+        from servegate.telemetry.summary import summarize
+
+        return summarize(verdict.snapshots).to_json()
+    return None
 
 
 def _where() -> str:

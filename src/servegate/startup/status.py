@@ -2,8 +2,9 @@
 
 A thread follows the server's log file with the engine's rules (the same phases and
 progress the gate sees) and writes to stderr: on a terminal one status line redrawn in
-place (``load_weights 2/4 shards | 12.3s | ETA 41s``); off a terminal one line per
-phase change (``phase load_weights at 3.2s; ETA 41s``).
+place (``load_weights 2/4 shards | 12.3s | ETA 41s | CPU 98% | RSS 1.2G | GPU 3.4G``,
+the resources from the sampler's newest snapshot, GPU memory where there is a GPU);
+off a terminal one line per phase change (``phase load_weights at 3.2s; ETA 41s``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from servegate.engines import get_profile
 from servegate.gate.verdict import PhaseProgress
 from servegate.gate.watch import LogWatcher, Rules
 from servegate.startup.eta import Eta
+from servegate.telemetry.model import Snapshot
 
-__all__ = ["StatusLine", "describe_progress"]
+__all__ = ["StatusLine", "describe_progress", "describe_resources"]
 
 _PERIOD_S = 0.5
 _READ = 1 << 20
@@ -41,6 +43,24 @@ def describe_progress(progress: PhaseProgress | None) -> str:
     if progress.total is None:
         return f"{show(progress.done)} {progress.unit}"
     return f"{show(progress.done)}/{show(progress.total)} {progress.unit}"
+
+
+def _bytes(value: float) -> str:
+    for scale, suffix in ((2**40, "T"), (2**30, "G"), (2**20, "M"), (2**10, "k")):
+        if value >= scale:
+            return f"{value / scale:.1f}{suffix}"
+    return f"{value:.0f}"
+
+
+def describe_resources(snapshot: Snapshot | None) -> list[str]:
+    """``['CPU 98%', 'RSS 1.2G', 'GPU 3.4G']``: the tree's CPU and RSS, and the GPUs'
+    memory in use where there are GPUs; empty without a snapshot."""
+    if snapshot is None:
+        return []
+    parts = [f"CPU {snapshot.cpu_pct:.0f}%", f"RSS {_bytes(snapshot.rss_bytes)}"]
+    if snapshot.gpus:
+        parts.append(f"GPU {_bytes(sum(g.mem_used_bytes for g in snapshot.gpus))}")
+    return parts
 
 
 class StatusLine:
@@ -65,6 +85,7 @@ class StatusLine:
         self._thread: threading.Thread | None = None
         self._shown_count = 0  # phases already announced (off a terminal)
         self._drawn = False
+        self._resources: Snapshot | None = None
         self.lines: list[str] = []  # every line written (off a terminal)
 
     def follow(self, log_path: str | None, started_wall: float) -> None:
@@ -74,6 +95,10 @@ class StatusLine:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="servegate-status", daemon=True)
             self._thread.start()
+
+    def resources(self, snapshot: Snapshot) -> None:
+        """The sampler's newest snapshot: its CPU, RSS and GPU memory join the line."""
+        self._resources = snapshot
 
     def stop(self) -> None:
         """Stop following and clear the status line."""
@@ -134,6 +159,7 @@ class StatusLine:
             parts.append(f"{elapsed:.1f}s")
             if eta:
                 parts.append(eta)
+            parts.extend(describe_resources(self._resources))
             self._write("\r\x1b[K" + " | ".join(parts))
             self._drawn = True
         else:

@@ -54,7 +54,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -237,6 +237,8 @@ class Sampler:
             start); default: when ``start()`` is called.
         max_snapshots, recent, procs_kept: the memory bound (see the module doc).
         proc: the procfs mount (tests may point elsewhere).
+        on_sample: called on the sampler's thread with each new snapshot (a live status
+            line); its errors are ignored.
     """
 
     def __init__(
@@ -250,6 +252,7 @@ class Sampler:
         recent: int = DEFAULT_RECENT,
         procs_kept: int = DEFAULT_PROCS_KEPT,
         proc: str = "/proc",
+        on_sample: Callable[[Snapshot], None] | None = None,
     ) -> None:
         if not period_s > 0:
             raise ValueError(f"period_s must be positive, not {period_s}")
@@ -264,6 +267,7 @@ class Sampler:
         self._recent = recent
         self._procs_kept = procs_kept
         self._proc = proc
+        self._on_sample = on_sample
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
@@ -302,6 +306,24 @@ class Sampler:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
+
+    def sample_now(self) -> Snapshot | None:
+        """Take one more sample on the caller's thread, once ``stop()`` has returned: the
+        moment of a verdict, which the period may have missed (a peak). It joins the
+        series and the summary; None when nothing was sampled before or it fails."""
+        thread = self._thread
+        if thread is None or thread.is_alive() or self._prev_t is None:
+            return None
+        nvml = _Nvml.open() if self._gpus_wanted else None
+        try:
+            self._sample(nvml)
+        except Exception as exc:  # the last sample must never cost what came before
+            self.error = f"{exc.__class__.__name__}: {exc}"
+            return None
+        finally:
+            if nvml is not None:
+                nvml.close()
+        return self.latest()
 
     def set_period(self, period_s: float) -> None:
         """Sample every ``period_s`` seconds from now on (e.g. less often once READY)."""
@@ -483,6 +505,9 @@ class Sampler:
             if len(series) > self._max:
                 cut = len(series) - self._recent
                 self._series = series[:cut:2] + series[cut:]
+        if self._on_sample is not None and not self._stopping:
+            with contextlib.suppress(Exception):  # a display's trouble never stops sampling
+                self._on_sample(snapshot)
 
 
 def trimmed(snapshots: Iterable[Snapshot], procs: int = DEFAULT_PROCS_KEPT) -> list[Snapshot]:
