@@ -5,12 +5,20 @@ stderr. On a terminal a status line shows what is happening now (launching, requ
 counts of the running load point); elsewhere (a log file, CI, ``nohup``) each event is
 one plain line, so the log reads well after the fact. ``NO_COLOR`` is respected by rich.
 Every line passes ``servegate.redact`` first (inherited secrets, URL credentials).
+
+Before each server start the runner says where the campaign stands and how long it
+has left (``campaign: 2/6 starts done, 1/3 variants done; about 4m10s left``): the
+start-up ETAs of the starts still to come, from the start history, plus the benchmark
+time measured so far in this run per measurement (``TimeLeft``).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from rich.console import Console
@@ -19,7 +27,55 @@ from rich.text import Text
 
 from servegate.redact import Redactor
 
-__all__ = ["CampaignProgress"]
+__all__ = ["CampaignProgress", "TimeLeft", "duration"]
+
+
+def duration(seconds: float) -> str:
+    """``41s``, ``4m10s``, ``1h05m``: a time left as one reads it."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole // 60 % 60:02d}m"
+
+
+@dataclass(kw_only=True)
+class TimeLeft:
+    """A campaign's time left: the history ETA of each start still to come (else the
+    start-up times measured in this run), plus its measurements at the benchmark time
+    per measurement measured in this run."""
+
+    startups: list[float] = field(default_factory=list)  # seconds to a verdict, this run
+    bench_s: float = 0.0  # benchmark seconds measured in this run
+    bench_tasks: int = 0  # ... over this many measurements
+
+    def started(self, seconds: float) -> None:
+        """A start reached its verdict after ``seconds``."""
+        self.startups.append(seconds)
+
+    def benched(self, seconds: float, tasks: int) -> None:
+        """A started server measured ``tasks`` points in ``seconds``."""
+        if tasks > 0:
+            self.bench_s += seconds
+            self.bench_tasks += tasks
+
+    def estimate(self, upcoming: Sequence[tuple[float | None, int]]) -> float | None:
+        """Seconds left for ``upcoming`` starts, each (its history ETA or None, its
+        measurements); None while something has nothing to go on yet."""
+        total = 0.0
+        for eta_s, tasks in upcoming:
+            if eta_s is not None:
+                total += eta_s
+            elif self.startups:
+                total += statistics.median(self.startups)
+            else:
+                return None
+            if tasks:
+                if not self.bench_tasks:
+                    return None
+                total += tasks * self.bench_s / self.bench_tasks
+        return total
 
 
 class CampaignProgress:
@@ -53,6 +109,26 @@ class CampaignProgress:
         self._line(message, style="bold red", always=True)
         for line in tail:
             self._line(f"    | {line}", style="dim", always=True)
+
+    def standing(
+        self,
+        *,
+        starts_done: int,
+        starts_total: int,
+        variants_done: int,
+        variants_total: int,
+        left_s: float | None,
+    ) -> None:
+        """Where the campaign stands before a start, and its time left (None: unknown)."""
+        left = (
+            f"about {duration(left_s)} left"
+            if left_s is not None
+            else "time left known once a start is measured"
+        )
+        self.info(
+            f"campaign: {starts_done}/{starts_total} starts done, "
+            f"{variants_done}/{variants_total} variants done; {left}"
+        )
 
     def activity(self, message: str) -> None:
         """What is happening now (live status line on a terminal; a line otherwise)."""

@@ -12,7 +12,10 @@ interval is narrow enough, or a budget is spent. Everything is written to the st
 it happens, so a run killed at any moment can be resumed in the same order without
 repeating a finished measurement. A server that crashes or times out, at start or
 mid-benchmark, is recorded with its verdict, kind, hint and log tail; its group is not
-started again in this run, and the campaign moves on.
+started again in this run, and the campaign moves on. Each start's telemetry series is
+stored with its attempt, and each start joins the per-user start history
+(servegate.startup) as plain launches do, so that start-up ETAs are shared: the
+progress shows each start's ETA and the campaign's time left.
 
     with Store.open("servegate.db") as store, Interrupts() as interrupts:
         outcome = run_campaign(campaign, store, options=RunOptions(), progress=progress,
@@ -39,7 +42,7 @@ from servegate.campaign.crash import TAIL_LINES, classify, log_tail
 from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.preflight import Level, ProcessRef, process_tree, run_preflight
-from servegate.campaign.progress import CampaignProgress
+from servegate.campaign.progress import CampaignProgress, TimeLeft, duration
 from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
 from servegate.engines import get_profile
 from servegate.errors import (
@@ -49,8 +52,13 @@ from servegate.errors import (
     StoreError,
     UsageError,
 )
+from servegate.gate.verdict import Verdict
 from servegate.launch import Server, launch
 from servegate.redact import Redactor
+from servegate.startup import StartupRecord
+from servegate.startup.eta import Eta, estimate
+from servegate.startup.history import History, config_key, gpu_model
+from servegate.startup.session import startup_telemetry
 from servegate.store import Store
 
 __all__ = [
@@ -203,6 +211,8 @@ class _Runner:
         self.gpu_idle: tuple[Any, ...] = ()
         self._ready_offset = 0  # size of the current server's log when it became READY
         self._died_on = ""  # the variant whose benchmark the current server died in
+        self.time_left = TimeLeft()
+        self._etas: dict[str, float | None] = {}  # group key -> start-up ETA from history
 
     # --- the campaign ------------------------------------------------------------------
 
@@ -370,6 +380,12 @@ class _Runner:
                 for r in range(1, restarts + 1)
             )
             self.progress.info(f"start order (seed {seed}): {rounds}")
+        planned = [
+            groups[index]
+            for r in range(1, restarts + 1)
+            for index in start_order(len(groups), r, seed, shuffle=restarts > 1 or r > 1)
+        ]
+        self._etas = self._history_etas()
         began = time.monotonic()
         longest = 0.0  # the longest round measured by this run, for --budget
         number = 0
@@ -398,6 +414,8 @@ class _Runner:
                 if why is not None:
                     self.progress.info(f"{tag} {names}: not started ({why})")
                     continue
+                if round_ <= restarts:
+                    self._standing(planned, number - 1, done)
                 self._group(cid, group, tag, done, start=round_, names=names)
             if self.state.measured > measured:
                 longest = max(longest, time.monotonic() - clock)
@@ -453,6 +471,79 @@ class _Runner:
             f"wider than +/- {target:.1%} (widest: {widest[0]}, {width}); adding a round"
         )
         return None
+
+    def _history_etas(self) -> dict[str, float | None]:
+        """Each server configuration's start-up ETA from the start history (None: none)."""
+        etas: dict[str, float | None] = {group.key: None for group in self.campaign.groups}
+        try:
+            gpu = gpu_model()
+            with History.open() as history:
+                for group in self.campaign.groups:
+                    argv, env = group.render(port=0)
+                    key = config_key(self.campaign.engine, argv, env=env, gpu=gpu)
+                    eta = estimate(history.starts(config=key.key, limit=50), None)
+                    etas[group.key] = None if eta is None else eta.total_s
+        except (UsageError, OSError) as exc:
+            self.progress.warning(f"start history not read: {exc}")
+        return etas
+
+    def _standing(
+        self, planned: list[ServerGroup], position: int, done: set[tuple[str, str, int]]
+    ) -> None:
+        """Say where the campaign stands before start ``position`` (0-based) of ``planned``,
+        and its time left."""
+        upcoming: list[tuple[float | None, int]] = []
+        open_groups: set[str] = set()
+        starts: dict[str, int] = {}
+        for number, group in enumerate(planned):
+            start = starts[group.key] = starts.get(group.key, 0) + 1
+            if number < position or group.key in self.state.dead:
+                continue
+            open_groups.add(group.key)
+            tasks = sum(
+                1
+                for t in _tasks(group, start)
+                if t.variant.name not in self.state.broken
+                and (t.variant.name, t.point.label, t.repeat) not in done
+            )
+            upcoming.append((self._etas.get(group.key), tasks))
+        variants = [v for g in self.campaign.groups for v in g.variants]
+        finished = [v for g in self.campaign.groups if g.key not in open_groups for v in g.variants]
+        self.progress.standing(
+            starts_done=position,
+            starts_total=len(planned),
+            variants_done=len(finished),
+            variants_total=len(variants),
+            left_s=self.time_left.estimate(upcoming),
+        )
+
+    def _startup_record(self, argv: list[str], env: dict[str, str]) -> StartupRecord | None:
+        """The start's cold/warm evidence and ETA (servegate.startup); None if it fails."""
+        try:
+            record = StartupRecord.before(
+                engine=self.campaign.engine, command=argv, env=env, via="campaign"
+            )
+        except Exception as exc:  # the start history must never cost a start
+            self.progress.warning(f"startup record failed: {self.redactor.text(str(exc))}")
+            return None
+        for text in record.warnings:
+            self.progress.warning(self.redactor.text(text))
+        record.warnings.clear()
+        return record
+
+    def _finish_startup(self, record: StartupRecord | None, verdict: Verdict) -> None:
+        """Count the start's time, and add it to the start history (once, at its verdict)."""
+        self.time_left.started(verdict.elapsed_s)
+        if record is None:
+            return
+        try:
+            record.finish(self._redacted(verdict.to_json()), telemetry=startup_telemetry(verdict))
+        except Exception as exc:  # the start history must never cost the campaign
+            self.progress.warning(f"startup record failed: {self.redactor.text(str(exc))}")
+            return
+        for text in record.warnings:
+            self.progress.warning(self.redactor.text(text))
+        record.warnings.clear()
 
     # --- one server group ---------------------------------------------------------------
 
@@ -532,7 +623,12 @@ class _Runner:
             f"{tag} {names}: preflight ok in {report.duration_s:.1f}s"
             + (f" (not checked: {', '.join(skipped)})" if skipped else "")
         )
-        self.progress.activity(f"{tag} {names}: launching {shown}")
+        record = self._startup_record(argv, env)
+        self.progress.activity(f"{tag} {names}: launching {shown}{_eta_note(record)}")
+
+        def note(text: str) -> None:  # a silent server found busy: "slow, still working"
+            self.progress.info(f"{tag} {names}: {self.redactor.text(text)}")
+
         log_path = self.log_dir / f"{_slug(campaign.name)}-{aid}-{_slug(owner)}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -550,16 +646,19 @@ class _Runner:
                 ready=campaign.ready,
                 crash=campaign.crash,
                 health_url=campaign.probe_url(port=port),
+                on_note=note,
             )
         except GateError as exc:
             data = self._redacted(exc.verdict.to_json())
             with self.interrupts.shielded():
                 self.store.record_verdict(aid, data)
+                self.store.record_telemetry(aid, exc.verdict.snapshots)
                 self.store.finish_attempt(aid, exc.verdict.status)
                 for name in sharing:
                     other = start_attempt(name)
                     self.store.record_verdict(other, data)
                     self.store.finish_attempt(other, exc.verdict.status)
+            self._finish_startup(record, exc.verdict)
             line = self.redactor.text(exc.verdict.line())
             self._fail(group.variants, line)
             self.state.dead[group.key] = f"start {start}: {exc.verdict.status.upper()}"
@@ -582,6 +681,7 @@ class _Runner:
             with self.interrupts.shielded():
                 self.store.finish_attempt(aid, "interrupted", "interrupted while starting")
             raise
+        self._finish_startup(record, server.verdict)
         self._serve(aid, server, group=group, todo=todo, tag=tag, names=names)
         if owners_died := self._died_on:
             self.state.dead[group.key] = f"its server died during start {start} ({owners_died})"
@@ -604,11 +704,14 @@ class _Runner:
             self._ready_offset = 0
         with self.interrupts.shielded():
             self.store.record_verdict(aid, self._redacted(server.verdict.to_json()))
+            self.store.record_telemetry(aid, server.verdict.snapshots)
         self.progress.good(f"{tag} {names}: {server.verdict.line()} on {server.url}")
         status, reason = "done", None
         owners: tuple[str, ...] = ()
+        began, measured = time.monotonic(), self.state.measured
         try:
             status, reason, owners = self._bench(aid, server, todo, tag)
+            self.time_left.benched(time.monotonic() - began, self.state.measured - measured)
         except Interrupted:
             self.interrupts.acknowledge()
             status, reason = "interrupted", "interrupted by the user"
@@ -763,6 +866,15 @@ def _tasks(group: ServerGroup, start: int) -> Iterator[_Task]:
         for point in variant.bench.points:
             for repeat in range(repeats):
                 yield _Task(variant=variant, point=point, repeat=(start - 1) * repeats + repeat)
+
+
+def _eta_note(record: StartupRecord | None) -> str:
+    """`` (ETA 41s, warm, from 3 past starts)``; empty without history."""
+    eta: Eta | None = None if record is None else record.eta
+    if eta is None:
+        return ""
+    temp = {True: "cold, ", False: "warm, ", None: ""}[eta.cold]
+    return f" (ETA {duration(eta.total_s)}, {temp}from {eta.based_on} past start(s))"
 
 
 def _duration(seconds: float) -> str:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from servegate.gate.verdict import Verdict
     from servegate.launch.state import Tracked
 
-__all__ = ["AUTO", "StartSession"]
+__all__ = ["AUTO", "StartSession", "startup_telemetry"]
 
 AUTO = "auto"
 
@@ -68,7 +68,9 @@ class StartSession:
         """Clear the status line, decide cold or warm, write the history (once)."""
         self.status.stop()
         if self.startup is None:
-            self.startup = self.record.finish(verdict.to_json(), telemetry=_telemetry(verdict))
+            self.startup = self.record.finish(
+                verdict.to_json(), telemetry=startup_telemetry(verdict)
+            )
             self.record.warn()
         return self.startup
 
@@ -95,7 +97,7 @@ class StartSession:
         return "; ".join(parts)
 
 
-def _telemetry(verdict: Verdict) -> dict[str, Any] | None:
+def startup_telemetry(verdict: Verdict) -> dict[str, Any] | None:
     """The history row's telemetry: the sampler's summary (every sample, the last one after
     the verdict included), else one from the series; None when nothing was sampled."""
     if verdict.telemetry is not None:
