@@ -12,6 +12,10 @@ for what a stop releases asynchronously:
 - the model path exists, when ``model`` is a local path;
 - no lock file in a known JIT cache folder is held or left over (a warning only:
   flashinfer#972, a JIT build that waits forever on a killed run's lock).
+
+While it waits it says so (``on_wait``), at once and then every 5 s: what it waits
+for, what holds it, the time waited and the wait's limit (``waiting for port 8000 to
+be released (held by PID 1234 (python3)): 5.0s of up to 60s``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ __all__ = [
 ]
 
 _POLL_S = 0.1
+_TELL_EVERY_S = 5.0  # a waiting preflight says so this often
 _MAX_SCAN_ENTRIES = 20_000
 _MAX_SCAN_DEPTH = 6
 
@@ -175,6 +180,29 @@ def describe_holders(holders: Sequence[tuple[int | None, str]]) -> str:
     )
 
 
+def _telling(
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    on_wait: Callable[[str], None] | None,
+    timeout_s: float,
+    what: Callable[[], str],
+) -> Callable[[float], None]:
+    """``sleep``, saying what is waited for at the first call and every few seconds."""
+    if on_wait is None:
+        return sleep
+    start = clock()
+    told: list[float] = []
+
+    def wait(seconds: float) -> None:
+        now = clock()
+        if not told or now - told[-1] >= _TELL_EVERY_S:
+            told.append(now)
+            on_wait(f"waiting for {what()}: {now - start:.1f}s of up to {timeout_s:g}s")
+        sleep(seconds)
+
+    return wait
+
+
 def _wait_until(
     done: Callable[[], bool],
     timeout_s: float,
@@ -201,6 +229,7 @@ def run_preflight(
     timeout_s: float = 60.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    on_wait: Callable[[str], None] | None = None,
 ) -> PreflightReport:
     """Run every check before a server start.
 
@@ -212,16 +241,43 @@ def run_preflight(
         model: the ``[server] model`` value.
         env: the server's environment (its cache folders are the ones that matter).
         timeout_s: how long to wait for the port, processes and GPU memory to be released.
+        on_wait: called while a check waits (at once, then every 5 s) with what it waits
+            for, what holds it, the time waited and the limit.
     """
     start = clock()
+
+    def gpu_holders() -> str:
+        pids = gpu.holders() if gpu is not None else ()
+        held = describe_holders([(pid, _name(pid)) for pid in pids])
+        return f"GPU memory to return to its idle level (held by {held or 'no visible process'})"
+
+    def procs() -> str:
+        alive = [p.pid for p in previous if p.alive()]
+        shown = describe_holders([(pid, _name(pid)) for pid in alive])
+        return f"{len(alive)} process(es) of the previous server to exit ({shown})"
+
+    def port_held() -> str:
+        held = describe_holders(port_holders(port)) if port is not None else ""
+        return f"port {port} to be released (held by {held or 'no visible process'})"
+
+    def tell(what: Callable[[], str]) -> Callable[[float], None]:
+        return _telling(sleep, clock, on_wait, timeout_s, what)
+
     checks = [
-        _check_processes(previous, timeout_s, clock, sleep),
-        _check_port(port, previous, timeout_s, clock, sleep),
-        _check_gpu(gpu, gpu_idle, timeout_s, clock, sleep),
+        _check_processes(previous, timeout_s, clock, tell(procs)),
+        _check_port(port, previous, timeout_s, clock, tell(port_held)),
+        _check_gpu(gpu, gpu_idle, timeout_s, clock, tell(gpu_holders)),
         _check_model(model, env or {}),
         _check_locks(env if env is not None else os.environ),
     ]
     return PreflightReport(checks=tuple(checks), duration_s=clock() - start)
+
+
+def _name(pid: int) -> str:
+    try:
+        return psutil.Process(pid).name()
+    except psutil.Error:
+        return "?"
 
 
 def _check_processes(

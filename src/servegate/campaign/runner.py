@@ -581,6 +581,7 @@ class _Runner:
             model=campaign.model,
             env=env,
             timeout_s=campaign.release_timeout_s,
+            on_wait=lambda text: self.progress.activity(f"{tag} {names}: preflight: {text}"),
         )
         for check in report.warnings:
             self.progress.warning(f"{tag} {check.message}")
