@@ -274,10 +274,24 @@ def test_progress_lines_every_30_s_off_a_terminal() -> None:
     lines = ProgressLines("c=8", tty=False, stream=out)
     for elapsed in (0.5, 10.0, 29.9, 30.2, 30.7, 59.0, 91.0, 95.0):
         lines(Progress(done=int(elapsed), failed=1, chunks=0, elapsed_s=elapsed, total=400))
+    # the ETA is the requests left at the rate so far: 369 * 30.2 / 31 and 308 * 91 / 92
     assert out.getvalue().splitlines() == [
-        "c=8: 30/400 done, 1 failed, 0 chunks/s, 30 s",
-        "c=8: 91/400 done, 1 failed, 0 chunks/s, 91 s",
+        "c=8: 30/400 done, 1 failed, 0 chunks/s, 30 s, ETA 359 s",
+        "c=8: 91/400 done, 1 failed, 0 chunks/s, 91 s, ETA 305 s",
     ]
+
+
+def test_progress_eta_from_the_rate_or_the_duration() -> None:
+    """The ETA: requests left at the rate so far; a time-bound point's time left; none
+    before a request ended."""
+    from servegate.bench import Progress
+
+    assert Progress(done=0, failed=0, chunks=0, elapsed_s=3.0, total=10).eta_s is None
+    assert Progress(done=4, failed=1, chunks=0, elapsed_s=10.0, total=10).eta_s == 10.0
+    assert Progress(done=10, failed=0, chunks=0, elapsed_s=7.0, total=10).eta_s == 0.0
+    timed = Progress(done=3, failed=0, chunks=0, elapsed_s=4.0, total=None, duration_s=10.0)
+    assert timed.eta_s == 6.0
+    assert Progress(done=3, failed=0, chunks=0, elapsed_s=4.0, total=None).eta_s is None
 
 
 def test_url_credentials_never_printed(sse_server: Callable[..., str]) -> None:

@@ -60,6 +60,20 @@ class Progress:
     chunks: int
     elapsed_s: float
     total: int | None
+    duration_s: float | None = None  # a point bound by time: its length
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left in the point: at the request rate so far toward ``total``, or the
+        rest of ``duration_s``; None before a request has ended (or with neither)."""
+        if self.total:
+            ended = self.done + self.failed
+            if ended <= 0 or self.elapsed_s <= 0:
+                return None
+            return max(0, self.total - ended) * self.elapsed_s / ended
+        if self.duration_s is not None:
+            return max(0.0, self.duration_s - self.elapsed_s)
+        return None
 
 
 def run_point(
@@ -101,6 +115,12 @@ def run_point(
         scrapes["before"] = scrape(metrics_url) if metrics_url else None
 
     total = settings.requests
+    if progress is not None and settings.duration_s is not None:
+        told, length = progress, settings.duration_s
+
+        def progress(p: Progress) -> None:
+            told(replace(p, duration_s=length))
+
     results = _execute(plans, before_measure, progress, total)
     after = scrape(metrics_url) if metrics_url else None
 

@@ -755,7 +755,10 @@ class _Runner:
             def counts(p: Progress, label: str = label) -> None:
                 self.interrupts.check()  # a stop whose exception Python dropped
                 failed = f", {p.failed} failed" if p.failed else ""
-                self.progress.counts(f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}")
+                eta = "" if p.eta_s is None else f", ETA {duration(p.eta_s)}"
+                self.progress.counts(
+                    f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}{eta}"
+                )
 
             try:
                 warm = (name, task.point.label) not in warmed

@@ -2,7 +2,8 @@
 
 Thin by design: parse and validate the flags, call `servegate.bench.run_point` once per
 load point, print a block of numbers per point on stdout (or JSON) and progress on stderr
-(a live line on a terminal; elsewhere a line per point and every 30 s), and exit 1 when a
+(a live line on a terminal; elsewhere a line per point and every 30 s; both with
+requests done of the total and an ETA from the request rate so far), and exit 1 when a
 point completed nothing, the server stopped answering, or the error rate crossed
 ``--max-error-rate``. SIGTERM unwinds like Ctrl-C: worker processes stop, the JSON file
 keeps the points done, and one line says why.
@@ -333,9 +334,11 @@ class ProgressLines:
     def __call__(self, p: Progress) -> None:
         total = f"/{p.total}" if p.total else ""
         rate = p.chunks / p.elapsed_s if p.elapsed_s > 0 else 0.0
+        eta = p.eta_s
         text = (
             f"{self.label}: {p.done}{total} done, {p.failed} failed, "
             f"{rate:,.0f} chunks/s, {p.elapsed_s:.0f} s"
+            + ("" if eta is None else f", ETA {eta:.0f} s")
         )
         if self.tty:
             self.stream.write(f"\r\033[K{text}")
