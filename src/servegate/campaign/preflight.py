@@ -15,7 +15,8 @@ for what a stop releases asynchronously:
 
 While it waits it says so (``on_wait``), at once and then every 5 s: what it waits
 for, what holds it, the time waited and the wait's limit (``waiting for port 8000 to
-be released (held by PID 1234 (python3)): 5.0s of up to 60s``).
+be released (held by PID 1234 (python3)): 5.0s of up to 60s``; while the previous
+server's processes still run, the wait for them names those that hold the port).
 """
 
 from __future__ import annotations
@@ -254,7 +255,11 @@ def run_preflight(
     def procs() -> str:
         alive = [p.pid for p in previous if p.alive()]
         shown = describe_holders([(pid, _name(pid)) for pid in alive])
-        return f"{len(alive)} process(es) of the previous server to exit ({shown})"
+        text = f"{len(alive)} process(es) of the previous server to exit ({shown})"
+        held = [h for h in port_holders(port) if h[0] in alive] if port is not None else []
+        if held:
+            text += f" and release port {port} (held by {describe_holders(held)})"
+        return text
 
     def port_held() -> str:
         held = describe_holders(port_holders(port)) if port is not None else ""

@@ -1,0 +1,175 @@
+"""The flight recorder in campaigns: each start's telemetry stored with its attempt and
+in the start history, start ETAs and time left in the progress, preflight waits that
+name what holds the port, and the live "slow, still working" note."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.campaign.helpers import query, servegate, write_campaign
+
+from servegate.campaign.preflight import process_tree, run_preflight
+
+VARIANTS = """
+[[variant]]
+name = "baseline"
+
+[[variant]]
+name = "faster"
+args = "--itl-ms 2"
+
+[[variant]]
+name = "oom"
+args = "--fail oom --fail-at load_weights"
+"""
+
+
+def history_rows() -> list[sqlite3.Row]:
+    """The start history's rows (the test's own file: SERVEGATE_HISTORY)."""
+    conn = sqlite3.connect(os.environ["SERVEGATE_HISTORY"])
+    conn.row_factory = sqlite3.Row
+    try:
+        return list(conn.execute("SELECT * FROM starts ORDER BY id"))
+    finally:
+        conn.close()
+
+
+def standing(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("campaign: ")]
+
+
+def test_campaign_stores_telemetry_writes_history_and_shows_etas(tmp_path: Path) -> None:
+    """Every start (READY or CRASH) keeps its series, which reaches the verdict's moment;
+    each start joins the history with its telemetry; a second run shows the ETAs."""
+    path = write_campaign(tmp_path, VARIANTS, bench="concurrency = [1]\nrequests = 4")
+    db = tmp_path / "c.db"
+    out = servegate("run", path, "--db", db)
+    assert out.returncode == 0, out.stderr
+    attempts = query(
+        db,
+        "SELECT a.id, v.name, d.status, d.elapsed_s, d.json FROM attempt a "
+        "JOIN variant v ON v.id = a.variant_id JOIN verdict d ON d.attempt_id = a.id "
+        "ORDER BY a.id",
+    )
+    assert [(name, status) for _, name, status, _, _ in attempts] == [
+        ("baseline", "ready"),
+        ("faster", "ready"),
+        ("oom", "crash"),
+    ]
+    for aid, name, _, elapsed_s, verdict_json in attempts:
+        series = query(
+            db, "SELECT idx, t_s, processes FROM attempt_telemetry WHERE attempt_id = ?", aid
+        )
+        # the first sample at the start and one more after the verdict, at least
+        assert len(series) >= 2, (name, series)
+        assert [row[0] for row in series] == list(range(len(series)))
+        assert max(float(row[1]) for row in series) >= float(elapsed_s), (name, series)
+        assert any(int(row[2]) >= 1 for row in series)
+        # the summary counts the sample taken after the verdict as well
+        assert json.loads(verdict_json)["telemetry"]["samples"] == len(series)
+
+    rows = history_rows()
+    assert [(r["via"], r["status"]) for r in rows] == [
+        ("campaign", "ready"),
+        ("campaign", "ready"),
+        ("campaign", "crash"),
+    ]
+    for row in rows:
+        telemetry = json.loads(row["telemetry"])
+        assert telemetry["samples"] >= 2 and telemetry["peak_rss_bytes"] > 0
+        assert "{port}" in row["command"]
+    assert standing(out.stderr)[0] == (
+        "campaign: 0/3 starts done, 0/3 variants done; time left known once a start is measured"
+    )
+    assert "(ETA " not in out.stderr  # no history yet
+
+    again = servegate("run", path, "--db", tmp_path / "second.db")
+    assert again.returncode == 0, again.stderr
+    launching = [line for line in again.stderr.splitlines() if ": launching " in line]
+    assert len(launching) == 3, again.stderr
+    for line in launching[:2]:  # the READY configurations have a past start each
+        assert "from 1 past start(s))" in line and "(ETA " in line, line
+    assert "(ETA " not in launching[2]  # a crash gives no ETA
+    lines = standing(again.stderr)
+    assert [line.split(";")[0] for line in lines] == [
+        "campaign: 0/3 starts done, 0/3 variants done",
+        "campaign: 1/3 starts done, 1/3 variants done",
+        "campaign: 2/3 starts done, 2/3 variants done",
+    ]
+    assert lines[1].split("; ")[1].startswith("about ") and lines[1].endswith(" left")
+    assert len(history_rows()) == 6
+
+
+def test_slow_note_reaches_the_campaign_progress(tmp_path: Path) -> None:
+    """A silent compile that burns a core past stall_s is slow: the campaign says so
+    and the start goes on to READY."""
+    path = write_campaign(
+        tmp_path,
+        """
+        [[variant]]
+        name = "baseline"
+        args = "--phase jit_compile=15 --work jit_compile=cpu"
+        """,
+        server_extra="stall_s = 1",
+        bench="concurrency = [1]\nrequests = 2",
+    )
+    out = servegate("run", path, "--db", tmp_path / "c.db", timeout=120)
+    assert out.returncode == 0, out.stderr
+    slow = [line for line in out.stderr.splitlines() if "slow, still working" in line]
+    assert slow and slow[0].startswith("[1/1] baseline: no output for "), out.stderr
+    assert "% CPU" in slow[0]
+
+
+def test_preflight_port_wait_names_the_holder_and_the_time(tmp_path: Path) -> None:
+    """The previous server still holds the port: the wait says which port, the PID that
+    holds it, the time waited and the limit; the port freed, the check passes."""
+    script = textwrap.dedent(
+        """
+        import socket, sys
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        print(s.getsockname()[1], flush=True)
+        sys.stdin.read()
+        """
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        port = int(holder.stdout.readline())
+        previous = process_tree(holder.pid)
+        said: list[str] = []
+
+        def on_wait(text: str) -> None:
+            said.append(text)
+            if holder.poll() is None:
+                holder.kill()  # the previous server's stop ends: the port is released
+                holder.wait()
+
+        report = run_preflight(port=port, previous=previous, timeout_s=60.0, on_wait=on_wait)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.wait()
+        for stream in (holder.stdin, holder.stdout):
+            if stream is not None:
+                stream.close()
+    assert report.ok, report.reason()
+    assert said, "the preflight waited without saying so"
+    first = said[0]
+    assert first.startswith("waiting for 1 process(es) of the previous server to exit"), first
+    assert f"release port {port} (held by PID {holder.pid} (python" in first, first
+    assert first.endswith("s of up to 60s")
+    waited = first.rsplit(": ", 1)[1].split("s of", 1)[0]
+    assert float(waited) >= 0.0
+    with socket.socket() as sock:  # and it is free now
+        sock.bind(("127.0.0.1", port))
