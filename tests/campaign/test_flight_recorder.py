@@ -4,6 +4,7 @@ name what holds the port, and the live "slow, still working" note."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -11,11 +12,15 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from tests.campaign.helpers import query, servegate, write_campaign
 
 from servegate.campaign.preflight import process_tree, run_preflight
+from servegate.launch import launch
+from servegate.startup.status import StatusLine, describe_resources
+from servegate.telemetry.model import GpuSample, Snapshot
 
 VARIANTS = """
 [[variant]]
@@ -173,3 +178,89 @@ def test_preflight_port_wait_names_the_holder_and_the_time(tmp_path: Path) -> No
     assert float(waited) >= 0.0
     with socket.socket() as sock:  # and it is free now
         sock.bind(("127.0.0.1", port))
+
+
+def _sim(port: int, *extra: str) -> list[str]:
+    sim = [sys.executable, "-m", "servegate", "sim", "--engine", "sglang"]
+    return [*sim, "--port", str(port), *extra]
+
+
+def test_launch_status_events_feed_the_live_status_line(port: int) -> None:
+    """The keeper sends each sample while the server starts (no per-process detail); the
+    live status line shows the tree's CPU and RSS from the newest; the series ends with a
+    sample taken after the verdict."""
+    seen: list[Snapshot] = []
+    with launch(
+        _sim(port, "--startup", "1.5"),
+        engine="sglang",
+        port=port,
+        sample_s=0.1,
+        on_status=seen.append,
+    ) as server:
+        verdict = server.verdict
+    assert seen, "no status event while it started"
+    assert all(s.procs == () for s in seen)
+    assert max(s.processes for s in seen) >= 1 and max(s.rss_bytes for s in seen) > 0
+    times = [s.t_s for s in seen]
+    assert times == sorted(times)
+    assert verdict.snapshots[-1].t_s >= verdict.elapsed_s > times[-1]
+    assert verdict.telemetry is not None and verdict.telemetry.samples >= len(seen) + 1
+
+    out = io.StringIO()
+    line = StatusLine(engine="sglang", eta=None, stream=out, live=True)
+    line.resources(seen[-1])
+    line.follow(None, time.time())
+    try:
+        for _ in range(200):  # the first drawing is at once; wait for it, however slow
+            if "RSS" in out.getvalue():
+                break
+            time.sleep(0.05)
+    finally:
+        line.stop()
+    drawn = out.getvalue()
+    assert f"| CPU {seen[-1].cpu_pct:.0f}% | RSS " in drawn, drawn
+    assert "GPU" not in drawn  # no GPU in this snapshot, no GPU memory shown
+
+
+def test_resources_show_gpu_memory_where_there_is_a_gpu() -> None:
+    """CPU, RSS and, with GPUs, their memory in use summed."""
+    gpu = GpuSample(
+        index=0,
+        name="NVIDIA H200",
+        mem_used_bytes=3 * 2**30,
+        mem_tree_bytes=2**30,
+        mem_total_bytes=141 * 2**30,
+        util_pct=40.0,
+        power_w=None,
+    )
+    snap = Snapshot(
+        t_s=1.0,
+        cpu_pct=97.6,
+        rss_bytes=1536 * 2**20,
+        threads=10,
+        processes=2,
+        read_bps=0.0,
+        write_bps=0.0,
+        net_rx_bps=0.0,
+        gpus=(gpu, gpu),
+    )
+    assert describe_resources(snap) == ["CPU 98%", "RSS 1.5G", "GPU 6.0G"]
+    assert describe_resources(None) == []
+
+
+def test_plain_launch_history_row_carries_telemetry(port: int) -> None:
+    """servegate launch: the start's history row has its telemetry summary."""
+    done = servegate(
+        "launch", "--name", "hist", "--engine", "sglang", "--json", "--sample", "0.2",
+        "--timeout", "60", "--", *_sim(port, "--startup", "0.5"),
+    )  # fmt: skip
+    try:
+        assert done.returncode == 0, done.stderr
+        verdict = json.loads(done.stdout)
+    finally:
+        assert servegate("stop", "hist").returncode == 0
+    (row,) = history_rows()
+    assert row["via"] == "launch"
+    telemetry = json.loads(row["telemetry"])
+    assert telemetry["samples"] >= 2 and telemetry["peak_rss_bytes"] > 0
+    assert telemetry == verdict["telemetry"]
