@@ -120,9 +120,10 @@ def test_slow_note_reaches_the_campaign_progress(tmp_path: Path) -> None:
         """
         [[variant]]
         name = "baseline"
-        args = "--phase jit_compile=15 --work jit_compile=cpu"
+        args = "--phase jit_compile=50 --work jit_compile=cpu"
         """,
-        server_extra="stall_s = 1",
+        # the compile child has seconds to start burning on a busy machine (1 s samples)
+        server_extra="stall_s = 4",
         bench="concurrency = [1]\nrequests = 2",
     )
     out = servegate("run", path, "--db", tmp_path / "c.db", timeout=120)
