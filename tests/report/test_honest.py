@@ -165,7 +165,7 @@ def test_a_database_from_before_the_field_gets_its_failed_variants(tmp_path: Pat
             )
     conn.close()
     with Store.open(path) as store:
-        assert store.schema_steps()[-1][1] == "start order and failed variants"
+        assert "start order and failed variants" in [step[1] for step in store.schema_steps()]
         owners = {a.variant: a.failed_variants for a in store.attempts(cid)}
     assert owners == {"baseline": ("long",), "fusion": ("fusion-x",), "fusion-x": ()}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,19 @@ def test_a_read_only_folder_is_reported_from_and_refused_by_run(tmp_path: Path) 
         assert f"folder {view}" in line
         assert "read-only" in line.lower()
     assert listing == ["c.db"]
+
+
+@pytest.mark.parametrize("kind", ["empty file", "empty database"])
+def test_a_file_without_results_is_named_by_report_and_check(tmp_path: Path, kind: str) -> None:
+    """An empty file, or a SQLite file with no tables: report and check exit 2 with one
+    sentence, and the file is not touched."""
+    db = tmp_path / "empty.db"
+    if kind == "empty file":
+        db.write_bytes(b"")
+    else:
+        sqlite3.connect(db).close()
+    before = db.read_bytes()
+    for out in (servegate("report", "--db", db), servegate("check", "--db", db)):
+        assert out.returncode == 2, out.stderr
+        assert f"{db} holds no servegate results" in _one_error_line(out)
+    assert db.read_bytes() == before

@@ -173,7 +173,12 @@ class Store:
                 raise UsageError(f"no database at {target}; pass an existing one with --db.")
             conn = _connect_read_only(target)
             try:
-                check_readable(conn, str(target), migrations)
+                if check_readable(conn, str(target), migrations) == 0:
+                    # empty, or never migrated: nothing to read, and it must not be written
+                    raise UsageError(
+                        f"{target} holds no servegate results; pass a database written "
+                        "by servegate run with --db."
+                    )
                 conn.execute("PRAGMA busy_timeout = 10000")
             except BaseException:
                 conn.close()
