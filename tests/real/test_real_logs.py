@@ -9,6 +9,7 @@ suite. tests/fixtures/real_logs/README.md says how each log was produced.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -138,3 +139,42 @@ def test_fixtures_are_small_and_documented() -> None:
     for path in LOGS.glob("*.log"):
         assert path.stat().st_size < 20_000, path
         assert path.name in readme, f"{path.name} is not described in README.md"
+
+
+def test_vllm_compile_start_has_every_phase_in_order() -> None:
+    """vLLM 0.32's own lines (a torch.compile start on CPU) open its phases in order.
+
+    0.32 prints neither `vLLM API server version` nor `Waiting for init message`; the
+    whole start after its first line must still be covered, with torch.compile (the
+    CPU backend's warmup) the longest phase and its saved graph counted as progress.
+    """
+    result = servegate(
+        "wait", "--engine", "vllm", "--log", str(LOGS / "vllm-0.32-cpu-ready-and-stop.log"),
+        "--timeout", "3", "--json",
+        timeout=60,
+    )  # fmt: skip
+    verdict = verdict_of(result)
+    assert verdict["status"] == "ready", verdict
+    phases = verdict["phases"]
+    assert isinstance(phases, list)
+    names = [phase["name"] for phase in phases]
+    assert names == [
+        "frontend_init",
+        "engine_init",
+        "start_workers",
+        "load_weights",
+        "warmup_compile",
+        "profile_kv_cache",
+        "api_server",
+        "http_startup",
+    ], names
+    took = {phase["name"]: phase["end_s"] - phase["start_s"] for phase in phases}
+    # the log's own timestamps (whole seconds): 18, 19, 22 and 66 s
+    assert took["frontend_init"] == pytest.approx(18, abs=1), took
+    assert took["start_workers"] == pytest.approx(22, abs=1), took
+    assert max(took, key=took.__getitem__) == "warmup_compile", took
+    # each phase ends where the next begins, up to the log's one-second stamps
+    for before, after in itertools.pairwise(phases[:-1]):
+        assert after["start_s"] - before["end_s"] <= 4, (before, after)
+    compile_progress = phases[names.index("warmup_compile")]["progress"]
+    assert compile_progress == {"done": 1.0, "total": None, "unit": "graphs"}, compile_progress

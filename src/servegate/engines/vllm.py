@@ -175,16 +175,21 @@ PROFILE = EngineProfile(
         ),
     ),
     phases=(
+        # 0.32 prints no "vLLM API server version" (a banner instead) and no "Waiting for
+        # init message": its first line of its own is "non-default args: {...}", and the
+        # engine core's first is "Initializing a V1 LLM engine"; from there it starts its
+        # workers (imports, gloo or NCCL) until one starts to load the model
         Phase(
             name="frontend_init",
-            start=(r"vLLM API server version",),
+            start=(r"vLLM API server version", r"non-default args: "),
             end=(r"Using max model len",),
         ),
         Phase(
             name="engine_init",
-            start=(r"Waiting for init message from front-end",),
+            start=(r"Using max model len", r"Waiting for init message from front-end"),
             end=(r"Initializing a V1 LLM engine",),
         ),
+        Phase(name="start_workers", start=(r"Initializing a V1 LLM engine",)),
         Phase(name="init_distributed", start=(r"vLLM is using nccl==",)),
         Phase(
             name="load_weights",
@@ -227,6 +232,10 @@ PROFILE = EngineProfile(
             unit="batch sizes",
             phase="capture_cuda_graphs",
         ),
+        # 0.32: one line per model compiled ahead of time and saved to the compile cache
+        # (on CPU inside warmup_compile; it follows "Compiling model again due to a load
+        # failure" when the cached one could not be loaded)
+        Progress(pattern=r"saved AOT compiled function to ", unit="graphs", count=True),
         # one line per compiled graph, or per graph loaded from the torch.compile cache
         Progress(
             pattern=r"Compiling a graph for ", unit="graphs", phase="torch_compile", count=True
