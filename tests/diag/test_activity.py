@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from servegate.telemetry.activity import FLOORS, Floors, activity, rate_text, window
+from servegate.telemetry.activity import (
+    FLOORS,
+    Floors,
+    activity,
+    between,
+    phase_activity,
+    rate_text,
+    window,
+)
 from servegate.telemetry.model import GpuSample, ProcSample, Snapshot
 
 
@@ -168,3 +176,19 @@ def test_real_processes_through_the_sampler() -> None:
         sampler.stop()
         proc.kill()
         proc.wait()
+
+
+def test_each_phase_gets_what_it_was_bound_by() -> None:
+    """Download (disk) for 0-4 s, then compile (CPU) for 4-8 s, then a short idle phase."""
+    snaps = [snap(float(t), read=300e6) for t in range(1, 5)]
+    snaps += [snap(float(t), cpu=100.0, procs=((7, 100.0),)) for t in range(5, 9)]
+    snaps += [snap(9.0), snap(10.0)]
+    download = phase_activity(snaps, 0.0, 4.0)
+    compile_ = phase_activity(snaps, 4.0, 8.0)
+    short = phase_activity(snaps, 8.2, 8.4)  # shorter than a period: the next sample covers it
+    assert download is not None and download.bound == "disk"
+    assert "reading 300 MB/s from disk" in download.evidence
+    assert compile_ is not None and compile_.bound == "cpu"
+    assert short is not None and short.bound == "idle"
+    assert phase_activity(snaps, 11.0, 12.0) is None  # nothing sampled in or after it
+    assert between(snaps, 4.0, 8.0)[0].t_s == 5.0  # the 4 s sample covers 3-4 s

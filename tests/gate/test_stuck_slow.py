@@ -221,6 +221,12 @@ def test_silent_cpu_compile_longer_than_stall_is_kept_waiting_and_ready(port: in
         assert "% CPU" in slow[0]
         assert verdict["diagnosis"]["state"] == "slow"
         assert verdict["diagnosis"]["activity"]["bound"] == "cpu"
+        # every phase sampled says what it was bound by (the silent compile runs between
+        # the simulator's logged phases, so which phase holds it is not asserted here)
+        sampled = [p for p in verdict["phases"] if p["bound"] is not None]
+        assert sampled, verdict["phases"]
+        assert {p["bound"] for p in sampled} <= {"cpu", "disk", "network", "gpu", "idle"}
+        assert all(p["bound_evidence"] for p in sampled)
     finally:
         assert servegate("stop", "compile").returncode == 0
 

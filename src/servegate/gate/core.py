@@ -31,9 +31,9 @@ from servegate.gate.follow import FileFollower
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
 from servegate.gate.probe import Prober
 from servegate.gate.stamps import LineClock
-from servegate.gate.verdict import Status, Verdict, iso
+from servegate.gate.verdict import PhaseSpan, Status, Verdict, iso
 from servegate.gate.watch import LineHit, LogWatcher, withdrawn
-from servegate.telemetry.activity import activity
+from servegate.telemetry.activity import activity, phase_activity
 from servegate.telemetry.model import Activity, Snapshot
 from servegate.telemetry.sampler import Sampler
 
@@ -167,8 +167,12 @@ class Gate:
         once the verdict is sent, so that the recording reaches the verdict's moment."""
         if self.sampler is None or self.sampler.sample_now() is None:
             return verdict
+        snaps = tuple(self.sampler.snapshots())
         return replace(
-            verdict, telemetry=self.sampler.summary(), snapshots=tuple(self.sampler.snapshots())
+            verdict,
+            telemetry=self.sampler.summary(),
+            snapshots=snaps,
+            phases=_bound_phases(verdict.phases, snaps, verdict.elapsed_s),
         )
 
     def close(self) -> None:
@@ -723,11 +727,28 @@ class Gate:
         )
         if self.sampler is not None:  # the recording ends with the verdict
             self.sampler.stop()
+            snaps = tuple(self.sampler.snapshots())
             self._verdict = replace(
                 self._verdict,
                 telemetry=self.sampler.summary(),
-                snapshots=tuple(self.sampler.snapshots()),
+                snapshots=snaps,
+                phases=_bound_phases(self._verdict.phases, snaps, elapsed),
             )
+
+
+def _bound_phases(
+    phases: Sequence[PhaseSpan], snapshots: Sequence[Snapshot], elapsed_s: float
+) -> tuple[PhaseSpan, ...]:
+    """``phases`` with what each was bound by, from the snapshots sampled during it."""
+    out = []
+    for phase in phases:
+        end = phase.end_s if phase.end_s is not None else elapsed_s
+        act = phase_activity(snapshots, phase.start_s, end)
+        if act is None:
+            out.append(phase)
+        else:
+            out.append(replace(phase, bound=act.bound, bound_evidence=act.evidence))
+    return tuple(out)
 
 
 def _stacks_note(stacks: Stacks | None) -> str:

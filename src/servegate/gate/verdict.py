@@ -60,6 +60,10 @@ class PhaseSpan:
     start_s: float
     end_s: float | None  # None: still open when the verdict was decided
     progress: PhaseProgress | None = None  # the last i/N the engine printed in it
+    # what the phase was bound by, from the telemetry sampled in it: cpu, disk, network,
+    # gpu or idle (None without telemetry), and that in words
+    bound: str | None = None
+    bound_evidence: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The phase as a JSON object."""
@@ -68,6 +72,8 @@ class PhaseSpan:
             "start_s": self.start_s,
             "end_s": self.end_s,
             "progress": None if self.progress is None else self.progress.to_json(),
+            "bound": self.bound,
+            "bound_evidence": self.bound_evidence,
         }
 
 
@@ -168,6 +174,8 @@ class Verdict:
                     start_s=p["start_s"],
                     end_s=p["end_s"],
                     progress=PhaseProgress.from_json(p.get("progress")),
+                    bound=p.get("bound"),
+                    bound_evidence=p.get("bound_evidence"),
                 )
                 for p in data["phases"]
             ),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from servegate.telemetry.model import Activity, Bound, Snapshot
 
-__all__ = ["FLOORS", "Floors", "activity", "rate_text", "window"]
+__all__ = ["FLOORS", "Floors", "activity", "between", "phase_activity", "rate_text", "window"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,3 +153,26 @@ def _gpu_words(recent: Sequence[Snapshot], index: int, util: float, floors: Floo
     if len(busy) > 1:
         return f"{len(busy)} GPUs at {sum(busy) / len(busy):.0f} %"
     return f"GPU {index} at {util:.0f} %"
+
+
+def between(snapshots: Sequence[Snapshot], start_s: float, end_s: float) -> list[Snapshot]:
+    """The snapshots whose rates cover part of ``start_s``..``end_s``.
+
+    A snapshot's rates cover the interval since the one before it, so the first snapshot
+    after ``end_s`` is included too (a phase shorter than one period still gets one).
+    """
+    inside = [snap for snap in snapshots if start_s < snap.t_s <= end_s]
+    after = [snap for snap in snapshots if snap.t_s > end_s]
+    if after and (not inside or inside[-1].t_s < end_s):
+        inside.append(after[0])
+    return inside
+
+
+def phase_activity(
+    snapshots: Sequence[Snapshot], start_s: float, end_s: float, floors: Floors = FLOORS
+) -> Activity | None:
+    """What the tree did during one phase (``start_s``..``end_s``); None with no sample."""
+    covered = between(snapshots, start_s, end_s)
+    if not covered:
+        return None
+    return activity(covered, covered[-1].t_s - covered[0].t_s + 1e-9, floors)
