@@ -13,6 +13,10 @@ cpu_pct``) and prints the curve and the figures.
 
 Usage:
     python bench/telemetry_gpu.py OUT.csv [--steps 8] [--gib 4] [--every 0.5] [--sample 0.1]
+    python bench/telemetry_gpu.py OUT.csv --engine llamacpp --port P -- llama-server ... --port P
+
+With a command after ``--``, that server is launched instead (gated by ``--engine``'s
+profile on ``--port``), e.g. llama-server built for CUDA loading a GGUF with ``-ngl 99``.
 """
 
 from __future__ import annotations
@@ -69,14 +73,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=float, default=0.1)
     parser.add_argument("--hold", type=float, default=1.0)
     parser.add_argument("--after", type=float, default=3.0)
-    args = parser.parse_args(argv)
+    parser.add_argument("--engine", default=None, help="gate a real server with this profile")
+    parser.add_argument("--port", type=int, default=None)
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    args.command = command  # the server command, after --
     host = Sampler(None, period_s=args.sample).start()
     time.sleep(1.0)  # the idle level first
     launched_at = time.monotonic() - (host.zero or 0.0)
-    command = [sys.executable, "-c", SERVER, str(args.steps), str(args.gib), str(args.every)]
-    server = launch(
-        command, engine="generic", ready=[r"^READY$"], timeout_s=300, sample_s=args.sample
-    )
+    if args.command:
+        server = launch(
+            args.command,
+            engine=args.engine or "generic",
+            port=args.port,
+            timeout_s=300,
+            sample_s=args.sample,
+        )
+    else:
+        command = [sys.executable, "-c", SERVER, str(args.steps), str(args.gib), str(args.every)]
+        server = launch(
+            command, engine="generic", ready=[r"^READY$"], timeout_s=300, sample_s=args.sample
+        )
     verdict = server.verdict
     time.sleep(args.hold)
     stop_at = time.monotonic() - (host.zero or 0.0)
@@ -100,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     print(f"GPU: {snaps[0].gpus[0].name}; verdict: {verdict.line()}")
     print(f"verdict telemetry: {verdict.telemetry}")
+    for phase in verdict.phases:
+        print(
+            f"  phase {phase.name}: {phase.start_s:.2f} -> {phase.end_s} s, "
+            f"bound by {phase.bound} ({phase.bound_evidence})"
+        )
     print(f"stop: {len(report.killed)} process(es) in {report.duration_s:.2f}s")
     print(
         f"idle {idle / MIB:.0f} MiB; peak {peak / MIB:.0f} MiB; "
