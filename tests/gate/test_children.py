@@ -111,3 +111,49 @@ def test_a_child_renamed_after_the_window_is_left_alone(
         assert watch.scan() == []
     finally:
         watch.close()
+
+
+# a role process that forks a helper (which inherits its command line, as torch.compile's
+# workers inherit VLLM::Worker) and starts a child of another role (as vLLM's engine core
+# starts its workers); ``go`` appears once all three run
+_FORKER = """
+import os, subprocess, sys, time
+go = sys.argv[1]
+if os.fork() == 0:
+    time.sleep(60)
+    os._exit(0)
+other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "role::" + "other"])
+open(go, "w").close()
+other.wait()
+"""
+
+
+def test_a_helper_forked_by_an_essential_child_is_not_essential(tmp_path: Path) -> None:
+    """The fork of a role::core process is its helper; a child of another role counts."""
+    go = tmp_path / "go"
+    code = (
+        "import subprocess, sys; "
+        f"c = subprocess.Popen([sys.executable, '-c', {_FORKER!r}, {str(go)!r}, 'role::core']);"
+        " c.wait()"
+    )
+    proc = subprocess.Popen([PY, "-c", code])
+    watch = ChildWatch(proc.pid, [r"role::core", r"role::other"])
+    try:
+        deadline = time.monotonic() + 30
+        while not go.exists():
+            assert time.monotonic() < deadline, "the role processes never started"
+            time.sleep(0.02)
+        # three descendants carry a role name: the core, its fork, the other role
+        named = [c for c in _children(proc.pid) if "role::" in " ".join(c.cmdline())]
+        assert len(named) == 3
+        found = watch.scan()
+        assert sorted(child.label for child in found) == ["role::core", "role::other"]
+        core = next(child for child in found if child.label == "role::core")
+        assert psutil.Process(core.pid).ppid() == proc.pid  # the core itself, not its fork
+        assert watch.scan() == []
+    finally:
+        watch.close()
+        for child in _children(proc.pid):
+            child.kill()
+        proc.kill()
+        proc.wait()

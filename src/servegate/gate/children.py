@@ -5,7 +5,9 @@ answers), so the profile names the children a server cannot live without. Each o
 found gets a pidfd in the gate's loop, so its death is seen the moment it happens.
 A child may take its role name only after it started (SGLang's scheduler sets its
 process title once its imports are done), so a descendant that matches nothing is
-looked at again on every scan for a while (``RENAME_WINDOW_S``).
+looked at again on every scan for a while (``RENAME_WINDOW_S``). A process forked by
+an essential child inherits its name; it is the child's helper, not a second one of
+that role, and its exit is not watched.
 """
 
 from __future__ import annotations
@@ -76,11 +78,15 @@ class ChildWatch:
         found: list[EssentialChild] = []
         now = self._clock()
         alive: set[tuple[int, float]] = set()
+        procs = []
         for proc in descendants(self.root):
             try:
-                key = (proc.pid, proc.create_time())
+                procs.append(((proc.create_time(), proc.pid), proc))
             except psutil.Error:
                 continue
+        # oldest first: a parent is matched before the helpers it forked
+        for (created, pid), proc in sorted(procs, key=lambda item: item[0]):
+            key = (pid, created)
             alive.add(key)
             until = self._seen.setdefault(key, now + self._window_s)
             if now > until:
@@ -98,12 +104,31 @@ class ChildWatch:
             start = text.rfind(" ", 0, match.start()) + 1
             end = text.find(" ", match.end())
             label = text[start : end if end >= 0 else len(text)]
+            if self._forked_from(proc, label):
+                os.close(pidfd)
+                continue
             child = EssentialChild(pid=proc.pid, label=label, pidfd=pidfd)
             self.known[proc.pid] = child
             found.append(child)
         for key in [key for key in self._seen if key not in alive]:
             del self._seen[key]  # gone: a new process may take its PID
         return found
+
+    def _forked_from(self, proc: psutil.Process, label: str) -> bool:
+        """Whether ``proc`` descends from an essential child of the same name: a helper
+        it forked (torch.compile's workers inherit ``VLLM::Worker``), whose exit is
+        normal, not the role's death."""
+        try:
+            ancestors = proc.parents()
+        except psutil.Error:
+            return False
+        for ancestor in ancestors:
+            if ancestor.pid == self.root:
+                return False
+            known = self.known.get(ancestor.pid)
+            if known is not None and known.label == label:
+                return True
+        return False
 
     def forget(self, pid: int) -> None:
         """Close the pidfd of a child that was handled."""
