@@ -78,8 +78,10 @@ def test_tree_changes_mid_run() -> None:
         orphan = int(root.stdout.readline())
         stat = read_stat(orphan)
         assert stat is not None and stat.ppid != root.pid  # re-parented, not our child
-        snap = wait_for(sampler, lambda s: orphan in {p.pid for p in s.procs})
-        assert snap.processes == 4
+        # a sample may still show its parent, which forked it and then exited: wait for
+        # one taken after that exit (the root, its two children and the orphan)
+        snap = wait_for(sampler, lambda s: orphan in {p.pid for p in s.procs} and s.processes == 4)
+        assert {p.pid for p in snap.procs} == kids | {root.pid, orphan}
         root.stdin.write("reap\n")
         root.stdin.flush()
         assert root.stdout.readline().strip() == "reaped"
