@@ -88,7 +88,10 @@ def test_campaign_stores_telemetry_writes_history_and_shows_etas(tmp_path: Path)
     ]
     for row in rows:
         telemetry = json.loads(row["telemetry"])
-        assert telemetry["samples"] >= 2 and telemetry["peak_rss_bytes"] > 0
+        assert telemetry["samples"] >= 2
+        # a server that lives to READY is sampled alive; one that crashes at once may be
+        # gone before any sample reads it on a loaded machine
+        assert telemetry["peak_rss_bytes"] > 0 or row["status"] != "ready"
         assert "{port}" in row["command"]
     assert standing(out.stderr)[0] == (
         "campaign: 0/3 starts done, 0/3 variants done; time left known once a start is measured"
