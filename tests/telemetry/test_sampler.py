@@ -60,7 +60,9 @@ def test_disk_write_rate(tmp_path: Path) -> None:
         snaps = sampler.snapshots()
     written = sum(b.write_bps * (b.t_s - a.t_s) for a, b in pairwise(snaps))
     assert max(s.write_bps for s in snaps) > 0
-    assert 31.9 * 2**20 <= written <= 34 * 2**20
+    # rate x interval comes back within the rounding of t_s to 1 ms per sample (on a
+    # loaded machine an interval of 0.1 s may be read 1 % short or long)
+    assert 31.5 * 2**20 <= written <= 34 * 2**20
 
 
 def test_tree_changes_mid_run() -> None:
