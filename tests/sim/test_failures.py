@@ -145,26 +145,16 @@ def test_stall_repeats_progress_without_advancing(port: int) -> None:
         assert not any("Graph capturing finished" in t for t in sim.text())
 
 
-def _children(pid: int) -> list[str]:
-    """The titles of the live descendants (a zombie has none; one may exit mid-read)."""
-    titles = []
+def _children(pid: int, *, names: bool = False) -> list[str]:
+    """The command lines of the live descendants (a zombie has none; one may exit
+    mid-read), or with ``names`` their kernel names (15 bytes), zombies included."""
+    out = []
     for proc in psutil.Process(pid).children(recursive=True):
         try:
-            titles.append(" ".join(proc.cmdline()))
+            out.append(proc.name() if names else " ".join(proc.cmdline()))
         except psutil.Error:
             continue
-    return titles
-
-
-def _named(pid: int) -> list[str]:
-    """Kernel names (15 bytes) of every descendant, zombies included."""
-    names = []
-    for proc in psutil.Process(pid).children(recursive=True):
-        try:
-            names.append(proc.name())
-        except psutil.Error:
-            continue
-    return names
+    return out
 
 
 def test_sglang_child_death_leaves_the_http_process_alive(port: int) -> None:
@@ -185,7 +175,7 @@ def test_sglang_child_death_leaves_the_http_process_alive(port: int) -> None:
         assert sim.proc is not None
         deadline = time.monotonic() + 60  # generous: only a hang trips it
         # the scheduler is started first thing (seen live, or as a zombie once killed)
-        while "sglang::schedul" not in _named(sim.proc.pid):
+        while "sglang::schedul" not in _children(sim.proc.pid, names=True):
             assert time.monotonic() < deadline
             time.sleep(0.01)
         sim.wait_line("Uvicorn running on")

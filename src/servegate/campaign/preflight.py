@@ -34,6 +34,7 @@ import psutil
 import pynvml
 
 from servegate.campaign.gpu import GpuMemory, GpuMonitor, wait_released
+from servegate.launch.tree import describe_holders
 
 __all__ = [
     "Check",
@@ -172,13 +173,6 @@ def port_holders(port: int) -> list[tuple[int | None, str]]:
             if (conn.pid, name) not in found:
                 found.append((conn.pid, name))
     return found
-
-
-def describe_holders(holders: Sequence[tuple[int | None, str]]) -> str:
-    """'PID 1234 (python3)' for each holder, or '' when none is visible."""
-    return ", ".join(
-        f"PID {pid} ({name})" if pid else "a process of another user" for pid, name in holders
-    )
 
 
 def _telling(

@@ -13,6 +13,18 @@ from servegate.errors import UsageError
 
 DEFAULT_DB = "servegate.db"
 
+# the bootstrap's options, shared with ``servegate check``
+CONFIDENCE = click.option(
+    "--confidence",
+    default=0.95,
+    show_default=True,
+    type=click.FloatRange(0.5, 0.999),
+    help="Coverage of the confidence intervals.",
+)
+SEED = click.option(
+    "--seed", default=0, show_default=True, help="Seed of the bootstrap resampling."
+)
+
 
 def _write(target: str, content: str) -> None:
     """Write ``content`` to ``target`` atomically, or to stdout for ``-``."""
@@ -76,14 +88,8 @@ plotly, bad option; 3 an I/O error reading the database.""",
 @click.option("--markdown", "md_out", metavar="FILE", help="Write markdown ('-' for stdout).")
 @click.option("--json", "json_out", metavar="FILE", help="Write JSON ('-' for stdout).")
 @click.option("--csv", "csv_out", metavar="FILE", help="Write CSV ('-' for stdout).")
-@click.option(
-    "--confidence",
-    default=0.95,
-    show_default=True,
-    type=click.FloatRange(0.5, 0.999),
-    help="Coverage of the confidence intervals.",
-)
-@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@CONFIDENCE
+@SEED
 @click.option(
     "--min-effect",
     "min_effect",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from servegate.cli.campaign_report import DEFAULT_DB, _write
+from servegate.cli.campaign_report import CONFIDENCE, DEFAULT_DB, SEED, _write
 from servegate.errors import ServegateError, UsageError
 
 _EPILOG = """\b
@@ -67,28 +68,9 @@ no load point in common, bad option); 3 an internal error."""
 )
 @click.option("--markdown", "md_out", metavar="FILE", help="Write the markdown summary ('-').")
 @click.option("--json", "json_out", metavar="FILE", help="Write the result as JSON ('-').")
-@click.option(
-    "--confidence",
-    default=0.95,
-    show_default=True,
-    type=click.FloatRange(0.5, 0.999),
-    help="Coverage of the confidence intervals.",
-)
-@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
-def check(
-    *,
-    campaign: str | None,
-    db: str,
-    variants: tuple[str, ...],
-    baseline_db: str | None,
-    baseline_campaign: str | None,
-    baseline_variant: str | None,
-    max_regression: tuple[str, ...],
-    md_out: str | None,
-    json_out: str | None,
-    confidence: float,
-    seed: int,
-) -> None:
+@CONFIDENCE
+@SEED
+def check(**options: Any) -> None:
     """Check a stored campaign against a stored baseline: exit 1 on a regression.
 
     CAMPAIGN (the newest in --db when left out) is compared, at every load point both
@@ -100,19 +82,7 @@ def check(
     When GITHUB_STEP_SUMMARY is set, the markdown summary is appended to it.
     """
     try:
-        code = _check(
-            campaign=campaign,
-            db=db,
-            variants=variants,
-            baseline_db=baseline_db,
-            baseline_campaign=baseline_campaign,
-            baseline_variant=baseline_variant,
-            max_regression=max_regression,
-            md_out=md_out,
-            json_out=json_out,
-            confidence=confidence,
-            seed=seed,
-        )
+        code = _check(**options)
     except ServegateError as exc:
         if exc.exit_code == 2:  # CI logs say why no check was made
             from servegate.report.check import error_markdown

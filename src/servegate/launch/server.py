@@ -35,6 +35,7 @@ from servegate.launch.tree import (
     MARKER_VAR,
     ProcInfo,
     StopReport,
+    describe_holders,
     is_alive,
     port_holders,
     port_is_free,
@@ -416,10 +417,10 @@ def _abort(keeper: subprocess.Popen[bytes], control_w: int, name: str) -> None:
 
 def _held_by(port: int) -> str:
     """' by PID 1234 (python3)' for the processes holding ``port``, or '' when none is visible."""
-    names = []
+    holders = []
     for pid in port_holders(port):
         try:
-            names.append(f"PID {pid} ({psutil.Process(pid).name()})")
+            holders.append((pid, psutil.Process(pid).name()))
         except psutil.Error:
-            names.append(f"PID {pid}")
-    return f" by {', '.join(names)}" if names else ""
+            holders.append((pid, "?"))
+    return f" by {describe_holders(holders)}" if holders else ""

@@ -31,6 +31,7 @@ __all__ = [
     "MARKER_VAR",
     "ProcInfo",
     "StopReport",
+    "describe_holders",
     "is_alive",
     "port_holders",
     "port_is_free",
@@ -365,4 +366,11 @@ def stop_tree(
         port=port,
         port_free=port_free,
         port_holders=holders,
+    )
+
+
+def describe_holders(holders: Sequence[tuple[int | None, str]]) -> str:
+    """'PID 1234 (python3)' for each holder, or '' when none is visible."""
+    return ", ".join(
+        f"PID {pid} ({name})" if pid else "a process of another user" for pid, name in holders
     )

@@ -288,17 +288,9 @@ def _num(value: float | None) -> float | None:
 
 def _failure(row: VariantSummary) -> str:
     """Why a failed variant failed, in the report's words."""
-    words = text.RUN_STATUS.get(row.status, row.status)
     if row.status in ("crash", "timeout"):
-        out = f"did not start: {words}"
-        if row.reason:
-            out += f": {row.reason}"
-        if row.kind:
-            out += f" ({row.kind})"
-        if row.hint:
-            out += f" - {row.hint}"
-        return out
-    return f"{words}: {row.reason or 'no reason recorded'}"
+        return text.start_failure(row)
+    return f"{text.RUN_STATUS.get(row.status, row.status)}: {row.reason or 'no reason recorded'}"
 
 
 def _where(data: CampaignData) -> str:

@@ -127,19 +127,24 @@ def confidence_label(report: Report) -> str:
     return f"{report.confidence * 100:g} %"
 
 
+def start_failure(row: VariantSummary) -> str:
+    """``did not start: crashed: <reason> (<kind>) - <hint>`` for a crash or timeout."""
+    text = f"did not start: {RUN_STATUS.get(row.status, row.status)}"
+    if row.reason:
+        text += f": {row.reason}"
+    if row.kind:
+        text += f" ({row.kind})"
+    if row.hint:
+        text += f" - {row.hint}"
+    return text
+
+
 def closing_line(report: Report, row: VariantSummary) -> str:
     """One comparison line per variant, in hyperfine's style."""
     if row.is_baseline:
         return f"{row.name}: baseline"
     if row.status in {"crash", "timeout"}:
-        text = f"{row.name}: did not start: {RUN_STATUS[row.status]}"
-        if row.reason:
-            text += f": {row.reason}"
-        if row.kind:
-            text += f" ({row.kind})"
-        if row.hint:
-            text += f" - {row.hint}"
-        return text
+        return f"{row.name}: {start_failure(row)}"
     if row.failed:
         return f"{row.name}: FAILED, not compared: {row.reason or 'no reason recorded'}"
     if row.reference is None and row.not_compared:
