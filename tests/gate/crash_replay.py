@@ -7,7 +7,7 @@ process that writes the log in a few bursts and then exits, kills itself with a 
 or stays alive, exactly as the sidecar's ``exit`` says, and runs ``Gate`` on its output
 pipe with the engine's profile, as ``servegate launch`` does. ``score`` compares the
 verdict with the sidecar. Used by tests/gate/test_crash_logs.py and
-bench/crash_classification.py.
+benchmarks/crash_classification.py.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from servegate.gate.watch import Rules
 __all__ = ["JSON_TAIL_LINES", "GateOptions", "Resolved", "model_from_command", "port_from_command"]
 
 JSON_TAIL_LINES = 300
-MIN_SAMPLE_S = 0.05  # --sample below this costs more than it tells (bench/README.md)
+MIN_SAMPLE_S = 0.05  # --sample below this costs more than it tells (benchmarks/README.md)
 
 
 def port_from_command(command: Sequence[str]) -> int | None:

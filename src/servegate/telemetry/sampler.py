@@ -11,11 +11,11 @@ within milliseconds of an event; a sample reads two /proc files per process (abo
 each) and asks NVML for four values per GPU, and an NVML call can block for tens of
 milliseconds when the driver is busy (a server allocating its KV cache is exactly
 then). In a thread none of that delays a verdict; the thread holds the GIL only while it
-parses (about 1 ms for a 64-process tree: bench/README.md, "Telemetry cost"). The same
+parses (about 1 ms for a 64-process tree: benchmarks/README.md, "Telemetry cost"). The same
 object also serves callers without an event loop (the campaign runner during a bench).
 
 **The tree, read from /proc directly** (psutil costs several times more per process,
-bench/telemetry_cost.py). Every sample lists /proc, and reads the ``stat`` of each PID it
+benchmarks/telemetry_cost.py). Every sample lists /proc, and reads the ``stat`` of each PID it
 has not seen before: a process belongs to the tree when its parent does or when it is in
 the root's session (the keeper starts servers as session leaders, and a worker whose
 parent died is re-parented to the keeper, not to the server). A PID already judged
