@@ -1,0 +1,70 @@
+"""The options every command spells the same way.
+
+The grammar, for every command:
+
+- ``--json`` is a flag: the command's result as one JSON document on stdout, instead of
+  the human output (errors too: one ``servegate.error/1`` object). ``--json-file FILE``
+  writes the same document to FILE, beside the human output. Other formats follow the
+  same pattern (``--markdown`` / ``--markdown-file FILE``).
+- ``-q/--quiet`` on every command that runs for long: no progress lines; results,
+  warnings and failures still print.
+- ``--engine`` is a choice among the engine profiles.
+- A fixed default is shown by click (``[default: 900]``); a default that depends on
+  something else says so in the same brackets at the end of its help
+  (``[default: the command's --port]``).
+- Every help ends with examples, after the options (``examples(...)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from servegate.engines import ENGINE_NAMES
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_flag(what: str) -> Callable[[F], F]:
+    """``--json``: print ``what`` as one JSON document on stdout (parameter ``as_json``)."""
+    return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON on stdout.")
+
+
+def json_file(what: str) -> Callable[[F], F]:
+    """``--json-file FILE``: also write ``what`` as JSON to FILE (parameter ``json_file``)."""
+    return click.option(
+        "--json-file",
+        "json_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        help=f"Also write {what} as JSON to FILE.",
+    )
+
+
+def quiet() -> Callable[[F], F]:
+    """``-q/--quiet``: no progress lines (parameter ``quiet``)."""
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        help="No progress lines; results, warnings and failures still print.",
+    )
+
+
+def engine(help: str, *, default: str | None = "generic") -> Callable[[F], F]:
+    """``--engine``: one of the engine profiles (parameter ``engine``)."""
+    return click.option(
+        "--engine",
+        type=click.Choice(ENGINE_NAMES),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def examples(*lines: str) -> str:
+    """A command's epilog: its examples, printed after the options."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
