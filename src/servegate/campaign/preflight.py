@@ -34,7 +34,7 @@ import psutil
 import pynvml
 
 from servegate.campaign.gpu import GpuMemory, GpuMonitor, wait_released
-from servegate.launch.tree import describe_holders
+from servegate.launch.tree import describe_holders, named_port_holders
 
 __all__ = [
     "Check",
@@ -44,7 +44,6 @@ __all__ = [
     "describe_holders",
     "jit_cache_dirs",
     "port_free",
-    "port_holders",
     "run_preflight",
     "stale_locks",
 ]
@@ -157,24 +156,6 @@ def port_free(port: int) -> bool:
     return True
 
 
-def port_holders(port: int) -> list[tuple[int | None, str]]:
-    """(PID, name) of local processes listening on ``port``; PID None where not visible."""
-    found: list[tuple[int | None, str]] = []
-    try:
-        conns = psutil.net_connections(kind="tcp")
-    except (psutil.Error, OSError):
-        return found
-    for conn in conns:
-        if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN:
-            try:
-                name = psutil.Process(conn.pid).name() if conn.pid else "?"
-            except psutil.Error:
-                name = "?"
-            if (conn.pid, name) not in found:
-                found.append((conn.pid, name))
-    return found
-
-
 def _telling(
     sleep: Callable[[float], None],
     clock: Callable[[], float],
@@ -250,13 +231,13 @@ def run_preflight(
         alive = [p.pid for p in previous if p.alive()]
         shown = describe_holders([(pid, _name(pid)) for pid in alive])
         text = f"{len(alive)} process(es) of the previous server to exit ({shown})"
-        held = [h for h in port_holders(port) if h[0] in alive] if port is not None else []
+        held = [h for h in named_port_holders(port) if h[0] in alive] if port is not None else []
         if held:
             text += f" and release port {port} (held by {describe_holders(held)})"
         return text
 
     def port_held() -> str:
-        held = describe_holders(port_holders(port)) if port is not None else ""
+        held = describe_holders(named_port_holders(port)) if port is not None else ""
         return f"port {port} to be released (held by {held or 'no visible process'})"
 
     def tell(what: Callable[[], str]) -> Callable[[float], None]:
@@ -309,7 +290,7 @@ def _check_port(
 ) -> Check:
     if port is None:
         return Check(name="port", level=Level.SKIPPED, message="no port to check")
-    holders = [] if port_free(port) else port_holders(port)
+    holders = [] if port_free(port) else named_port_holders(port)
     ours = {p.pid for p in previous}
     # only the previous server's stop releases a port by itself: wait for that, and
     # fail at once when the port belongs to someone else (or there was no server before)
@@ -317,7 +298,7 @@ def _check_port(
     wait_s = 0.0 if not previous or foreign else timeout_s
     if _wait_until(lambda: port_free(port), wait_s, clock, sleep):
         return Check(name="port", level=Level.OK, message=f"port {port} is free")
-    holders = port_holders(port) or holders
+    holders = named_port_holders(port) or holders
     who = f" by {describe_holders(holders)}" if holders else ""
     waited = f" after {timeout_s:g}s" if wait_s else ""
     return Check(

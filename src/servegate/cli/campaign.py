@@ -277,10 +277,11 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int) -> None:
     port_text = str(campaign.port) if campaign.port is not None else "auto"
     click.echo(f"campaign {campaign.name} (baseline {campaign.baseline}), port {port_text}")
     if campaign.port is not None:
-        from servegate.campaign.preflight import describe_holders, port_free, port_holders
+        from servegate.campaign.preflight import port_free
+        from servegate.launch.tree import describe_holders, named_port_holders
 
         if not port_free(campaign.port):
-            holders = describe_holders(port_holders(campaign.port))
+            holders = describe_holders(named_port_holders(campaign.port))
             click.echo(
                 f"Warning: port {campaign.port} is in use now"
                 + (f" by {holders}" if holders else "")

@@ -37,7 +37,7 @@ from servegate.launch.tree import (
     StopReport,
     describe_holders,
     is_alive,
-    port_holders,
+    named_port_holders,
     port_is_free,
     snapshot,
     stop_tree,
@@ -417,10 +417,5 @@ def _abort(keeper: subprocess.Popen[bytes], control_w: int, name: str) -> None:
 
 def _held_by(port: int) -> str:
     """' by PID 1234 (python3)' for the processes holding ``port``, or '' when none is visible."""
-    holders = []
-    for pid in port_holders(port):
-        try:
-            holders.append((pid, psutil.Process(pid).name()))
-        except psutil.Error:
-            holders.append((pid, "?"))
-    return f" by {describe_holders(holders)}" if holders else ""
+    holders = describe_holders(named_port_holders(port))
+    return f" by {holders}" if holders else ""

@@ -33,6 +33,7 @@ __all__ = [
     "StopReport",
     "describe_holders",
     "is_alive",
+    "named_port_holders",
     "port_holders",
     "port_is_free",
     "snapshot",
@@ -250,6 +251,25 @@ def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
 
 def port_holders(port: int) -> list[int]:
     """PIDs holding a TCP socket bound to ``port`` (those whose descriptors we may read)."""
+    return _port_owners(port)[0]
+
+
+def named_port_holders(port: int) -> list[tuple[int | None, str]]:
+    """(PID, name) of the processes holding ``port``; (None, "?") stands for sockets whose
+    owner is not visible (another user's), as ``describe_holders`` expects."""
+    pids, unseen = _port_owners(port)
+    named: list[tuple[int | None, str]] = []
+    for pid in pids:
+        try:
+            named.append((pid, psutil.Process(pid).name()))
+        except psutil.Error:
+            named.append((pid, "?"))
+    return [*named, (None, "?")] if unseen else named
+
+
+def _port_owners(port: int) -> tuple[list[int], bool]:
+    """The PIDs holding ``port`` (/proc/net/tcp*, then every readable descriptor), and
+    whether some of its sockets have no visible owner."""
     inodes: set[str] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -264,21 +284,25 @@ def port_holders(port: int) -> list[int]:
             if int(fields[1].rsplit(":", 1)[1], 16) == port:
                 inodes.add(f"socket:[{fields[9]}]")
     if not inodes:
-        return []
-    holders = []
+        return [], False
+    holders, seen = [], set()
     for pid in _all_pids():
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
             continue  # gone, or another user's
+        held = False
         for fd in fds:
             try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
-                    holders.append(pid)
-                    break
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
             except OSError:
                 continue
-    return holders
+            if link in inodes:
+                seen.add(link)
+                held = True
+        if held:
+            holders.append(pid)
+    return holders, seen != inodes
 
 
 def _confirm_port(port: int, tree: set[int]) -> tuple[bool, tuple[int, ...]]:
