@@ -19,7 +19,7 @@ from typing import Any
 import click
 import pytest
 
-from servegate.cli import COMMANDS, main
+from servegate.cli import COMMANDS, OLD_JSON_SPELLING, main
 from servegate.errors import BenchError
 
 PY = sys.executable
@@ -49,6 +49,7 @@ def only_object(stdout: str) -> dict[str, Any]:
     [
         (["stop", "--json"], "pass a server NAME or --pid PID"),
         (["stop", "nobody", "--json"], "no running server named 'nobody'"),
+        (["stop", "--json", "nobody"], "no running server named 'nobody'"),
         (["stop", "--json", "--pid", "twelve"], "'twelve' is not a valid integer"),
         (["ps", "--json", "--bogus"], "No such option '--bogus'"),
         (["wait", "--json"], "wait needs something to watch"),
@@ -91,6 +92,40 @@ def test_without_json_on_stdout_errors_stay_on_stderr(args: list[str]) -> None:
     result = servegate(*args)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith(("Error: ", "Usage: "))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ps", "--json", "out.json"],
+        ["ps", "--json", "-"],
+        ["ps", "--json=out.json"],
+        ["ps", "--json", "out"],
+        ["stop", "--json", "-"],
+        ["stop", "--json", "out.json"],
+        ["dump", "nobody", "--json", "out.json"],
+    ],
+)
+def test_old_json_file_spelling_names_json_file(args: list[str], tmp_path: Path) -> None:
+    """``--json FILE`` (or ``--json -``) is the old spelling: one sentence naming
+    ``--json-file FILE``, exit 2, one error object on stdout, and no file written."""
+    result = subprocess.run(
+        [PY, "-m", "servegate", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == f"Error: {OLD_JSON_SPELLING}\n"
+    assert "--json-file FILE" in OLD_JSON_SPELLING and OLD_JSON_SPELLING.count(". ") == 0
+    assert only_object(result.stdout) == {
+        "schema": "servegate.error/1",
+        "error": OLD_JSON_SPELLING,
+        "exit_code": 2,
+    }
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_unreachable_server_under_bench_json_stdout(tmp_path: Path) -> None:

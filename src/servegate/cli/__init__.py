@@ -5,9 +5,9 @@ Each area keeps its commands in its own module here (``cli.gate``, ``cli.sim``,
 ``servegate stop`` does not pay for the load generator's imports.
 
 Exit codes: 0 ready or done; 1 crash or a threshold crossed; 124 timeout;
-2 bad usage, bad config or bad input; 3 an internal error. Under ``--json`` (``--json -``
-for commands whose ``--json`` takes a FILE) stdout always holds exactly one JSON object,
-also when the command fails: see ``main``.
+2 bad usage, bad config or bad input; 3 an internal error. ``--json`` is a flag in every
+command (``cli.options``): under it stdout always holds exactly one JSON object, also when
+the command fails (see ``main``); ``--json-file FILE`` writes a file and never stdout.
 """
 
 from __future__ import annotations
@@ -90,59 +90,81 @@ def cli() -> None:
     """
 
 
+OLD_JSON_SPELLING = (
+    "--json takes no value: it prints JSON on stdout; write JSON to a file with --json-file FILE."
+)
+
+
 def error(message: str) -> None:
     """Print one ``Error: ...`` line to stderr."""
     click.echo(f"Error: {message}", err=True)
 
 
 def json_requested(args: Sequence[str]) -> bool:
-    """Whether a command line asks for JSON on stdout: ``--json``, or ``--json -`` where
-    ``--json`` takes a FILE.
+    """Whether a command line asks for JSON on stdout (``--json``).
 
     Read from the raw arguments, before click parses them, so that click's own usage
     errors are answered in JSON too. Option values are skipped by the command's own
     option table, and nothing after ``--`` (a server's command line) counts.
     """
+    return _scan(args)[0]
+
+
+def _scan(args: Sequence[str]) -> tuple[bool, str | None]:
+    """``(json_requested(args), the value of an old --json FILE)``.
+
+    The old spelling (``--json FILE``, ``--json -``, ``--json=FILE``) is recognised only
+    where ``--json`` is a flag; after a command that takes arguments, a value is the old
+    spelling only when it is ``-`` or ends in ``.json`` (``stop --json NAME`` names a server).
+    """
     index = 0
     while index < len(args) and args[index].startswith("-") and args[index] != "--":
         if args[index] == "--json":
-            return True  # before the command's name: wrong, and to be answered in JSON
+            return True, None  # before the command's name: wrong, and to be answered in JSON
         index += 1  # the group's own options (--help, --version) take no value
     if index >= len(args) or args[index] == "--":
-        return False
+        return False, None
     try:
         command = _load(args[index])
     except Exception:  # an unimportable command fails later, as an internal error
         command = None
     arity: dict[str, int] = {}  # option spelling -> how many values follow it
     interspersed = True
+    takes_arguments = False
     if command is not None:
         for param in command.params:
             if isinstance(param, click.Option):
                 values = 0 if param.is_flag or param.count else param.nargs
                 arity.update(dict.fromkeys((*param.opts, *param.secondary_opts), values))
+            takes_arguments = takes_arguments or isinstance(param, click.Argument)
         interspersed = command.context_settings.get(
             "allow_interspersed_args", command.allow_interspersed_args
         )
+    flag = arity.get("--json") == 0
     rest = args[index + 1 :]
     index = 0
     while index < len(rest):
         arg = rest[index]
         if arg == "--":
-            return False
+            break
+        if arg.startswith("--json="):
+            return True, arg.partition("=")[2] if flag else None
+        if arg == "--json":
+            if "--json" in arity and not flag:  # a command still spelling --json FILE
+                return rest[index + 1 : index + 2] == ["-"], None
+            value = rest[index + 1] if index + 1 < len(rest) else ""
+            stray = value == "-" or (
+                value[:1] not in ("", "-") and (value.endswith(".json") or not takes_arguments)
+            )
+            return True, value if flag and stray else None
         if arg.startswith("--") and "=" in arg:
-            name, _, value = arg.partition("=")
-            if name == "--json":
-                return value == "-"
+            pass  # an option and its value in one argument
         elif arg.startswith("-") and arg != "-":
-            values = arity.get(arg, 0)
-            if arg == "--json":
-                return values == 0 or rest[index + 1 : index + 2] == ["-"]
-            index += values
+            index += arity.get(arg, 0)
         elif not interspersed:
-            return False  # the first argument ends the options (launch's COMMAND)
+            break  # the first argument ends the options (launch's COMMAND)
         index += 1
-    return False
+    return False, None
 
 
 class _WatchedStdout:
@@ -174,17 +196,18 @@ def main(argv: list[str] | None = None) -> Any:
     human message goes to stderr either way.
     """
     args = sys.argv[1:] if argv is None else list(argv)
-    watched = _WatchedStdout(sys.stdout) if json_requested(args) else None
+    requested, old_json_value = _scan(args)
+    watched = _WatchedStdout(sys.stdout) if requested else None
     if watched is not None:
         sys.stdout = cast(TextIO, watched)
     try:
-        return _main(args, watched)
+        return _main(args, watched, old_spelling=old_json_value is not None)
     finally:
         if watched is not None and sys.stdout is cast(TextIO, watched):
             sys.stdout = watched.stream
 
 
-def _main(args: list[str], watched: _WatchedStdout | None) -> Any:
+def _main(args: list[str], watched: _WatchedStdout | None, *, old_spelling: bool) -> Any:
     def fail(code: int, message: str, data: dict[str, Any] | None = None) -> NoReturn:
         # the one object of --json, unless the command already printed its result
         if watched is not None and not watched.written:
@@ -193,6 +216,8 @@ def _main(args: list[str], watched: _WatchedStdout | None) -> Any:
         sys.exit(code)
 
     try:
+        if old_spelling:
+            raise click.UsageError(OLD_JSON_SPELLING)
         return cli.main(args=args, prog_name="servegate", standalone_mode=False)
     except click.exceptions.Abort:
         error("interrupted.")
