@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from servegate.store import Store
+from servegate.store import AttemptStatus, CampaignStatus, Store
 
 from .data import make_result, make_verdict
 
@@ -144,9 +145,7 @@ def test_points_and_samples_round_trip(tmp_path: Path) -> None:
 
 def test_nan_in_a_summary_is_stored_as_null(tmp_path: Path) -> None:
     """A NaN metric (no completed request) is stored as null, so the JSON stays valid."""
-    result = SimpleNamespace(
-        summary={"output_throughput": float("nan")}, completed=0, failed=3, samples=[]
-    )
+    result = {"summary": {"output_throughput": float("nan")}, "completed": 0, "failed": 3}
     with Store.open(tmp_path / "s.db") as store:
         cid = store.campaign("c", "cfg", "baseline")
         store.record_point(
@@ -199,6 +198,27 @@ def test_mark_interrupted_closes_attempts_of_a_dead_runner(tmp_path: Path) -> No
     assert statuses == [("done", True), ("interrupted", True)]
 
 
+def test_statuses_stored_as_plain_strings_read_back_as_the_enums(tmp_path: Path) -> None:
+    """A database written with plain status strings (as before the enums) reads back as
+    CampaignStatus and AttemptStatus members, and the stored text is the plain string."""
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        aid = _attempt(store, cid)
+        store.finish_attempt(aid, "done")  # plain strings, as older callers wrote them
+        store.set_campaign_status(cid, "interrupted")
+    with sqlite3.connect(path) as conn:  # the text on disk, the same as before the enums
+        assert conn.execute("SELECT status FROM campaign").fetchall() == [("interrupted",)]
+        assert conn.execute("SELECT status FROM attempt").fetchall() == [("done",)]
+    conn.close()
+    with Store.open(path, read_only=True) as store:
+        (attempt,) = store.attempts(cid)
+        info = store.campaign_info(cid)
+    assert attempt.status is AttemptStatus.DONE
+    assert info.status is CampaignStatus.INTERRUPTED
+    assert (attempt.status, info.status) == ("done", "interrupted")
+
+
 def test_unknown_status_is_a_programming_error(tmp_path: Path) -> None:
     """Statuses outside the documented set are rejected, not stored."""
     with Store.open(tmp_path / "s.db") as store:
@@ -227,7 +247,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     import numpy as np
-    from servegate.store import Store
+    from servegate.store import AttemptStatus, CampaignStatus, Store
     from tests.store.data import make_result
     rng = np.random.default_rng(0)
     with Store.open(sys.argv[1]) as store:
@@ -271,13 +291,13 @@ def test_sigkill_mid_campaign_loses_nothing_recorded_and_leaves_no_half_point(
 
 
 def test_samples_given_as_dicts_or_with_ms_fields_are_read(tmp_path: Path) -> None:
-    """Results may carry samples as to_json() dicts with millisecond fields."""
-    result = SimpleNamespace(
-        summary={"output_throughput": 1.0},
-        completed=1,
-        failed=0,
-        failures={},
-        samples=[
+    """Results may come as to_json() objects, samples with millisecond fields."""
+    result = {
+        "summary": {"output_throughput": 1.0},
+        "completed": 1,
+        "failed": 0,
+        "failures": {},
+        "samples": [
             {
                 "send_s": 5.0,
                 "ttft_ms": 42.0,
@@ -287,9 +307,9 @@ def test_samples_given_as_dicts_or_with_ms_fields_are_read(tmp_path: Path) -> No
                 "error_kind": None,
             }
         ],
-        server_metrics={"spec_accept_length": 2.5},
-        warnings=[],
-    )
+        "server_metrics": {"spec_accept_length": 2.5},
+        "warnings": [],
+    }
     with Store.open(tmp_path / "s.db") as store:
         cid = store.campaign("c", "cfg", "baseline")
         pid = store.record_point(

@@ -59,7 +59,7 @@ from servegate.startup import StartupRecord
 from servegate.startup.eta import Eta, estimate
 from servegate.startup.history import History, config_key, gpu_model
 from servegate.startup.session import startup_telemetry
-from servegate.store import Store
+from servegate.store import AttemptStatus, CampaignStatus, Store
 
 __all__ = [
     "PrecisionOutcome",
@@ -246,7 +246,7 @@ class _Runner:
         except Interrupted as exc:
             self.interrupts.acknowledge()
             with self.interrupts.shielded():
-                store.set_campaign_status(cid, "interrupted")
+                store.set_campaign_status(cid, CampaignStatus.INTERRUPTED)
             self.progress.done()
             return self._outcome(cid, "interrupted", exc.signum)
         except StoreError as exc:
@@ -254,14 +254,14 @@ class _Runner:
             raise self._store_failed(cid, exc) from None
         except BaseException:
             with suppress(ServegateError):  # the error on its way out is the one to report
-                store.set_campaign_status(cid, "failed")
+                store.set_campaign_status(cid, CampaignStatus.FAILED)
             self.progress.done()
             raise
         finally:
             if self.gpu is not None:
                 self.gpu.close()
         with self.interrupts.shielded():
-            store.set_campaign_status(cid, "done")
+            store.set_campaign_status(cid, CampaignStatus.DONE)
         self.progress.done()
         return self._outcome(cid, "done", None)
 
@@ -273,7 +273,7 @@ class _Runner:
         """
         store = self.store
         with suppress(ServegateError):
-            store.set_campaign_status(cid, "interrupted")
+            store.set_campaign_status(cid, CampaignStatus.INTERRUPTED)
         try:
             kept = len(store.done_points(cid))
         except ServegateError:
@@ -611,10 +611,10 @@ class _Runner:
         if not report.ok:
             reason = f"preflight failed: {report.reason()}"
             with self.interrupts.shielded():
-                self.store.finish_attempt(aid, "failed", reason)
+                self.store.finish_attempt(aid, AttemptStatus.FAILED, reason)
                 for name in sharing:
                     other = start_attempt(name)
-                    self.store.finish_attempt(other, "failed", reason)
+                    self.store.finish_attempt(other, AttemptStatus.FAILED, reason)
             self._fail(group.variants, reason)
             self.state.dead[group.key] = f"its start {start} failed preflight"
             self.progress.failure(f"{tag} {names}: {reason}")
@@ -654,11 +654,11 @@ class _Runner:
             with self.interrupts.shielded():
                 self.store.record_verdict(aid, data)
                 self.store.record_telemetry(aid, exc.verdict.snapshots)
-                self.store.finish_attempt(aid, exc.verdict.status)
+                self.store.finish_attempt(aid, AttemptStatus(exc.verdict.status))
                 for name in sharing:
                     other = start_attempt(name)
                     self.store.record_verdict(other, data)
-                    self.store.finish_attempt(other, exc.verdict.status)
+                    self.store.finish_attempt(other, AttemptStatus(exc.verdict.status))
             self._finish_startup(record, exc.verdict)
             line = self.redactor.text(exc.verdict.line())
             self._fail(group.variants, line)
@@ -669,10 +669,10 @@ class _Runner:
         except UsageError as exc:  # the port was taken between preflight and launch
             reason = f"could not launch: {self.redactor.text(str(exc))}"
             with self.interrupts.shielded():
-                self.store.finish_attempt(aid, "failed", reason)
+                self.store.finish_attempt(aid, AttemptStatus.FAILED, reason)
                 for name in sharing:
                     other = start_attempt(name)
-                    self.store.finish_attempt(other, "failed", reason)
+                    self.store.finish_attempt(other, AttemptStatus.FAILED, reason)
             self._fail(group.variants, reason)
             self.state.dead[group.key] = f"start {start} could not be launched"
             self.progress.failure(f"{tag} {names}: {reason}")
@@ -680,7 +680,9 @@ class _Runner:
         except Interrupted:
             self.interrupts.acknowledge()
             with self.interrupts.shielded():
-                self.store.finish_attempt(aid, "interrupted", "interrupted while starting")
+                self.store.finish_attempt(
+                    aid, AttemptStatus.INTERRUPTED, "interrupted while starting"
+                )
             raise
         self._finish_startup(record, server.verdict)
         self._serve(aid, server, group=group, todo=todo, tag=tag, names=names)
@@ -707,7 +709,8 @@ class _Runner:
             self.store.record_verdict(aid, self._redacted(server.verdict.to_json()))
             self.store.record_telemetry(aid, server.verdict.snapshots)
         self.progress.good(f"{tag} {names}: {server.verdict.line()} on {server.url}")
-        status, reason = "done", None
+        status: AttemptStatus = AttemptStatus.DONE
+        reason: str | None = None
         owners: tuple[str, ...] = ()
         began, measured = time.monotonic(), self.state.measured
         try:
@@ -715,10 +718,11 @@ class _Runner:
             self.time_left.benched(time.monotonic() - began, self.state.measured - measured)
         except Interrupted:
             self.interrupts.acknowledge()
-            status, reason = "interrupted", "interrupted by the user"
+            status, reason = AttemptStatus.INTERRUPTED, "interrupted by the user"
             raise
         except BaseException as exc:
-            status, reason = "failed", f"internal error while benchmarking: {exc!r}"
+            status = AttemptStatus.FAILED
+            reason = f"internal error while benchmarking: {exc!r}"
             raise
         finally:
             self.state.previous = process_tree(server.pid) if server.pid else ()
@@ -736,7 +740,7 @@ class _Runner:
 
     def _bench(
         self, aid: int, server: Server, todo: list[_Task], tag: str
-    ) -> tuple[str, str | None, tuple[str, ...]]:
+    ) -> tuple[AttemptStatus, str | None, tuple[str, ...]]:
         """Measure each task; returns the attempt's final status, its reason and the
         variants a failure belongs to."""
         broken: set[str] = set()  # variants whose measurement cannot work on this server
@@ -785,8 +789,9 @@ class _Runner:
             if not server.alive() or (result.failed and self._server_failed(server)):
                 return self._died(server, task, tag, measured=True)
         if broken:
-            return "failed", f"could not benchmark {', '.join(sorted(broken))}", tuple(broken)
-        return "done", None, ()
+            failed = f"could not benchmark {', '.join(sorted(broken))}"
+            return AttemptStatus.FAILED, failed, tuple(broken)
+        return AttemptStatus.DONE, None, ()
 
     def _note_point(self, label: str, tag: str, task: _Task, result: PointResult) -> None:
         total = result.completed + result.failed
@@ -830,7 +835,7 @@ class _Runner:
 
     def _died(
         self, server: Server, task: _Task, tag: str, *, measured: bool = False
-    ) -> tuple[str, str, tuple[str, ...]]:
+    ) -> tuple[AttemptStatus, str, tuple[str, ...]]:
         """The server died between or during points: record why, with its log tail."""
         tail = tuple(self.redactor.lines(log_tail(Path(server.log_path), TAIL_LINES)))
         when = "after" if measured else "before"
@@ -845,7 +850,7 @@ class _Runner:
         self._fail([task.variant], reason.split("\n", 1)[0])
         self._died_on = task.variant.name
         self.progress.failure(f"{tag} {reason.splitlines()[0]}", tail[-10:])
-        return "failed", reason, (task.variant.name,)
+        return AttemptStatus.FAILED, reason, (task.variant.name,)
 
     def _fail(self, variants: Any, reason: str) -> None:
         for variant in variants:

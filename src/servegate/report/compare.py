@@ -391,6 +391,7 @@ def _state(data: CampaignData, name: str) -> _State:
         return _State(status="not run", attempt=None, shared=None, earlier=(), server_keys=keys)
     last = relevant[-1]
     earlier = tuple(_failure_words(a) for a in relevant[:-1] if _fails(a, name, data.variants))
+    status: str  # an attempt's status, or "not run"
     if _fails(last, name, data.variants):
         status = last.status
     elif last.variant == name:

@@ -7,8 +7,10 @@ with Store.open("servegate.db") as store:
 
 from __future__ import annotations
 
+from servegate.store.inputs import PointRecord, StopRecord, VerdictRecord
 from servegate.store.records import AttemptInfo, CampaignInfo, PhaseInfo, PointInfo, Samples
 from servegate.store.schema import MIGRATIONS, Migration
+from servegate.store.status import AttemptStatus, CampaignStatus
 from servegate.store.store import ATTEMPT_STATUSES, CAMPAIGN_STATUSES, Store
 
 __all__ = [
@@ -16,10 +18,15 @@ __all__ = [
     "CAMPAIGN_STATUSES",
     "MIGRATIONS",
     "AttemptInfo",
+    "AttemptStatus",
     "CampaignInfo",
+    "CampaignStatus",
     "Migration",
     "PhaseInfo",
     "PointInfo",
+    "PointRecord",
     "Samples",
+    "StopRecord",
     "Store",
+    "VerdictRecord",
 ]

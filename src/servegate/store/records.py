@@ -1,9 +1,7 @@
-"""What the store hands back (read rows) and how it reads other layers' objects.
+"""What the store hands back (read rows), and how it reads one request's sample.
 
-The store takes the gate's ``Verdict``, the launcher's ``StopReport`` and the load
-generator's ``PointResult`` as they are; it reads them through their ``to_json()`` dicts
-or attributes, tolerating missing fields, so that a stored campaign never depends on the
-exact class that produced it.
+What the store takes is typed in ``servegate.store.inputs``; the statuses in
+``servegate.store.status``.
 """
 
 from __future__ import annotations
@@ -18,6 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from servegate.bench import metrics
+from servegate.store.status import AttemptStatus, CampaignStatus
+
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -28,7 +29,7 @@ class CampaignInfo:
     id: int
     name: str
     baseline: str
-    status: str  # running | done | interrupted | failed
+    status: CampaignStatus
     created_at: str
     updated_at: str
     config_text: str
@@ -56,7 +57,7 @@ class AttemptInfo:
     host: str
     versions: dict[str, Any]
     git_commit: str | None
-    status: str  # running | ready | crash | timeout | done | failed | interrupted
+    status: AttemptStatus
     reason: str | None
     started_at: str
     ended_at: str | None
@@ -172,13 +173,6 @@ def dumps(value: Any) -> str:
     return json.dumps(clean_json(value), allow_nan=False, sort_keys=False)
 
 
-def field_of(obj: Any, name: str) -> Any:
-    """``obj[name]`` for a mapping, else ``obj.name``; None when absent."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SampleRow:
     """One request as stored: times relative to its own send, in milliseconds."""
@@ -206,11 +200,11 @@ def sample_row(sample: Any) -> SampleRow:
     ttft = number(data.get("ttft_ms"))
     if ttft is None:
         ttft_s = number(data.get("ttft_s"))
-        ttft = ttft_s * 1000.0 if ttft_s is not None else (chunk_ms[0] if chunk_ms else None)
+        ttft = ttft_s * 1000.0 if ttft_s is not None else metrics.ttft(chunk_ms)
     e2el = number(data.get("e2el_ms"))
     if e2el is None:
         e2el_s = number(data.get("e2el_s"))
-        e2el = e2el_s * 1000.0 if e2el_s is not None else (chunk_ms[-1] if chunk_ms else None)
+        e2el = e2el_s * 1000.0 if e2el_s is not None else metrics.e2el(chunk_ms)
     tokens = pick(data, "output_tokens", "usage_output_tokens")
     if tokens is None and chunk_ms:
         tokens = len(chunk_ms)

@@ -40,6 +40,7 @@ from servegate.store.failures import (
     translate,
     writable_problem,
 )
+from servegate.store.inputs import PointRecord, PointRow, StopRecord, VerdictRecord, stop_fields
 from servegate.store.lock import RunnerInfo, RunnerLock, busy_message, row_alive
 from servegate.store.records import (
     AttemptInfo,
@@ -47,31 +48,21 @@ from servegate.store.records import (
     PhaseInfo,
     PointInfo,
     Samples,
-    as_dict,
     clean_json,
     decode_chunks,
     dumps,
     encode_chunks,
-    field_of,
     number,
     sample_row,
 )
 from servegate.store.schema import MIGRATIONS, Migration, check_readable, migrate
+from servegate.store.status import AttemptStatus, CampaignStatus
 from servegate.telemetry.model import GpuSample, ProcSample, Snapshot
 from servegate.telemetry.sampler import trimmed
 
-CAMPAIGN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
-ATTEMPT_STATUSES = frozenset(
-    {
-        "running",  # launched, no verdict yet
-        "ready",  # the gate said READY; benchmarking may be under way
-        "crash",  # the gate said CRASH
-        "timeout",  # the gate said TIMEOUT
-        "done",  # benchmarked and stopped
-        "failed",  # died or broke after READY (mid-benchmark)
-        "interrupted",  # the runner was stopped (Ctrl-C, SIGKILL found on resume)
-    }
-)
+# the statuses as plain strings (see servegate.store.status for what each means)
+CAMPAIGN_STATUSES = frozenset(CampaignStatus)
+ATTEMPT_STATUSES = frozenset(AttemptStatus)
 # summary keys copied into their own columns, for queries without JSON
 _KEY_COLUMNS = (
     "output_throughput",
@@ -371,14 +362,14 @@ class Store:
             return cid
 
     @guarded
-    def set_campaign_status(self, cid: int, status: str) -> None:
+    def set_campaign_status(self, cid: int, status: CampaignStatus) -> None:
         """Mark a campaign running, done, interrupted or failed."""
         if status not in CAMPAIGN_STATUSES:
             raise ValueError(f"campaign status {status!r} not in {sorted(CAMPAIGN_STATUSES)}")
         with self._tx() as conn:
             conn.execute(
                 "UPDATE campaign SET status = ?, updated_at = ? WHERE id = ?",
-                (status, self._now(), cid),
+                (str(status), self._now(), cid),
             )
 
     @guarded
@@ -419,8 +410,8 @@ class Store:
         campaign's last status; the runner lock says whether it is still at work.
         """
         info = _campaign_info(row)
-        if info.status == "running" and not self._runs(info.name):
-            return dataclasses.replace(info, status="interrupted")
+        if info.status is CampaignStatus.RUNNING and not self._runs(info.name):
+            return dataclasses.replace(info, status=CampaignStatus.INTERRUPTED)
         return info
 
     def _runs(self, campaign: str) -> bool:
@@ -513,14 +504,14 @@ class Store:
             return int(cur.lastrowid or 0)
 
     @guarded
-    def record_verdict(self, aid: int, verdict: Any) -> None:
-        """Store the gate's verdict (a ``Verdict`` or its JSON dict) and its phases.
+    def record_verdict(self, aid: int, verdict: VerdictRecord | Mapping[str, Any]) -> None:
+        """Store the gate's verdict (a ``Verdict`` or its JSON object) and its phases.
 
         The attempt's status becomes the verdict's: ready, crash or timeout.
         """
-        data = scrub(clean_json(as_dict(verdict)))
-        status = str(data.get("status") or "crash")
-        phases = data.get("phases") or []
+        data = scrub(clean_json(verdict if isinstance(verdict, Mapping) else verdict.to_json()))
+        status = AttemptStatus(data.get("status") or AttemptStatus.CRASH)
+        phases: list[Mapping[str, Any]] = data.get("phases") or []
         with self._tx() as conn:
             conn.execute("DELETE FROM verdict WHERE attempt_id = ?", (aid,))
             conn.execute("DELETE FROM phase WHERE attempt_id = ?", (aid,))
@@ -530,7 +521,7 @@ class Store:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     aid,
-                    status,
+                    str(status),
                     number(data.get("elapsed_s")) or 0.0,
                     data.get("detected_by"),
                     data.get("reason"),
@@ -542,8 +533,7 @@ class Store:
                     dumps(data),
                 ),
             )
-            for position, phase in enumerate(phases):
-                span = as_dict(phase)
+            for position, span in enumerate(phases):
                 conn.execute(
                     "INSERT INTO phase (attempt_id, position, name, start_s, end_s) "
                     "VALUES (?, ?, ?, ?, ?)",
@@ -557,7 +547,7 @@ class Store:
                 )
             conn.execute(
                 "UPDATE attempt SET status = ?, reason = ? WHERE id = ?",
-                (status, data.get("reason"), aid),
+                (str(status), data.get("reason"), aid),
             )
 
     @guarded
@@ -636,17 +626,16 @@ class Store:
         return row is not None
 
     @guarded
-    def record_stop(self, aid: int, stop_report: Any) -> None:
+    def record_stop(self, aid: int, stop: StopRecord | Mapping[str, Any]) -> None:
         """Store how the server was stopped: killed pids, seconds taken, port free again."""
-        killed = field_of(stop_report, "killed")
-        port_free = field_of(stop_report, "port_free")
+        killed, duration_s, port_free = stop_fields(stop)
         with self._tx() as conn:
             conn.execute(
                 "UPDATE attempt SET stop_killed = ?, stop_duration_s = ?, stop_port_free = ?, "
                 "ended_at = COALESCE(ended_at, ?) WHERE id = ?",
                 (
-                    dumps(sorted(int(p) for p in killed or ())),
-                    number(field_of(stop_report, "duration_s")),
+                    dumps(sorted(killed)),
+                    number(duration_s),
                     None if port_free is None else int(bool(port_free)),
                     self._now(),
                     aid,
@@ -657,7 +646,7 @@ class Store:
     def finish_attempt(
         self,
         aid: int,
-        status: str,
+        status: AttemptStatus,
         reason: str | None = None,
         *,
         failed_variants: Sequence[str] = (),
@@ -674,7 +663,7 @@ class Store:
             conn.execute(
                 "UPDATE attempt SET status = ?, reason = COALESCE(?, reason), ended_at = ? "
                 "WHERE id = ?",
-                (status, scrub(reason), self._now(), aid),
+                (str(status), scrub(reason), self._now(), aid),
             )
             row = conn.execute("SELECT campaign_id FROM attempt WHERE id = ?", (aid,)).fetchone()
             for name in failed_variants if row is not None else ():
@@ -753,9 +742,10 @@ class Store:
         out = []
         for row in rows:
             aid = int(row[0])
-            status = row[9]
-            if stopped and status in ("running", "ready") and row[12] is None:
-                status = "interrupted"
+            status = AttemptStatus(row[9])
+            open_ = status in (AttemptStatus.RUNNING, AttemptStatus.READY) and row[12] is None
+            if stopped and open_:
+                status = AttemptStatus.INTERRUPTED
             out.append(
                 AttemptInfo(
                     id=aid,
@@ -785,23 +775,25 @@ class Store:
     # --- measurements ------------------------------------------------------------------
 
     @guarded
-    def record_point(self, aid: int, *, variant: str, load: str, repeat: int, result: Any) -> int:
+    def record_point(
+        self,
+        aid: int,
+        *,
+        variant: str,
+        load: str,
+        repeat: int,
+        result: PointRecord | Mapping[str, Any],
+    ) -> int:
         """Store one measured load point with its per-request samples; return its id.
 
         One transaction: the point and all its samples land together. Recording the same
         (variant, load, repeat) again replaces the earlier measurement.
         """
-        summary = field_of(result, "summary")
-        if summary is None:
-            summary = as_dict(result).get("summary")
-        summary = {str(k): v for k, v in dict(summary or {}).items()}
-        failures = dict(field_of(result, "failures") or {})
-        samples = list(field_of(result, "samples") or ())
-        rows = [sample_row(s) for s in samples]
+        point = PointRow.of(result)
+        summary, failures = point.summary, point.failures
+        rows = [sample_row(s) for s in point.samples]
         sends = [r.send_s for r in rows if r.send_s is not None]
         first_send = min(sends) if sends else 0.0
-        completed = field_of(result, "completed")
-        failed = field_of(result, "failed")
         with self._tx() as conn:
             cid_row = conn.execute(
                 "SELECT campaign_id FROM attempt WHERE id = ?", (aid,)
@@ -824,17 +816,17 @@ class Store:
                     int(repeat),
                     self._now(),
                     int(
-                        completed
-                        if completed is not None
+                        point.completed
+                        if point.completed is not None
                         else sum(r.error_kind is None for r in rows)
                     ),
-                    int(failed if failed is not None else sum(failures.values())),
+                    int(point.failed if point.failed is not None else sum(failures.values())),
                     *(number(summary.get(key)) for key in _KEY_COLUMNS),
                     dumps({str(k): int(v) for k, v in failures.items()}),
                     dumps(summary),
-                    dumps(field_of(result, "server_metrics") or {}),
-                    dumps(scrub(list(field_of(result, "warnings") or ()))),
-                    dumps(scrub(_detail(result))),
+                    dumps(point.server_metrics),
+                    dumps(scrub(list(point.warnings))),
+                    dumps(scrub(point.detail)),
                 ),
             )
             pid = int(cur.lastrowid or 0)
@@ -929,26 +921,12 @@ class Store:
         )
 
 
-def _detail(result: Any) -> dict[str, Any]:
-    """What else the result says about its point (settings, model, client load), no samples."""
-    to_json = getattr(result, "to_json", None)
-    if callable(to_json):
-        try:
-            data = to_json(samples=False)
-        except TypeError:
-            data = to_json()
-    else:
-        data = as_dict(result)
-    skip = {"samples", "summary", "failures", "server_metrics", "warnings"}
-    return {k: v for k, v in dict(data).items() if k not in skip}
-
-
 def _campaign_info(row: Sequence[Any]) -> CampaignInfo:
     return CampaignInfo(
         id=int(row[0]),
         name=row[1],
         baseline=row[2],
-        status=row[3],
+        status=CampaignStatus(row[3]),
         created_at=row[4],
         updated_at=row[5],
         config_text=row[6],
