@@ -6,14 +6,36 @@
 
 Metric definitions are vLLM's (see `servegate.bench.metrics`); every request's raw
 timings are kept in `PointResult.samples`.
+
+The names are imported when first used, so that the store and the reports, which read
+`servegate.bench.metrics`, do not pay for the load generator's imports.
 """
 
 from __future__ import annotations
 
-from servegate.bench.result import SCHEMA, ClientStats, PointResult, envelope
-from servegate.bench.runner import Progress, arrival_offsets, discover_model, run_point
-from servegate.bench.sample import RequestSample
-from servegate.bench.settings import BenchSettings, default_workers
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from servegate.bench.result import SCHEMA, ClientStats, PointResult, envelope
+    from servegate.bench.runner import Progress, arrival_offsets, discover_model, run_point
+    from servegate.bench.sample import RequestSample
+    from servegate.bench.settings import BenchSettings, default_workers
+
+# public name -> the module that defines it
+_WHERE = {
+    "SCHEMA": "result",
+    "ClientStats": "result",
+    "PointResult": "result",
+    "envelope": "result",
+    "Progress": "runner",
+    "arrival_offsets": "runner",
+    "discover_model": "runner",
+    "run_point": "runner",
+    "RequestSample": "sample",
+    "BenchSettings": "settings",
+    "default_workers": "settings",
+}
 
 __all__ = [
     "SCHEMA",
@@ -28,3 +50,13 @@ __all__ = [
     "envelope",
     "run_point",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'servegate.bench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"servegate.bench.{module}"), name)
+    globals()[name] = value
+    return value

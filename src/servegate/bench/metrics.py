@@ -1,4 +1,4 @@
-"""Summary metrics of a load point, computed from its samples with vLLM's definitions.
+"""The one definition of each latency metric (vLLM's), and the summary of a load point.
 
 - TTFT: send -> first chunk with generated content.
 - E2EL: send -> last content chunk (the usage-only chunk does not move it).
@@ -7,19 +7,58 @@
 - Throughputs: totals of completed requests / (last completion - first send).
 
 Only completed requests enter latencies and throughputs; failures are counted by kind.
+`ttft`, `e2el`, `tpot` and `itl` work in whatever unit they are given (seconds here, the
+store's milliseconds in `servegate.store` and `servegate.report`), so every layer derives
+the same numbers from the same arithmetic.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
-from servegate.bench.sample import RequestSample
+if TYPE_CHECKING:
+    from servegate.bench.sample import RequestSample
+
+FloatArray = npt.NDArray[np.float64]
 
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft", "tpot", "itl", "e2el")
+
+
+def ttft(chunks: Sequence[float]) -> float | None:
+    """One request's TTFT: its first content chunk's time after the send; None without one."""
+    return chunks[0] if chunks else None
+
+
+def e2el(chunks: Sequence[float]) -> float | None:
+    """One request's E2EL: its last content chunk's time after the send; None without one."""
+    return chunks[-1] if chunks else None
+
+
+def tpot(ttft: npt.ArrayLike, e2el: npt.ArrayLike, output_tokens: npt.ArrayLike) -> FloatArray:
+    """TPOT per request, (E2EL - TTFT) / (output tokens - 1), over parallel arrays.
+
+    Requests of fewer than two tokens have no TPOT and are left out, as are requests with
+    a missing (NaN) time or token count.
+    """
+    first = np.asarray(ttft, dtype=np.float64)
+    last = np.asarray(e2el, dtype=np.float64)
+    tokens = np.asarray(output_tokens, dtype=np.float64)
+    ok = tokens > 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = (last[ok] - first[ok]) / (tokens[ok] - 1)
+    return np.asarray(values[np.isfinite(values)], dtype=np.float64)
+
+
+def itl(chunks: Iterable[npt.ArrayLike]) -> FloatArray:
+    """ITL: every gap between consecutive content chunks, pooled over the requests given."""
+    gaps = [np.diff(times) for times in map(np.asarray, chunks) if times.size > 1]
+    return np.concatenate(gaps) if gaps else np.empty(0, dtype=np.float64)
 
 
 def summarize(samples: Sequence[RequestSample]) -> dict[str, float]:
@@ -45,19 +84,12 @@ def summarize(samples: Sequence[RequestSample]) -> dict[str, float]:
             out[key] = 0.0
         out["total_token_throughput"] = 0.0
         out["total_input_tokens"] = out["total_output_tokens"] = 0.0
-    ttft = np.array([s.chunks_s[0] for s in done], dtype=np.float64)
-    e2el = np.array([s.chunks_s[-1] for s in done], dtype=np.float64)
-    tpot = np.array(
-        [
-            (s.chunks_s[-1] - s.chunks_s[0]) / (s.output_tokens - 1)
-            for s in done
-            if s.output_tokens > 1
-        ],
-        dtype=np.float64,
-    )
-    gaps = [np.diff(np.asarray(s.chunks_s)) for s in done if len(s.chunks_s) > 1]
-    itl = np.concatenate(gaps) if gaps else np.empty(0)
-    for name, values in (("ttft", ttft), ("tpot", tpot), ("itl", itl), ("e2el", e2el)):
+    first = np.array([ttft(s.chunks_s) for s in done], dtype=np.float64)
+    last = np.array([e2el(s.chunks_s) for s in done], dtype=np.float64)
+    tokens = np.array([s.output_tokens for s in done], dtype=np.float64)
+    per_token = tpot(first, last, tokens)
+    gaps = itl(s.chunks_s for s in done)
+    for name, values in (("ttft", first), ("tpot", per_token), ("itl", gaps), ("e2el", last)):
         out.update(_stats(name, values * 1000.0))
     return out
 

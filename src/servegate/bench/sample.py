@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from servegate.bench import metrics
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestSample:
@@ -40,13 +42,13 @@ class RequestSample:
 
     @property
     def ttft_s(self) -> float | None:
-        """Send to the first content chunk."""
-        return self.chunks_s[0] if self.chunks_s else None
+        """Send to the first content chunk (`metrics.ttft`)."""
+        return metrics.ttft(self.chunks_s)
 
     @property
     def e2el_s(self) -> float | None:
-        """Send to the last content chunk."""
-        return self.chunks_s[-1] if self.chunks_s else None
+        """Send to the last content chunk (`metrics.e2el`)."""
+        return metrics.e2el(self.chunks_s)
 
     @property
     def output_tokens(self) -> int:

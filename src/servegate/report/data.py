@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from servegate.bench import metrics
 from servegate.errors import UsageError
 from servegate.redact import Redactor
 from servegate.store import AttemptInfo, CampaignInfo, PointInfo, Samples, Store
@@ -139,8 +140,5 @@ def pool(parts: Sequence[Samples]) -> Samples:
 
 
 def tpot_ms(samples: Samples) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
-    """Per request: (E2EL - TTFT) / (output tokens - 1), for requests of two or more tokens."""
-    ok = samples.output_tokens > 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        values = (samples.e2el_ms[ok] - samples.ttft_ms[ok]) / (samples.output_tokens[ok] - 1)
-    return np.asarray(values[np.isfinite(values)], dtype=np.float64)
+    """Per request TPOT in ms (`servegate.bench.metrics.tpot`), for requests of 2+ tokens."""
+    return metrics.tpot(samples.ttft_ms, samples.e2el_ms, samples.output_tokens)

@@ -1,7 +1,9 @@
-"""What the store hands back (read rows), and how it reads one request's sample.
+"""What the store hands back (read rows) and how it reads other layers' objects.
 
-What the store takes is typed in ``servegate.store.inputs``; the statuses in
-``servegate.store.status``.
+The store takes the gate's ``Verdict``, the launcher's ``StopReport`` and the load
+generator's ``PointResult`` as they are; it reads them through their ``to_json()`` dicts
+or attributes, tolerating missing fields, so that a stored campaign never depends on the
+exact class that produced it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 
 from servegate.bench import metrics
-from servegate.store.status import AttemptStatus, CampaignStatus
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -29,7 +30,7 @@ class CampaignInfo:
     id: int
     name: str
     baseline: str
-    status: CampaignStatus
+    status: str  # running | done | interrupted | failed
     created_at: str
     updated_at: str
     config_text: str
@@ -57,7 +58,7 @@ class AttemptInfo:
     host: str
     versions: dict[str, Any]
     git_commit: str | None
-    status: AttemptStatus
+    status: str  # running | ready | crash | timeout | done | failed | interrupted
     reason: str | None
     started_at: str
     ended_at: str | None
@@ -171,6 +172,13 @@ def clean_json(value: Any) -> Any:
 def dumps(value: Any) -> str:
     """Compact JSON text of ``clean_json(value)``."""
     return json.dumps(clean_json(value), allow_nan=False, sort_keys=False)
+
+
+def field_of(obj: Any, name: str) -> Any:
+    """``obj[name]`` for a mapping, else ``obj.name``; None when absent."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
