@@ -1,9 +1,7 @@
-"""What the store hands back (read rows) and how it reads other layers' objects.
+"""What the store hands back (read rows), and how it reads one request's sample.
 
-The store takes the gate's ``Verdict``, the launcher's ``StopReport`` and the load
-generator's ``PointResult`` as they are; it reads them through their ``to_json()`` dicts
-or attributes, tolerating missing fields, so that a stored campaign never depends on the
-exact class that produced it.
+What the store takes is typed in ``servegate.store.inputs``; the statuses in
+``servegate.store.status``.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from servegate.bench import metrics
+from servegate.store.status import AttemptStatus, CampaignStatus
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -30,7 +29,7 @@ class CampaignInfo:
     id: int
     name: str
     baseline: str
-    status: str  # running | done | interrupted | failed
+    status: CampaignStatus
     created_at: str
     updated_at: str
     config_text: str
@@ -58,7 +57,7 @@ class AttemptInfo:
     host: str
     versions: dict[str, Any]
     git_commit: str | None
-    status: str  # running | ready | crash | timeout | done | failed | interrupted
+    status: AttemptStatus
     reason: str | None
     started_at: str
     ended_at: str | None
@@ -172,13 +171,6 @@ def clean_json(value: Any) -> Any:
 def dumps(value: Any) -> str:
     """Compact JSON text of ``clean_json(value)``."""
     return json.dumps(clean_json(value), allow_nan=False, sort_keys=False)
-
-
-def field_of(obj: Any, name: str) -> Any:
-    """``obj[name]`` for a mapping, else ``obj.name``; None when absent."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
