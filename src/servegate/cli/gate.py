@@ -8,7 +8,6 @@ JSON object with ``--json``); notes go to stderr. Exit codes: 0 READY, 1 CRASH,
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import time
@@ -17,13 +16,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from servegate.errors import GateError, ServerNotFound, UsageError
+from servegate.errors import GateError, UsageError
 from servegate.redact import Redactor, scrub
 
 if TYPE_CHECKING:
     from servegate.gate.verdict import Verdict
-    from servegate.launch.state import Tracked
-    from servegate.launch.tree import ProcInfo, StopReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -449,8 +446,7 @@ def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json
     orphan that servegate ps lists for a dead server (that orphan's tree stops). Any
     other PID is refused unless --force is given.
     """
-    from servegate.launch import state
-    from servegate.launch.tree import stop_tree
+    from servegate.launch import stop as stop_server
 
     if (name is None) == (pid is None):
         raise UsageError("pass a server NAME or --pid PID (one of them): see servegate ps.")
@@ -458,100 +454,19 @@ def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json
         raise UsageError("--force goes with --pid PID; stop NAME needs no --force.")
     if grace_s < 0:
         raise UsageError(f"--grace must be 0 or more seconds, not {grace_s}.")
-    tracked = orphan = None
-    problem = None  # the keeper's log trouble, shown in the report
-    if name is not None:
-        tracked = state.load(state.check_name(name))
-        if tracked is None or tracked.gone():
-            if tracked is not None:
-                state.remove(tracked.name)
-            raise ServerNotFound(f"no running server named {name!r}: see servegate ps.")
-    else:
-        assert pid is not None
-        tracked, orphan = _owner(pid, state.list_tracked(), force=force)
-    if tracked is not None and orphan is not None:
-        label = f"{tracked.name} orphan {orphan.pid}"
-        report = stop_tree(
-            pid=orphan.pid,
-            pgid=None,  # the group may hold other orphans: only this one's own tree
-            recorded=(orphan,),
-            grace_s=grace_s,
-            main_create_time=orphan.create_time,
-        )
-        if tracked.gone():
-            state.remove(tracked.name)
-    elif tracked is not None:
-        label = tracked.name
-        report = stop_tree(
-            pid=tracked.pid,
-            pgid=tracked.pgid,
-            roots=tracked.keeper_roots(),
-            recorded=tracked.descendants,
-            marker=tracked.marker,
-            grace_s=grace_s,
-            port=tracked.port,
-            main_create_time=tracked.create_time,
-        )
-        problem = state.remove(tracked.name)
-    else:
-        assert pid is not None
-        label = f"pid {pid}"
-        report = _stop_untracked(pid, grace_s)
+    target = name if name is not None else pid
+    assert target is not None
+    stopped = stop_server(target, grace_s=grace_s, force=force)
+    report = stopped.report
     if as_json:
-        click.echo(json.dumps({"name": label, **report.to_json(), "log_problem": problem}))
+        click.echo(json.dumps(stopped.to_json()))
     else:
-        click.echo(f"{label}: {report.line()}")
+        click.echo(f"{stopped.label}: {report.line()}")
         if report.killed:
             click.echo(f"killed: {' '.join(map(str, report.killed))}")
-        if problem:
-            click.echo(f"{label}: {problem}")
+        if stopped.log_problem:
+            click.echo(f"{stopped.label}: {stopped.log_problem}")
     _exit(0 if not report.survivors and report.port_free is not False else 1)
-
-
-def _owner(
-    pid: int, servers: list[Tracked], *, force: bool
-) -> tuple[Tracked | None, ProcInfo | None]:
-    """The tracked server that answers for ``pid`` and, when ``pid`` is an orphan of a
-    dead one, that orphan; (None, None) for any other live process under --force."""
-    import psutil
-
-    from servegate.launch.tree import is_alive
-
-    for tracked in servers:
-        if tracked.pid == pid:
-            return tracked, None
-        for orphan in () if tracked.alive() else tracked.orphans():
-            if orphan.pid == pid:
-                return tracked, orphan
-    if pid <= 1 or pid == os.getpid():
-        raise UsageError(f"refusing to stop PID {pid}: pass a server's PID.")
-    if not psutil.pid_exists(pid):
-        raise ServerNotFound(f"no process has PID {pid}: see servegate ps.")
-    if force:
-        return None, None
-    for tracked in servers:
-        if any(d.pid == pid and is_alive(d) for d in tracked.descendants):
-            raise UsageError(
-                f"PID {pid} is a process of server {tracked.name!r}, not its main process: "
-                f"stop the whole server with servegate stop {tracked.name}, "
-                "or pass --force to stop only this PID's tree."
-            )
-    raise UsageError(
-        f"PID {pid} is not a server or orphan that servegate launched (see servegate ps): "
-        "pass --force to stop it anyway."
-    )
-
-
-def _stop_untracked(pid: int, grace_s: float) -> StopReport:
-    """Stop the tree of a process servegate did not launch (--force)."""
-    from servegate.launch.tree import stop_tree
-
-    try:
-        pgid = os.getpgid(pid)
-    except ProcessLookupError:
-        raise ServerNotFound(f"no process has PID {pid}: see servegate ps.") from None
-    # signal its group only if it leads one; otherwise just its own tree
-    return stop_tree(pid=pid, pgid=pgid if pgid == pid else None, grace_s=grace_s)
 
 
 _PS_EPILOG = "\b\nExample:\n  servegate ps\n  servegate ps --json"

@@ -5,8 +5,9 @@
         ...                                   # server.url, server.alive()
     # leaving the block stopped every process of the tree
 
-See ``server.launch`` for the arguments, ``tree`` for how a tree is stopped, and
-``keeper`` for the dead-man switch that takes the tree down with its launcher.
+See ``server.launch`` for the arguments, ``stop`` for stopping a server by name or
+PID, ``tree`` for how a tree is stopped, and ``keeper`` for the dead-man switch that
+takes the tree down with its launcher.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from servegate.launch.stop import Stopped, stop
 from servegate.launch.tree import StopReport
 
 if TYPE_CHECKING:
     from servegate.launch.server import Server, launch
 
-__all__ = ["Server", "StopReport", "launch"]
+__all__ = ["Server", "StopReport", "Stopped", "launch", "stop"]
 
 
 def __getattr__(name: str) -> Any:

@@ -31,6 +31,7 @@ from servegate.gate.options import GateOptions, model_from_command, port_from_co
 from servegate.gate.verdict import Verdict, iso
 from servegate.launch import state
 from servegate.launch.keeper import spawn as spawn_keeper
+from servegate.launch.stop import stop as stop_server
 from servegate.launch.tree import (
     MARKER_VAR,
     ProcInfo,
@@ -40,7 +41,6 @@ from servegate.launch.tree import (
     named_port_holders,
     port_is_free,
     snapshot,
-    stop_tree,
 )
 from servegate.telemetry.model import Snapshot
 from servegate.telemetry.summary import TelemetrySummary
@@ -105,18 +105,8 @@ class Server:
         """Stop the whole tree (SIGTERM, grace, SIGKILL); report what was killed."""
         if self._stop_report is not None:
             return self._stop_report
-        report = stop_tree(
-            pid=self.tracked.pid,
-            pgid=self.tracked.pgid,
-            roots=self.tracked.keeper_roots(),
-            recorded=self.tracked.descendants,
-            marker=self.tracked.marker,
-            grace_s=grace_s,
-            port=self.tracked.port,
-            main_create_time=self.tracked.create_time,
-        )
+        report = stop_server(self.tracked, grace_s=grace_s).report
         self._close_channels()
-        state.remove(self.tracked.name)
         self._stop_report = report
         return report
 
