@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from servegate.bench import metrics
 from servegate.errors import RunnerBusyError, UsageError
 from servegate.redact import Redactor, scrub
 from servegate.store.failures import (
@@ -895,7 +896,7 @@ class Store:
         ttft: list[float] = []
         e2el: list[float] = []
         tokens: list[float] = []
-        gaps: list[np.ndarray[Any, np.dtype[np.float64]]] = []
+        chunks: list[np.ndarray[Any, np.dtype[np.float64]]] = []
         errors: dict[str, int] = {}
         for point_id in ids:
             for t, e, n, kind, blob in self._conn.execute(
@@ -909,14 +910,12 @@ class Store:
                 ttft.append(math.nan if t is None else t)
                 e2el.append(math.nan if e is None else e)
                 tokens.append(math.nan if n is None else n)
-                times = decode_chunks(blob)
-                if times.size > 1:
-                    gaps.append(np.diff(times))
+                chunks.append(decode_chunks(blob))
         return Samples(
             ttft_ms=np.asarray(ttft, dtype=np.float64),
             e2el_ms=np.asarray(e2el, dtype=np.float64),
             output_tokens=np.asarray(tokens, dtype=np.float64),
-            itl_ms=np.concatenate(gaps) if gaps else np.empty(0, dtype=np.float64),
+            itl_ms=metrics.itl(chunks),
             errors=errors,
         )
 
