@@ -34,14 +34,29 @@ def json_flag(what: str) -> Callable[[F], F]:
 
 
 def json_file(what: str) -> Callable[[F], F]:
-    """``--json-file FILE``: also write ``what`` as JSON to FILE (parameter ``json_file``)."""
+    """``--json-file FILE``: also write ``what`` as JSON to FILE (parameter ``json_file``);
+    ``-`` is refused (stdout is ``--json``)."""
     return click.option(
         "--json-file",
         "json_file",
         type=click.Path(dir_okay=False, path_type=Path),
         metavar="FILE",
+        callback=not_stdout,
         help=f"Also write {what} as JSON to FILE.",
     )
+
+
+def not_stdout(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Refuse ``-`` as a ``--*-file FILE`` value: files never mean stdout."""
+    if value is not None and str(value) == "-":
+        flag = (param.opts or ["--json-file"])[0]
+        stdout_flag = flag.removesuffix("-file")
+        raise click.BadParameter(
+            f"{flag} writes a file; print on stdout with {stdout_flag} instead of {flag} -.",
+            ctx=ctx,
+            param=param,
+        )
+    return value
 
 
 def quiet() -> Callable[[F], F]:
