@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from servegate.engines import ENGINE_NAMES, METRIC_KEYS, get_profile
+from servegate.engines import ENGINE_NAMES, METRIC_KEYS, engine_of_metrics, get_profile
 from servegate.errors import UsageError
 from servegate.gate.watch import LogWatcher, Rules
 
@@ -33,6 +33,25 @@ def test_contract_fields() -> None:
     assert get_profile("vllm").metric_names["spec_accepted_tokens"] == (
         "vllm:spec_decode_num_accepted_tokens_total"
     )
+
+
+def test_metric_prefix_names_every_metric_of_its_engine() -> None:
+    """A profile's metric_prefix starts each of its metric names, extra ones included,
+    so that the prefix alone recognises the engine of a /metrics page."""
+    for name in ENGINE_NAMES:
+        profile = get_profile(name)
+        names = [v for v in profile.metric_names.values() if v]
+        names += list(profile.extra_metric_names.values())
+        if profile.metric_prefix is None:
+            assert not names, name
+            continue
+        assert all(n.startswith(profile.metric_prefix) for n in names), name
+        assert engine_of_metrics(["process_cpu_seconds_total", *names]) == name
+    assert engine_of_metrics(["process_cpu_seconds_total", "http_requests_total"]) is None
+    assert engine_of_metrics([]) is None
+    assert get_profile("sglang").extra_metric_names == {
+        "spec_accept_length": "sglang:spec_accept_length"
+    }
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from tests.sim.helpers import Sim
 
+from servegate.engines import get_profile
 from servegate.errors import UsageError
 from servegate.sim.config import resolve
 from servegate.sim.model import InstanceSpeed, PerfModel, Scheduler, draw_speed, next_start
@@ -286,3 +287,15 @@ def test_a_slow_start_serves_slower_and_says_so(port: int, tmp_path: Path) -> No
     assert "instance speed factor 0.2000 (start 0, regime 1 of 1)" in errors[0]
     assert "instance speed factor 0.2000 (start 1, regime 1 of 1)" in errors[1]
     assert counter.read_text().strip() == "2"
+
+
+@pytest.mark.parametrize(
+    ("engine", "port"), [("sglang", 30000), ("vllm", 8000), ("llamacpp", 8080), ("generic", 8000)]
+)
+def test_default_port_is_the_engine_profiles(engine: str, port: int) -> None:
+    """Without --port the simulated engine listens on its profile's port (generic, which
+    has none, on 8000); --port overrides it."""
+    assert resolve(profile=None, flags={"engine": engine}).port == port
+    if engine != "generic":
+        assert get_profile(engine).default_port == port
+    assert resolve(profile=None, flags={"engine": engine, "port": 9123}).port == 9123

@@ -5,7 +5,8 @@ tokens it took in and generated, and for speculative decoding the drafts and acc
 tokens, from which the mean acceptance length is ``1 + accepted / drafts`` (vLLM's
 formula). SGLang exposes acceptance length only as a gauge of the latest value, which is
 reported as it is. Metric names come from the engine profile; when the engine is not
-known they are detected from the prefix of the names the server exposes.
+known they are detected from the prefix of the names the server exposes (the profiles'
+``metric_prefix``).
 """
 
 from __future__ import annotations
@@ -18,18 +19,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from servegate.engines import get_profile
+from servegate.engines import engine_of_metrics, get_profile
 
-# The engine whose profile names the metrics, recognised by the prefix of what it exposes.
-PREFIX_ENGINE = {
-    "vllm:": "vllm",
-    "sglang:": "sglang",
-    "llamacpp:": "llamacpp",
-    "trtllm_": "trtllm",
-    "tgi_": "tgi",
-}
-# Metrics the profiles do not list but the load generator reports.
-EXTRA_NAMES = {"sglang": {"spec_accept_length": "sglang:spec_accept_length"}}
 # Logical names whose value is a level, not a cumulative count: reported, never diffed.
 GAUGES = frozenset({"running", "waiting", "spec_accept_length"})
 
@@ -61,14 +52,11 @@ def scrape(url: str, timeout_s: float = 5.0) -> Scrape | None:
 def metric_names(engine: str | None, found: Scrape | None) -> dict[str, str]:
     """Logical -> Prometheus names from the engine profile (detected by prefix when None)."""
     if engine is None and found is not None:
-        for prefix, name in PREFIX_ENGINE.items():
-            if any(metric.startswith(prefix) for metric in found.values):
-                engine = name
-                break
+        engine = engine_of_metrics(found.values)
     if engine is None:
         return {}
-    names = {k: v for k, v in get_profile(engine).metric_names.items() if v}
-    return names | EXTRA_NAMES.get(engine, {})
+    profile = get_profile(engine)
+    return {k: v for k, v in profile.metric_names.items() if v} | dict(profile.extra_metric_names)
 
 
 def _value(scrape_: Scrape, name: str) -> float | None:

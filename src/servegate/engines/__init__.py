@@ -10,6 +10,8 @@ sources, see docs/gate.md); this module only maps names to them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from servegate.engines import generic, llamacpp, sglang, tgi, trtllm, vllm
 from servegate.engines.profile import METRIC_KEYS, EngineProfile, Phase, Signature
 from servegate.errors import UsageError
@@ -20,6 +22,7 @@ __all__ = [
     "EngineProfile",
     "Phase",
     "Signature",
+    "engine_of_metrics",
     "get_profile",
 ]
 
@@ -38,3 +41,13 @@ def get_profile(name: str) -> EngineProfile:
         raise UsageError(
             f"unknown engine {name!r}: pass --engine with one of {', '.join(ENGINE_NAMES)}."
         ) from None
+
+
+def engine_of_metrics(names: Iterable[str]) -> str | None:
+    """The engine whose ``metric_prefix`` starts one of ``names`` (a server's /metrics)."""
+    names = list(names)
+    for profile in _PROFILES.values():
+        prefix = profile.metric_prefix
+        if prefix and any(name.startswith(prefix) for name in names):
+            return profile.name
+    return None

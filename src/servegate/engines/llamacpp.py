@@ -290,6 +290,7 @@ PROFILE = EngineProfile(
         UVICORN_PHASE,
     ),
     progress=COMMON_PROGRESS,
+    metric_prefix="llamacpp:",
     metric_names={
         "prompt_tokens": "llamacpp:prompt_tokens_total",
         "generation_tokens": "llamacpp:tokens_predicted_total",

@@ -91,7 +91,12 @@ class EngineProfile:
     progress: tuple[Progress, ...] = ()  # progress inside phases, tried in order
     essential_children: tuple[str, ...] = ()  # regexes on a child's name or command line
     metrics_path: str | None = "/metrics"
+    # what every name this engine exposes on /metrics starts with ("vllm:", "tgi_"): how
+    # the load generator recognises the engine of a server it was not told about
+    metric_prefix: str | None = None
     metric_names: Mapping[str, str | None] = field(default_factory=dict)
+    # metrics outside METRIC_KEYS that the load generator also reports, logical -> name
+    extra_metric_names: Mapping[str, str] = field(default_factory=dict)
 
     def metric(self, key: str) -> str | None:
         """The engine's Prometheus name for a logical metric, or None if it has none."""

@@ -210,6 +210,8 @@ PROFILE = EngineProfile(
         *COMMON_PROGRESS,
     ),
     essential_children=(r"sglang::scheduler", r"sglang::detokenizer"),
+    metric_prefix="sglang:",
+    extra_metric_names={"spec_accept_length": "sglang:spec_accept_length"},
     metric_names={
         "prompt_tokens": "sglang:prompt_tokens_total",
         "generation_tokens": "sglang:generation_tokens_total",

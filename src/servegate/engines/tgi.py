@@ -212,6 +212,7 @@ PROFILE = EngineProfile(
         *COMMON_PROGRESS,
     ),
     essential_children=(r"text-generation-server serve",),
+    metric_prefix="tgi_",
     metric_names={
         "prompt_tokens": None,
         "generation_tokens": None,

@@ -249,6 +249,7 @@ PROFILE = EngineProfile(
     ),
     progress=COMMON_PROGRESS,
     metrics_path="/prometheus/metrics",
+    metric_prefix="trtllm_",
     metric_names={
         "prompt_tokens": "trtllm_prompt_tokens_total",
         "generation_tokens": "trtllm_generation_tokens_total",

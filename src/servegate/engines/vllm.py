@@ -249,6 +249,7 @@ PROFILE = EngineProfile(
         *COMMON_PROGRESS,
     ),
     essential_children=(r"VLLM::EngineCore", r"VLLM::Worker"),
+    metric_prefix="vllm:",
     metric_names={
         "prompt_tokens": "vllm:prompt_tokens_total",
         "generation_tokens": "vllm:generation_tokens_total",

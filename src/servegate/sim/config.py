@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from servegate.engines import get_profile
 from servegate.errors import ConfigError, UsageError
 
 __all__ = [
@@ -113,7 +114,9 @@ DEFAULT_FAIL_PHASE = {
     "stall": "capture_cuda_graphs",
 }
 
-DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000, "llamacpp": 8080, "generic": 8000}
+# the generic profile has no port of its own (get_profile("generic").default_port is None);
+# a simulated generic server listens here
+GENERIC_PORT = 8000
 PROFILE_DIR = "profiles"
 
 
@@ -353,7 +356,7 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         raise UsageError("--stall-stream-after must be >= 0 tokens.")
     port = values.get("port")
     if port is None:
-        port = DEFAULT_PORTS[engine]
+        port = get_profile(engine).default_port or GENERIC_PORT
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port}: choose a port between 1 and 65535.")
 
