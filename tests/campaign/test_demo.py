@@ -81,3 +81,27 @@ def test_demo_keeps_the_database_of_a_demo_still_running(tmp_path: Path) -> None
         with pytest.raises(RunnerBusyError, match=f"PID {running.pid} "):
             demo.run_demo(folder, quiet=True)
         assert query(db, "SELECT name FROM campaign") == [("c",)]
+
+
+def test_servegate_run_and_the_demo_both_go_through_campaign_run(tmp_path: Path) -> None:
+    """``servegate.campaign.run`` is the one front door: the demo imports it, the command
+    line calls it, and both answer a folder given as --db with its one sentence."""
+    import servegate.campaign as campaigns
+    from servegate.campaign import session
+    from servegate.cli import campaign as cli_campaign
+    from servegate.errors import UsageError
+
+    assert campaigns.run is session.run
+    assert demo.run is campaigns.run
+    assert cli_campaign.campaigns is campaigns
+    assert {"campaigns", "run"} <= set(cli_campaign.execute.__code__.co_names)
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    said = f"--db {folder} is a folder; pass a database file such as {folder}/servegate.db."
+    plan = campaigns.parse_campaign(demo.demo_text(), path=tmp_path / "demo.toml")
+    with pytest.raises(UsageError) as by_cli:
+        cli_campaign.execute(plan, folder, options=campaigns.RunOptions())
+    with pytest.raises(UsageError) as by_demo:
+        demo.run_demo(tmp_path / "demo", db=folder, quiet=True)
+    assert str(by_cli.value) == str(by_demo.value) == said
+    assert list(folder.iterdir()) == []  # nothing was written, nothing started

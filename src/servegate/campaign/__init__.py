@@ -1,1 +1,95 @@
-"""servegate.campaign."""
+"""Campaigns: variants of a server, each preflighted, launched, gated, benchmarked and
+stopped, every result written to the store as it happens.
+
+    from servegate import campaign
+    plan = campaign.load_campaign(Path("fusion.toml"))      # UsageError naming the fix
+    done = campaign.run(plan, Path("servegate.db"), options=campaign.RunOptions(restarts=3))
+    done.outcome.exit_code, done.report                     # the table was printed
+
+``run`` is the one way in, for ``servegate run`` and ``servegate demo`` alike
+(``run_demo`` writes the shipped demo campaign and runs it through ``run``). The names
+are imported when first used, so that reading a campaign file does not pay for the load
+generator's and the statistics' imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from servegate.campaign.config import (
+        Campaign,
+        LoadPoint,
+        ServerGroup,
+        Variant,
+        check_programs,
+        load_campaign,
+        parse_campaign,
+    )
+    from servegate.campaign.demo import demo_text, run_demo
+    from servegate.campaign.interrupt import Interrupted, Interrupts
+    from servegate.campaign.progress import CampaignProgress
+    from servegate.campaign.runner import (
+        PrecisionOutcome,
+        RunOptions,
+        RunOutcome,
+        run_campaign,
+        start_order,
+    )
+    from servegate.campaign.session import CampaignRun, run
+
+# public name -> the module that defines it
+_WHERE = {
+    "Campaign": "config",
+    "LoadPoint": "config",
+    "ServerGroup": "config",
+    "Variant": "config",
+    "check_programs": "config",
+    "load_campaign": "config",
+    "parse_campaign": "config",
+    "demo_text": "demo",
+    "run_demo": "demo",
+    "Interrupted": "interrupt",
+    "Interrupts": "interrupt",
+    "CampaignProgress": "progress",
+    "PrecisionOutcome": "runner",
+    "RunOptions": "runner",
+    "RunOutcome": "runner",
+    "run_campaign": "runner",
+    "start_order": "runner",
+    "CampaignRun": "session",
+    "run": "session",
+}
+
+__all__ = [
+    "Campaign",
+    "CampaignProgress",
+    "CampaignRun",
+    "Interrupted",
+    "Interrupts",
+    "LoadPoint",
+    "PrecisionOutcome",
+    "RunOptions",
+    "RunOutcome",
+    "ServerGroup",
+    "Variant",
+    "check_programs",
+    "demo_text",
+    "load_campaign",
+    "parse_campaign",
+    "run",
+    "run_campaign",
+    "run_demo",
+    "start_order",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'servegate.campaign' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"servegate.campaign.{module}"), name)
+    globals()[name] = value
+    return value

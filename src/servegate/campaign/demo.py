@@ -10,16 +10,15 @@ HTML report.
 
 from __future__ import annotations
 
+import sys
 from importlib import resources
 from pathlib import Path
 
-import click
-
-from servegate.campaign.config import load_campaign
-from servegate.campaign.interrupt import Interrupts
+from servegate.campaign.config import Campaign, load_campaign
 from servegate.campaign.progress import CampaignProgress
-from servegate.campaign.results import html_available, print_results, write_html
-from servegate.campaign.runner import RunOptions, run_campaign
+from servegate.campaign.results import html_available, write_html
+from servegate.campaign.runner import RunOptions
+from servegate.campaign.session import run
 from servegate.errors import RunnerBusyError, ServegateError, UsageError
 from servegate.store import Store
 from servegate.store.lock import busy_message
@@ -48,12 +47,8 @@ def _refuse_live_runner(db: Path) -> None:
         raise RunnerBusyError(busy_message(str(db), live))
 
 
-def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> int:
-    """Write the demo campaign into ``folder``, run it, print the results; the exit code.
-
-    With the default database (``folder/servegate.db``) each demo starts from an empty
-    database; a database given with ``db`` is kept and the demo campaign re-measured.
-    """
+def _write_campaign(folder: Path) -> Campaign:
+    """Write the demo campaign file into ``folder`` and load it."""
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--dir {folder} is a file; pass a folder for the demo's files.")
     campaign_file = folder / DEMO_FILE
@@ -65,37 +60,45 @@ def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> in
             f"cannot write the demo's files in {folder} ({exc.strerror or exc}); "
             "pass a writable folder with --dir."
         ) from None
-    campaign = load_campaign(campaign_file)
-    if db is None:
-        db = folder / "servegate.db"
-        _refuse_live_runner(db)  # a demo running in this folder keeps its database
-        for stale in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
-            stale.unlink(missing_ok=True)
+    return load_campaign(campaign_file)
+
+
+def _fresh_db(folder: Path) -> Path:
+    """``folder/servegate.db``, emptied (unless a demo is running into it)."""
+    db = folder / "servegate.db"
+    _refuse_live_runner(db)  # a demo running in this folder keeps its database
+    for stale in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        stale.unlink(missing_ok=True)
+    return db
+
+
+def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> int:
+    """Write the demo campaign into ``folder``, run it, print the results; the exit code.
+
+    With the default database (``folder/servegate.db``) each demo starts from an empty
+    database; a database given with ``db`` is kept and the demo campaign re-measured.
+    """
+    campaign = _write_campaign(folder)
+    db = _fresh_db(folder) if db is None else db
     progress = CampaignProgress(quiet=quiet)
-    progress.info(f"demo campaign written to {campaign_file}; running it into {db}")
-    with Store.open(db) as store, Interrupts() as interrupts:
-        outcome = run_campaign(
-            campaign,
-            store,
-            options=RunOptions(log_dir=folder / "logs"),
-            progress=progress,
-            interrupts=interrupts,
-        )
-        report = print_results(store, outcome.campaign_id)
-    if outcome.status == "interrupted":
-        click.echo(f"Interrupted; what was measured is kept in {db}.", err=True)
-        return outcome.exit_code
+    progress.info(f"demo campaign written to {campaign.path}; running it into {db}")
+    done = run(campaign, db, options=RunOptions(log_dir=folder / "logs"), progress=progress)
+    if done.outcome.status == "interrupted":
+        print(f"Interrupted; what was measured is kept in {db}.", file=sys.stderr, flush=True)
+        return done.outcome.exit_code
     if html_available():
-        html_path = write_html(report, folder / "report.html")
-        click.echo(f"HTML report: {html_path.resolve()}")
+        html_path = write_html(done.report, folder / "report.html")
+        print(f"HTML report: {html_path.resolve()}", flush=True)
     else:
-        click.echo(
+        print(
             "HTML report: needs plotly; pip install 'servegate[html]', then "
-            f"servegate report --db {db} demo --html {folder / 'report.html'}"
+            f"servegate report --db {db} demo --html-file {folder / 'report.html'}",
+            flush=True,
         )
-    click.echo(
-        f"Campaign file: {campaign_file}  (edit it and run: servegate run {campaign_file} "
+    print(
+        f"Campaign file: {campaign.path}  (edit it and run: servegate run {campaign.path} "
         f"--db {db})",
-        err=True,
+        file=sys.stderr,
+        flush=True,
     )
-    return outcome.exit_code
+    return done.outcome.exit_code

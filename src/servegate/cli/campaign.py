@@ -1,7 +1,8 @@
 """``servegate run`` and ``servegate demo``: campaigns from the command line.
 
-Thin: validate the file, open the store, hand both to the runner, print the results
-table on stdout and pick the exit code. Progress goes to stderr.
+Thin: validate the file and the flags, hand them to ``servegate.campaign.run`` (which
+prints the results table on stdout, progress on stderr), say where the results are and
+pick the exit code.
 """
 
 from __future__ import annotations
@@ -10,28 +11,26 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+import servegate.campaign as campaigns
 from servegate.campaign.config import Campaign, check_programs, load_campaign
+from servegate.cli.options import examples, quiet
 from servegate.errors import UsageError
 from servegate.redact import Redactor
-
-if TYPE_CHECKING:
-    from servegate.campaign.runner import RunOptions
 
 __all__ = ["demo", "run"]
 
 
 @click.command(
-    epilog="""\b
-Example:
-  servegate run examples/sglang-allreduce-fusion.toml
-  servegate run fusion.toml --only fusion --db results.db
-  servegate run fusion.toml --resume          # after Ctrl-C, a crash or a reboot
-  servegate run fusion.toml --restarts 5      # start each server 5 times, interleaved
-  servegate run fusion.toml --restarts 3 --until-precision 2% --max-starts 10 --budget 2h"""
+    epilog=examples(
+        "servegate run examples/sglang-allreduce-fusion.toml",
+        "servegate run fusion.toml --only fusion --db results.db",
+        "servegate run fusion.toml --resume          # after Ctrl-C, a crash or a reboot",
+        "servegate run fusion.toml --restarts 5      # start each server 5 times, interleaved",
+        "servegate run fusion.toml --restarts 3 --until-precision 2% --max-starts 10 --budget 2h",
+    )
 )
 @click.argument("campaign_file", metavar="CAMPAIGN.toml", type=click.Path(path_type=Path))
 @click.option(
@@ -71,14 +70,15 @@ Example:
     default=None,
     metavar="K",
     help="Start each server configuration K times, baseline and variants interleaved in "
-    "seeded rounds (overrides [bench] restarts).",
+    "seeded rounds. [default: the file's [bench] restarts]",
 )
 @click.option(
     "--seed",
     "seed",
     default=None,
     metavar="N",
-    help="Seed of the start order (default: [bench] seed); recorded, and kept by --resume.",
+    help="Seed of the start order; recorded, and kept by --resume. "
+    "[default: the file's [bench] seed]",
 )
 @click.option(
     "--until-precision",
@@ -104,7 +104,7 @@ Example:
     "run began (90s, 30m, 2h).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the plan (servers, commands, load points).")
-@click.option("--quiet", "-q", is_flag=True, help="Only warnings and failures on stderr.")
+@quiet()
 def run(
     *,
     campaign_file: Path,
@@ -140,17 +140,7 @@ def run(
     """
     starts = _whole("--restarts", restarts, low=1, example="--restarts 5")
     order_seed = _whole("--seed", seed, low=0, example="--seed 7")
-    target = _precision(until_precision)
-    most = _whole("--max-starts", max_starts, low=1, example="--max-starts 10")
-    budget_s = _budget(budget)
-    if target is None and (most is not None or budget_s is not None):
-        flag = "--max-starts" if most is not None else "--budget"
-        raise UsageError(f"{flag} is a budget for --until-precision; add --until-precision 2%.")
-    if target is not None and most is None and budget_s is None:
-        raise UsageError(
-            f"--until-precision {until_precision} needs a budget; add --max-starts N "
-            "(starts per server configuration) or --budget TIME (e.g. 30m)."
-        )
+    target, most, budget_s = _precision_flags(until_precision, max_starts, budget)
     campaign = load_campaign(campaign_file)
     first = starts or campaign.restarts
     if most is not None and most < first:
@@ -168,43 +158,44 @@ def run(
         return
     # imported once the file is known to be good: a mistake is reported without the
     # load generator's and the statistics' import time
-    from servegate.campaign.runner import RunOptions
-
-    code = execute(
-        campaign,
-        db,
-        options=RunOptions(
-            resume=resume,
-            max_failed_variants=max_failed_variants,
-            max_error_rate=max_error_rate,
-            restarts=starts,
-            seed=order_seed,
-            until_precision=target,
-            max_starts=most,
-            budget_s=budget_s,
-        ),
-        quiet=quiet,
+    options = campaigns.RunOptions(
+        resume=resume,
+        max_failed_variants=max_failed_variants,
+        max_error_rate=max_error_rate,
+        restarts=starts,
+        seed=order_seed,
+        until_precision=target,
+        max_starts=most,
+        budget_s=budget_s,
     )
-    sys.exit(code)
+    sys.exit(execute(campaign, db, options=options, quiet=quiet))
 
 
-def execute(campaign: Campaign, db: Path, *, options: RunOptions, quiet: bool = False) -> int:
-    """Run ``campaign`` into ``db``, print the results; return the exit code."""
-    from servegate.campaign.interrupt import Interrupts
-    from servegate.campaign.progress import CampaignProgress
-    from servegate.campaign.results import print_results
-    from servegate.campaign.runner import run_campaign
-    from servegate.store import Store
-
-    if db.is_dir():
-        raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
-    check_programs(campaign)
-    progress = CampaignProgress(quiet=quiet)
-    with Store.open(db) as store, Interrupts() as interrupts:
-        outcome = run_campaign(
-            campaign, store, options=options, progress=progress, interrupts=interrupts
+def _precision_flags(
+    until_precision: str | None, max_starts: str | None, budget: str | None
+) -> tuple[float | None, int | None, float | None]:
+    """--until-precision and its budgets (--max-starts, --budget), checked together."""
+    target = _precision(until_precision)
+    most = _whole("--max-starts", max_starts, low=1, example="--max-starts 10")
+    budget_s = _budget(budget)
+    if target is None and (most is not None or budget_s is not None):
+        flag = "--max-starts" if most is not None else "--budget"
+        raise UsageError(f"{flag} is a budget for --until-precision; add --until-precision 2%.")
+    if target is not None and most is None and budget_s is None:
+        raise UsageError(
+            f"--until-precision {until_precision} needs a budget; add --max-starts N "
+            "(starts per server configuration) or --budget TIME (e.g. 30m)."
         )
-        print_results(store, outcome.campaign_id)
+    return target, most, budget_s
+
+
+def execute(
+    campaign: Campaign, db: Path, *, options: campaigns.RunOptions, quiet: bool = False
+) -> int:
+    """Run ``campaign`` into ``db`` (``servegate.campaign.run``), print the closing lines;
+    return the exit code."""
+    done = campaigns.run(campaign, db, options=options, quiet=quiet)
+    outcome = done.outcome
     if outcome.status == "interrupted":
         click.echo(
             f"Interrupted: {outcome.measured} measurement(s) kept in {db}; "
@@ -308,11 +299,11 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int) -> None:
 
 
 @click.command(
-    epilog="""\b
-Example:
-  servegate demo
-  servegate demo --dir /tmp/servegate-demo
-  servegate report --db servegate-demo/servegate.db demo --markdown -"""
+    epilog=examples(
+        "servegate demo",
+        "servegate demo --dir /tmp/servegate-demo",
+        "servegate report --db servegate-demo/servegate.db demo --markdown",
+    )
 )
 @click.option(
     "--dir",
@@ -326,9 +317,10 @@ Example:
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Database to write to instead of DIR/servegate.db (kept, not reset).",
+    help="Database to write to instead of DIR/servegate.db (kept, not reset). "
+    "[default: DIR/servegate.db, emptied first]",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Only warnings and failures on stderr.")
+@quiet()
 def demo(*, folder: Path, db: Path | None, quiet: bool) -> None:
     """Run a whole campaign on the simulated engine: no GPU, about a minute.
 
@@ -338,6 +330,4 @@ def demo(*, folder: Path, db: Path | None, quiet: bool) -> None:
 
     Exit codes: 0 done; 2 bad --dir or --db; 130 interrupted.
     """
-    from servegate.campaign.demo import run_demo
-
-    sys.exit(run_demo(folder, db=db, quiet=quiet))
+    sys.exit(campaigns.run_demo(folder, db=db, quiet=quiet))

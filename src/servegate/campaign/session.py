@@ -1,0 +1,65 @@
+"""One campaign run, from a loaded campaign file to the results table: the front door.
+
+``servegate run`` and ``servegate demo`` both come through ``run``: it opens the store,
+runs (or resumes) the campaign with progress on stderr and Ctrl-C handled, and prints
+the comparison table on stdout, exactly as ``servegate report`` prints it later.
+
+    from servegate import campaign
+    done = campaign.run(campaign.load_campaign(Path("fusion.toml")), Path("servegate.db"))
+    sys.exit(done.outcome.exit_code)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from servegate.campaign.config import Campaign, check_programs
+from servegate.campaign.interrupt import Interrupts
+from servegate.campaign.progress import CampaignProgress
+from servegate.campaign.results import print_results
+from servegate.campaign.runner import RunOptions, RunOutcome, run_campaign
+from servegate.errors import UsageError
+from servegate.report import Report
+from servegate.store import Store
+
+__all__ = ["CampaignRun", "run"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignRun:
+    """What ``run`` did: the runner's outcome and the report printed at the end."""
+
+    outcome: RunOutcome
+    report: Report
+    db: Path
+
+
+def run(
+    campaign: Campaign,
+    db: Path,
+    *,
+    options: RunOptions | None = None,
+    quiet: bool = False,
+    progress: CampaignProgress | None = None,
+) -> CampaignRun:
+    """Run ``campaign`` into the database ``db`` and print the results table on stdout.
+
+    Progress goes to stderr (``progress``, or a new one; ``quiet``: warnings and
+    failures only). Raises UsageError for a folder given as ``db`` or a missing program,
+    before anything starts; crashes and timeouts of servers are results, not errors.
+    """
+    if db.is_dir():
+        raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
+    check_programs(campaign)
+    progress = progress or CampaignProgress(quiet=quiet)
+    with Store.open(db) as store, Interrupts() as interrupts:
+        outcome = run_campaign(
+            campaign,
+            store,
+            options=options or RunOptions(),
+            progress=progress,
+            interrupts=interrupts,
+        )
+        report = print_results(store, outcome.campaign_id)
+    return CampaignRun(outcome=outcome, report=report, db=db)
