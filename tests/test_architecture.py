@@ -228,6 +228,33 @@ def test_top_level_modules_load_no_layer() -> None:
     assert loaded == {"servegate", *(f"servegate.{name}" for name in EVERYONE)}, loaded
 
 
+def module_map(doc: Path = DOC) -> list[str]:
+    """The paths of the document's module map, relative to src/servegate."""
+    text = doc.read_text(encoding="utf-8")
+    block = text.split("```\nsrc/servegate/\n", 1)[1].split("```", 1)[0]
+    paths, package = [], ""
+    for line in block.splitlines():
+        name = line.split()[0]
+        if line.startswith("    "):
+            paths.append(package + name)
+        else:
+            package = name if name.endswith("/") else ""
+            paths.append(name)
+    return paths
+
+
+def test_the_module_map_is_true() -> None:
+    """Every path of the module map exists, and every layer of the tree is in it."""
+    paths = module_map()
+    missing = [path for path in paths if not (SRC / path).exists()]
+    assert not missing, (
+        f"docs/architecture.md's module map names what src/servegate lacks: {missing}"
+    )
+    named = {path.split("/")[0].removesuffix(".py") for path in paths}
+    absent = sorted(layers(SRC) - named - {ROOT})
+    assert not absent, f"layers missing from docs/architecture.md's module map: {absent}"
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A small source tree with one allowed and three forbidden imports."""
