@@ -223,9 +223,9 @@ def test_min_effect_in_the_file_is_checked_and_used(tmp_path: Path) -> None:
     db = tmp_path / "c.db"
     out = servegate("run", path, "--db", db)
     assert out.returncode == 0, out.stderr
-    report = servegate("report", "--db", db, "--json", "-")
+    report = servegate("report", "--db", db, "--json")
     assert report.returncode == 0, report.stderr
     data = json.loads(report.stdout)
     assert data["method"]["min_effect"] == pytest.approx(0.9)
-    given = json.loads(servegate("report", "--db", db, "--min-effect", "0", "--json", "-").stdout)
+    given = json.loads(servegate("report", "--db", db, "--min-effect", "0", "--json").stdout)
     assert given["method"]["min_effect"] == 0.0

@@ -62,7 +62,7 @@ def only_object(stdout: str) -> dict[str, Any]:
             ["bench", "--url", "http://127.0.0.1:9", "--json", "-", "--concurrency", "x"],
             "--concurrency 'x' must be positive integers",
         ),
-        (["report", "--json=-", "--db", "no-such.db"], "no database at no-such.db"),
+        (["report", "--json", "--db", "no-such.db"], "no database at no-such.db"),
         (["no-such-command", "--json"], "No such command 'no-such-command'"),
         (["--json", "ps"], "No such option '--json'"),
     ],
@@ -83,7 +83,7 @@ def test_usage_errors_print_one_error_object(args: list[str], message: str) -> N
         ["stop"],
         ["launch", "--ready", "x", "--port", "abc", "--", PY, "-c", "pass", "--json"],
         ["bench", "--url", "http://127.0.0.1:9", "--json", "out.json", "--concurrency", "x"],
-        ["report", "--json", "out.json", "--db", "no-such.db"],
+        ["report", "--json-file", "out.json", "--db", "no-such.db"],
     ],
 )
 def test_without_json_on_stdout_errors_stay_on_stderr(args: list[str]) -> None:

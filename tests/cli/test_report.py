@@ -58,17 +58,16 @@ def test_missing_database_exits_2_and_creates_nothing(tmp_path: Path) -> None:
 
 
 def test_exports_go_to_files_and_one_may_go_to_stdout(tmp_path: Path) -> None:
-    """--markdown - prints markdown only; JSON, CSV and HTML land in their files."""
+    """--markdown prints markdown only; JSON, CSV and HTML land in their files."""
     build(tmp_path / "servegate.db", repeats=2, requests=10)
     out = _servegate(
         "report",
         "--markdown",
-        "-",
-        "--json",
+        "--json-file",
         "r.json",
-        "--csv",
+        "--csv-file",
         "r.csv",
-        "--html",
+        "--html-file",
         "r.html",
         cwd=tmp_path,
     )
@@ -84,13 +83,26 @@ def test_exports_go_to_files_and_one_may_go_to_stdout(tmp_path: Path) -> None:
 def test_two_exports_to_stdout_is_a_usage_error(tmp_path: Path) -> None:
     """Only one export can take stdout."""
     build(tmp_path / "servegate.db", repeats=1, requests=5)
-    out = _servegate("report", "--json", "-", "--csv", "-", cwd=tmp_path)
+    out = _servegate("report", "--json", "--csv", cwd=tmp_path)
     assert out.returncode == 2
     assert "only one output can go to stdout" in out.stderr
 
 
+def test_check_takes_one_format_on_stdout_too(tmp_path: Path) -> None:
+    """servegate check: --json and --markdown together are a usage error; --markdown alone
+    prints the markdown summary only, and --json-file writes the result beside it."""
+    build(tmp_path / "servegate.db", repeats=1, requests=5)
+    both = _servegate("check", "--json", "--markdown", cwd=tmp_path)
+    assert both.returncode == 2
+    assert "only one output can go to stdout, not --json and --markdown" in both.stderr
+    one = _servegate("check", "--markdown", "--json-file", "c.json", cwd=tmp_path)
+    assert one.returncode in (0, 1), one.stderr
+    assert one.stdout.startswith("#") and "┃" not in one.stdout
+    assert json.loads((tmp_path / "c.json").read_text())["schema"].startswith("servegate.check")
+
+
 def test_html_without_plotly_exits_2_naming_the_extra(tmp_path: Path) -> None:
-    """With plotly hidden, --html fails before any work and names pip install."""
+    """With plotly hidden, --html-file fails before any work and names pip install."""
     build(tmp_path / "servegate.db", repeats=1, requests=5)
     hide = tmp_path / "hide"
     hide.mkdir()
@@ -98,7 +110,7 @@ def test_html_without_plotly_exits_2_naming_the_extra(tmp_path: Path) -> None:
         "import sys\nsys.modules['plotly'] = None\nsys.modules['plotly.graph_objects'] = None\n"
     )
     out = _servegate(
-        "report", "--html", "r.html", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(hide)}
+        "report", "--html-file", "r.html", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(hide)}
     )
     assert out.returncode == 2
     assert "pip install 'servegate[html]'" in out.stderr
@@ -177,7 +189,7 @@ def test_min_effect_sets_the_smallest_change_called(tmp_path: Path) -> None:
     """+0.6 %: no meaningful difference by default (1 %), better with --min-effect 0.5%."""
     _small_change(tmp_path / "servegate.db")
     default = _servegate("report", cwd=tmp_path)
-    lenient = _servegate("report", "--min-effect", "0.5%", "--json", "-", cwd=tmp_path)
+    lenient = _servegate("report", "--min-effect", "0.5%", "--json", cwd=tmp_path)
     assert default.returncode == 0, default.stderr
     assert "at c=4 (no meaningful difference)" in default.stdout
     doc = json.loads(lenient.stdout)

@@ -151,6 +151,6 @@ def run_example_campaign(
     run = servegate("run", str(campaign), "--db", str(db), timeout=timeout_s)
     assert run.returncode == 0, run.stderr[-3000:]
     report_json = tmp_path / "report.json"
-    report = servegate("report", "--db", str(db), "--json", str(report_json), timeout=120)
+    report = servegate("report", "--db", str(db), "--json-file", str(report_json), timeout=120)
     assert report.returncode == 0, report.stderr
     return report_json

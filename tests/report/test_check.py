@@ -97,7 +97,7 @@ def test_a_regression_exits_1_and_the_markdown_names_it(results: Path) -> None:
     """slower is 10 % slower in every start: exit 1, its throughput rows say REGRESSION."""
     out = results.parent / "slower.md"
     run = servegate(
-        results.parent, "--db", "results.db", "--variant", "slower", "--markdown", str(out)
+        results.parent, "--db", "results.db", "--variant", "slower", "--markdown-file", str(out)
     )
     assert run.returncode == 1, run.stderr
     rows = [line for line in run.stdout.splitlines() if line.startswith("slower ")]
@@ -149,7 +149,7 @@ def test_thresholds_are_respected(results: Path) -> None:
 
 def test_a_failed_candidate_fails_with_its_reason(results: Path) -> None:
     """broken's benchmark failed: exit 1, whatever it measured before, with the reason."""
-    run = servegate(results.parent, "--db", "results.db", "--variant", "broken", "--json", "-")
+    run = servegate(results.parent, "--db", "results.db", "--variant", "broken", "--json")
     assert run.returncode == 1
     doc = json.loads(run.stdout)
     assert (doc["schema"], doc["result"], doc["exit_code"]) == ("servegate.check/1", "fail", 1)
@@ -165,7 +165,7 @@ def test_a_failed_candidate_fails_with_its_reason(results: Path) -> None:
 
 def test_json_carries_the_reports_numbers(results: Path) -> None:
     """In one campaign the check's estimates are the report's, interval for interval."""
-    run = servegate(results.parent, "--db", "results.db", "--variant", "slower", "--json", "-")
+    run = servegate(results.parent, "--db", "results.db", "--variant", "slower", "--json")
     assert run.returncode == 1
     doc = json.loads(run.stdout)
     assert doc["candidate"] == {"db": "results.db", "campaign": "nightly", "status": "done"}
@@ -286,14 +286,14 @@ def mismatched(tmp_path: Path) -> Path:
 def test_bad_input_is_one_sentence_and_exit_2(
     mismatched: Path, args: list[str], message: str
 ) -> None:
-    """Each is exit 2 with one line on stderr, and one servegate.error/1 object under --json -."""
+    """Each is exit 2 with one line on stderr, and one servegate.error/1 object under --json."""
     run = servegate(mismatched, *args)
     assert run.returncode == 2, run.stdout + run.stderr
     assert run.stdout == ""
     lines = run.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and lines[0].endswith("."), lines
     assert message in lines[0]
-    as_json = servegate(mismatched, *args, "--json", "-")
+    as_json = servegate(mismatched, *args, "--json")
     assert as_json.returncode == 2
     doc = json.loads(as_json.stdout)
     assert doc["schema"] == "servegate.error/1" and doc["exit_code"] == 2
@@ -353,7 +353,7 @@ def test_a_real_campaign_on_the_simulator(tmp_path: Path) -> None:
     out = tmp_path / "check.md"
     check = servegate(
         tmp_path, "--db", "r.db", "--max-regression", "output_throughput=20%",
-        "--markdown", str(out),
+        "--markdown-file", str(out),
     )  # fmt: skip
     assert check.returncode == 1, check.stdout + check.stderr
     (row,) = [line for line in check.stdout.splitlines() if line.startswith("slow ")]
@@ -408,7 +408,7 @@ def test_workload_references_and_failures_without_a_counterpart(tmp_path: Path) 
     )
     # another database whose campaign has none of these variants but base
     write(tmp_path / "main.db", {"base": BASE})
-    across = servegate(tmp_path, "--db", "w.db", "--baseline-db", "main.db", "--json", "-")
+    across = servegate(tmp_path, "--db", "w.db", "--baseline-db", "main.db", "--json")
     assert across.returncode == 1
     doc = json.loads(across.stdout)
     assert [(v["variant"], v["result"]) for v in doc["variants"]] == [

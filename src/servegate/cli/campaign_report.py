@@ -1,17 +1,27 @@
-"""``servegate report``: re-render a stored campaign as a table, markdown, JSON, CSV or HTML."""
+"""``servegate report``: re-render a stored campaign as a table, markdown, JSON, CSV or HTML.
+
+The grammar of ``servegate.cli.options``: ``--json``, ``--markdown`` and ``--csv`` print
+that format on stdout instead of the table (at most one of them); ``--json-file``,
+``--markdown-file``, ``--csv-file`` and ``--html-file`` write files beside it.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
+from servegate.cli.options import examples, json_file, json_flag, not_stdout
 from servegate.errors import UsageError
 
 DEFAULT_DB = "servegate.db"
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # the bootstrap's options, shared with ``servegate check``
 CONFIDENCE = click.option(
@@ -26,17 +36,39 @@ SEED = click.option(
 )
 
 
-def _write(target: str, content: str) -> None:
-    """Write ``content`` to ``target`` atomically, or to stdout for ``-``."""
-    if target == "-":
-        sys.stdout.write(content)
-        sys.stdout.flush()
-        return
-    path = Path(target)
-    if not path.parent.is_dir():
+def stdout_flag(name: str, what: str) -> Callable[[F], F]:
+    """``--NAME``: print ``what`` on stdout instead of the table (parameter ``as_NAME``)."""
+    return click.option(
+        f"--{name}", f"as_{name}", is_flag=True, help=f"Print {what} on stdout."
+    )
+
+
+def file_option(name: str, what: str) -> Callable[[F], F]:
+    """``--NAME-file FILE``: write ``what`` to FILE (parameter ``NAME_file``)."""
+    return click.option(
+        f"--{name}-file",
+        f"{name}_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        callback=not_stdout,
+        help=f"Write {what} to FILE.",
+    )
+
+
+def one_on_stdout(**flags: bool) -> None:
+    """UsageError when more than one format is asked for on stdout (``--json --csv``)."""
+    chosen = [f"--{name}" for name, on in flags.items() if on]
+    if len(chosen) > 1:
         raise UsageError(
-            f"the folder of {target} does not exist; create it or choose another path."
+            f"only one output can go to stdout, not {' and '.join(chosen)}; "
+            "write the others to files (--json-file, --markdown-file, --csv-file FILE)."
         )
+
+
+def write_file(path: Path, content: str) -> None:
+    """Write ``content`` to ``path`` atomically, readable by all; say so on stderr."""
+    if not path.parent.is_dir():
+        raise UsageError(f"the folder of {path} does not exist; create it or choose another path.")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         os.fchmod(fd, 0o644)  # reports are meant to be shared; mkstemp makes 0600
@@ -47,6 +79,12 @@ def _write(target: str, content: str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     click.echo(f"wrote {path}", err=True)
+
+
+def print_out(content: str) -> None:
+    """``content`` on stdout, as is."""
+    sys.stdout.write(content)
+    sys.stdout.flush()
 
 
 def _percent(text: str) -> float:
@@ -64,12 +102,13 @@ def _percent(text: str) -> float:
 
 @click.command(
     "report",
-    epilog="""\b
-Example:
-  servegate report                                  # newest campaign in servegate.db
-  servegate report allreduce-fusion --html fusion.html --markdown -
-  servegate report --db runs.db spec --json spec.json --csv spec.csv
-  servegate report fusion --min-effect 2%          # call only changes of 2 % or more
+    epilog=examples(
+        "servegate report                                  # newest campaign in servegate.db",
+        "servegate report allreduce-fusion --html-file fusion.html --markdown",
+        "servegate report --db runs.db spec --json-file spec.json --csv-file spec.csv",
+        "servegate report fusion --min-effect 2%          # call only changes of 2 % or more",
+    )
+    + """
 
 \b
 Exit codes: 0 written; 2 unknown campaign, missing or damaged database, missing
@@ -84,10 +123,13 @@ plotly, bad option; 3 an I/O error reading the database.""",
     metavar="FILE",
     help="The campaign database.",
 )
-@click.option("--html", "html_out", metavar="FILE", help="Write the HTML report with plots.")
-@click.option("--markdown", "md_out", metavar="FILE", help="Write markdown ('-' for stdout).")
-@click.option("--json", "json_out", metavar="FILE", help="Write JSON ('-' for stdout).")
-@click.option("--csv", "csv_out", metavar="FILE", help="Write CSV ('-' for stdout).")
+@json_flag("the report")
+@stdout_flag("markdown", "the report as markdown")
+@stdout_flag("csv", "the report as CSV")
+@json_file("the report")
+@file_option("markdown", "the report as markdown")
+@file_option("csv", "the report as CSV")
+@file_option("html", "the HTML report with plots (needs the html extra)")
 @CONFIDENCE
 @SEED
 @click.option(
@@ -96,17 +138,20 @@ plotly, bad option; 3 an I/O error reading the database.""",
     default=None,
     metavar="PERCENT",
     help="The smallest change called better or worse (2 or 2% for 2 %; 0 calls any "
-    "change whose interval excludes no change). Default: the campaign file's "
-    "[campaign] min_effect, else 1%.",
+    "change whose interval excludes no change). "
+    "[default: the campaign file's [campaign] min_effect, else 1%]",
 )
 def report(
     *,
     campaign: str | None,
     db: str,
-    html_out: str | None,
-    md_out: str | None,
-    json_out: str | None,
-    csv_out: str | None,
+    as_json: bool,
+    as_markdown: bool,
+    as_csv: bool,
+    json_file: Path | None,
+    markdown_file: Path | None,
+    csv_file: Path | None,
+    html_file: Path | None,
     confidence: float,
     seed: int,
     min_effect: str | None,
@@ -114,17 +159,12 @@ def report(
     """Render a stored campaign: every variant against the baseline, with intervals.
 
     Prints the table (variant, status, startup, tok/s at each load point with the change
-    vs baseline and its interval) unless an export goes to stdout ('-'). CAMPAIGN is a
-    campaign name; the newest campaign in the database when left out.
+    vs baseline and its interval) unless --json, --markdown or --csv prints that format
+    instead. CAMPAIGN is a campaign name; the newest campaign in the database when left
+    out.
     """
     threshold = None if min_effect is None else _percent(min_effect)
-    outputs = {"--html": html_out, "--markdown": md_out, "--json": json_out, "--csv": csv_out}
-    to_stdout = [flag for flag, target in outputs.items() if target == "-"]
-    if len(to_stdout) > 1:
-        raise UsageError(
-            f"only one output can go to stdout, not {' and '.join(to_stdout)}; "
-            "give the others a file name."
-        )
+    one_on_stdout(json=as_json, markdown=as_markdown, csv=as_csv)
     if not Path(db).is_file():
         raise UsageError(
             f"no database at {db}; run a campaign first (servegate run CAMPAIGN.toml) "
@@ -133,7 +173,7 @@ def report(
     from servegate import report as reports
     from servegate.store import Store
 
-    if html_out is not None:
+    if html_file is not None:
         from servegate.report.html import require_plotly
 
         require_plotly()  # fail before any work when the html extra is missing
@@ -142,13 +182,18 @@ def report(
         result = reports.build_report(
             store, campaign, confidence=confidence, seed=seed, min_effect=threshold
         )
-    if not to_stdout:
+    outputs = (  # markdown, JSON, CSV, HTML: each rendered once
+        (as_markdown, markdown_file, reports.render_markdown),
+        (as_json, json_file, reports.render_json),
+        (as_csv, csv_file, reports.render_csv),
+        (False, html_file, reports.render_html),
+    )
+    if not (as_json or as_markdown or as_csv):
         reports.render_console(result)
-    if md_out is not None:
-        _write(md_out, reports.render_markdown(result))
-    if json_out is not None:
-        _write(json_out, reports.render_json(result))
-    if csv_out is not None:
-        _write(csv_out, reports.render_csv(result))
-    if html_out is not None:
-        _write(html_out, reports.render_html(result))
+    for on_stdout, path, render in outputs:
+        if on_stdout or path is not None:
+            text = render(result)
+            if on_stdout:
+                print_out(text)
+            if path is not None:
+                write_file(path, text)

@@ -9,16 +9,28 @@ from typing import Any
 
 import click
 
-from servegate.cli.campaign_report import CONFIDENCE, DEFAULT_DB, SEED, _write
+from servegate.cli.campaign_report import (
+    CONFIDENCE,
+    DEFAULT_DB,
+    SEED,
+    file_option,
+    one_on_stdout,
+    print_out,
+    stdout_flag,
+    write_file,
+)
+from servegate.cli.options import examples, json_file, json_flag
 from servegate.errors import ServegateError, UsageError
 
-_EPILOG = """\b
-Examples:
-  servegate check                                   # newest campaign vs its own baseline
-  servegate check nightly --db results.db --baseline-db main.db
-  servegate check nightly --db results.db --baseline-db main.db \\
-      --baseline-variant base --max-regression output_throughput=3%,ttft_p99=10%
-  servegate check fusion --variant fusion --markdown - --json check.json
+_EPILOG = (
+    examples(
+        "servegate check                                   # newest campaign vs its own baseline",
+        "servegate check nightly --db results.db --baseline-db main.db",
+        "servegate check nightly --db results.db --baseline-db main.db \\",
+        "    --baseline-variant base --max-regression output_throughput=3%,ttft_p99=10%",
+        "servegate check fusion --variant fusion --markdown --json-file check.json",
+    )
+    + """
 
 \b
 Metrics: output_throughput, ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2el_p50;
@@ -28,6 +40,7 @@ default --max-regression output_throughput=3%,ttft_p99=10%,tpot_p99=5%.
 Exit codes: 0 no regression established; 1 a regression established, or a candidate
 that failed; 2 bad input (missing database, campaign or variant, another workload,
 no load point in common, bad option); 3 an internal error."""
+)
 
 
 @click.command("check", epilog=_EPILOG)
@@ -40,23 +53,23 @@ no load point in common, bad option); 3 an internal error."""
     "variants",
     multiple=True,
     metavar="NAME",
-    help="A candidate variant to check (repeatable); default: every one that can be.",
+    help="A candidate variant to check (repeatable). [default: every one that can be]",
 )
 @click.option(
     "--baseline-db",
     metavar="FILE",
-    help="The baseline's database; default: --db.",
+    help="The baseline's database. [default: --db]",
 )
 @click.option(
     "--baseline-campaign",
     metavar="NAME",
-    help="The baseline's campaign; default: the candidate campaign's name.",
+    help="The baseline's campaign. [default: the candidate campaign's name]",
 )
 @click.option(
     "--baseline-variant",
     metavar="NAME",
-    help="The variant every candidate is compared with; default: the campaign's baseline "
-    "(same campaign) or the variant of the same name (another campaign).",
+    help="The variant every candidate is compared with. [default: the campaign's baseline "
+    "(same campaign) or the variant of the same name (another campaign)]",
 )
 @click.option(
     "--max-regression",
@@ -64,10 +77,12 @@ no load point in common, bad option); 3 an internal error."""
     multiple=True,
     metavar="METRIC=PERCENT,...",
     help="The largest tolerated regression per metric; the metrics named are the ones "
-    "checked. Default: output_throughput=3%,ttft_p99=10%,tpot_p99=5%.",
+    "checked. [default: output_throughput=3%,ttft_p99=10%,tpot_p99=5%]",
 )
-@click.option("--markdown", "md_out", metavar="FILE", help="Write the markdown summary ('-').")
-@click.option("--json", "json_out", metavar="FILE", help="Write the result as JSON ('-').")
+@json_flag("the result")
+@stdout_flag("markdown", "the markdown summary")
+@json_file("the result")
+@file_option("markdown", "the markdown summary")
 @CONFIDENCE
 @SEED
 def check(**options: Any) -> None:
@@ -102,8 +117,10 @@ def _check(
     baseline_campaign: str | None,
     baseline_variant: str | None,
     max_regression: tuple[str, ...],
-    md_out: str | None,
-    json_out: str | None,
+    as_json: bool,
+    as_markdown: bool,
+    json_file: Path | None,
+    markdown_file: Path | None,
     confidence: float,
     seed: int,
 ) -> int:
@@ -112,10 +129,7 @@ def _check(
     thresholds = (
         checks.parse_thresholds(max_regression) if max_regression else checks.DEFAULT_THRESHOLDS
     )
-    if md_out == "-" and json_out == "-":
-        raise UsageError(
-            "only one output can go to stdout, not --markdown and --json; give one a file name."
-        )
+    one_on_stdout(json=as_json, markdown=as_markdown)
     for path, flag in ((db, "--db"), (baseline_db, "--baseline-db")):
         if path is not None and not Path(path).is_file():
             raise UsageError(
@@ -149,12 +163,18 @@ def _check(
         seed=seed,
     )
     markdown = checks.render_markdown(result)
-    if "-" not in (md_out, json_out):
+    if not (as_json or as_markdown):
         click.echo(checks.render_table(result), nl=False)
-    if md_out is not None:
-        _write(md_out, markdown)
-    if json_out is not None:
-        _write(json_out, checks.render_json(result))
+    if as_markdown:
+        print_out(markdown)
+    if markdown_file is not None:
+        write_file(markdown_file, markdown)
+    if as_json or json_file is not None:
+        document = checks.render_json(result)
+        if as_json:
+            print_out(document)
+        if json_file is not None:
+            write_file(json_file, document)
     _step_summary(markdown)
     return result.exit_code
 
