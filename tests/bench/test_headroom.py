@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from servegate.bench.result import ClientStats
-from servegate.bench.runner import _headroom_warnings
+from servegate.bench.warnings import headroom_warnings
 
 
 def stats(*, cpu: float, wall_s: float, lag_p99: float = 0.5) -> ClientStats:
@@ -31,10 +31,10 @@ def stats(*, cpu: float, wall_s: float, lag_p99: float = 0.5) -> ClientStats:
 def test_cpu_warning_needs_a_busy_client_and_a_point_long_enough(
     cpu: float, wall_s: float, warned: bool
 ) -> None:
-    warnings = _headroom_warnings(stats(cpu=cpu, wall_s=wall_s))
+    warnings = headroom_warnings(stats(cpu=cpu, wall_s=wall_s))
     assert any("of a CPU core" in w for w in warnings) is warned
 
 
 def test_loop_lag_warning_names_the_lag() -> None:
-    (warning,) = _headroom_warnings(stats(cpu=0.2, wall_s=10.0, lag_p99=25.0))
+    (warning,) = headroom_warnings(stats(cpu=0.2, wall_s=10.0, lag_p99=25.0))
     assert "25.0 ms late (p99)" in warning

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.bench.test_cli import bench
+from tests.cli.test_bench import bench
 
 from servegate.bench import BenchSettings, run_point
 from servegate.bench.dataset import Prompt, encode_body

@@ -17,9 +17,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from servegate.bench.preflight import discover_model
+    from servegate.bench.progress import Progress
     from servegate.bench.result import SCHEMA, ClientStats, PointResult, envelope
-    from servegate.bench.runner import Progress, arrival_offsets, discover_model, run_point
+    from servegate.bench.runner import run_point
     from servegate.bench.sample import RequestSample
+    from servegate.bench.schedule import arrival_offsets
     from servegate.bench.settings import BenchSettings, default_workers
 
 # public name -> the module that defines it
@@ -28,9 +31,9 @@ _WHERE = {
     "ClientStats": "result",
     "PointResult": "result",
     "envelope": "result",
-    "Progress": "runner",
-    "arrival_offsets": "runner",
-    "discover_model": "runner",
+    "Progress": "progress",
+    "arrival_offsets": "schedule",
+    "discover_model": "preflight",
     "run_point": "runner",
     "RequestSample": "sample",
     "BenchSettings": "settings",

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 import click
 
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
-from servegate.bench.runner import gone_sentence
+from servegate.bench.warnings import gone_sentence
 from servegate.engines import get_profile
 from servegate.errors import BenchError, UsageError
 

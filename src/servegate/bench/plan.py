@@ -1,0 +1,95 @@
+"""A point split over its worker processes: each worker's share of the concurrency and
+the prompts (closed loop), or of the arrival schedule (open loop)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servegate.bench.dataset import Prompt
+from servegate.bench.loadgen import WorkerPlan
+from servegate.bench.schedule import arrival_offsets
+from servegate.bench.settings import BenchSettings
+from servegate.bench.stream import CHAT_KEYS, COMPLETION_KEYS
+
+
+def plan_workers(
+    s: BenchSettings, headers: dict[str, str], warmup: list[Prompt], measured: list[Prompt]
+) -> list[WorkerPlan]:
+    """Split the point over its worker processes: concurrency, prompts or arrivals."""
+    n = s.resolved_workers()
+    keys = CHAT_KEYS if s.api == "chat" else COMPLETION_KEYS
+    common: dict[str, Any] = {
+        "endpoint": s.endpoint,
+        "headers": headers,
+        "timeout_s": s.timeout_s,
+        "keys": keys,
+        "duration_s": s.duration_s,
+    }
+    if s.open_loop:
+        return _open_loop(s, n, common, warmup, measured)
+    return _closed_loop(s, n, common, warmup, measured)
+
+
+def _open_loop(
+    s: BenchSettings,
+    n: int,
+    common: dict[str, Any],
+    warmup: list[Prompt],
+    measured: list[Prompt],
+) -> list[WorkerPlan]:
+    """Every n-th arrival of the schedule to each worker, the concurrency cap shared."""
+    assert s.rate is not None
+    offsets = arrival_offsets(s.rate, s.requests, s.duration_s, s.seed)
+    arrivals = [(i, off, measured[i % len(measured)]) for i, off in enumerate(offsets)]
+    return [
+        WorkerPlan(
+            slot=w,
+            concurrency=_share(s.concurrency, n, w) if s.concurrency is not None else None,
+            prompts=[],
+            schedule=arrivals[w::n],
+            warmup=warmup[w::n],
+            **common,
+        )
+        for w in range(n)
+    ]
+
+
+def _closed_loop(
+    s: BenchSettings,
+    n: int,
+    common: dict[str, Any],
+    warmup: list[Prompt],
+    measured: list[Prompt],
+) -> list[WorkerPlan]:
+    """Each worker its share of the users, and of the prompts in proportion to them."""
+    users = s.concurrency if s.concurrency is not None else len(measured)
+    indexed = list(enumerate(measured))
+    plans: list[WorkerPlan] = []
+    start = 0
+    for w in range(n):
+        mine = _share(users, n, w)
+        if s.requests is not None:
+            take = round(len(indexed) * (start + mine) / users) - round(
+                len(indexed) * start / users
+            )
+            first = round(len(indexed) * start / users)
+            share = indexed[first : first + take]
+        else:
+            share = indexed[w::n]
+        start += mine
+        plans.append(
+            WorkerPlan(
+                slot=w,
+                concurrency=mine,
+                prompts=share,
+                schedule=None,
+                warmup=warmup[w::n],
+                **common,
+            )
+        )
+    return plans
+
+
+def _share(total: int, parts: int, i: int) -> int:
+    """Part ``i`` of ``total`` split as evenly as possible into ``parts``."""
+    return total // parts + (1 if i < total % parts else 0)

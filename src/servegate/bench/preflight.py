@@ -1,0 +1,104 @@
+"""Before a point: the model to ask for, and one probe request that proves the endpoint.
+
+``GET /v1/models`` names the model when none was given; one short streaming request then
+turns an unreachable or non-OpenAI server into one clear sentence instead of a run of
+failures, and finds out whether the server accepts ``ignore_eos``.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+from servegate.bench.dataset import encode_body
+from servegate.bench.settings import BenchSettings
+from servegate.errors import BenchError
+
+PREFLIGHT_TIMEOUT_S = 30.0
+
+
+def request_headers(settings: BenchSettings) -> dict[str, str]:
+    """The headers of every request of the point (the bearer token when one was given)."""
+    headers = {"Content-Type": "application/json"}
+    if settings.authorization:
+        headers["Authorization"] = settings.authorization
+    return headers
+
+
+def discover_model(base_url: str, headers: dict[str, str]) -> str:
+    """The first model id from ``GET /v1/models``; BenchError when the server has none."""
+    url = base_url + "/v1/models"
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 (http(s) checked)
+    try:
+        with urllib.request.urlopen(request, timeout=PREFLIGHT_TIMEOUT_S) as resp:  # noqa: S310
+            body = resp.read()
+    except urllib.error.HTTPError as exc:
+        raise BenchError(
+            f"GET {url} returned HTTP {exc.code}; the server does not look OpenAI-compatible "
+            "at this URL: check --url or give --model."
+        ) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise BenchError(
+            f"cannot reach {base_url} ({reason}); check --url and that the server is running."
+        ) from None
+    try:
+        data = json.loads(body)
+        return str(data["data"][0]["id"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise BenchError(
+            f"GET {url} did not return an OpenAI model list; check --url or give --model."
+        ) from None
+
+
+def probe(
+    settings: BenchSettings, model: str, headers: dict[str, str], warnings: list[str]
+) -> bool:
+    """Send one 2-token streaming request; return whether ``ignore_eos`` is accepted."""
+    ignore_eos = settings.ignore_eos and settings.output_len is not None
+    for attempt in (ignore_eos, False) if ignore_eos else (False,):
+        body = encode_body(
+            api=settings.api, model=model, text="Hello", max_tokens=2, ignore_eos=attempt
+        )
+        request = urllib.request.Request(  # noqa: S310 (http(s) checked)
+            settings.endpoint,
+            data=body,
+            headers={**headers, "Accept-Encoding": "identity"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=settings.timeout_s) as resp:  # noqa: S310
+                first = resp.read(65536)
+                coding = (resp.headers.get("Content-Encoding") or "identity").strip().lower()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 400 and attempt:
+                continue  # retry without ignore_eos
+            raise BenchError(
+                f"POST {settings.endpoint} returned HTTP {exc.code}; the server does not serve "
+                f"the OpenAI {settings.api} API there: check --url and --api."
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise BenchError(
+                f"cannot reach {settings.endpoint} ({reason}); check --url and that the "
+                "server is running."
+            ) from None
+        if coding != "identity":
+            raise BenchError(
+                f"POST {settings.endpoint} answered compressed (Content-Encoding: {coding}) "
+                "although asked for identity; turn compression off for text/event-stream on "
+                "the server or its proxy."
+            )
+        if b"data:" not in first:
+            raise BenchError(
+                f"POST {settings.endpoint} did not answer with a server-sent event stream; "
+                "the server is not OpenAI-compatible: check --url and --api."
+            )
+        if ignore_eos and not attempt:
+            warnings.append(
+                "the server rejected ignore_eos; requests are sent without it, so outputs "
+                "may be shorter than --output-len."
+            )
+        return attempt
+    return False
