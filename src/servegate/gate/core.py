@@ -31,7 +31,7 @@ from servegate.gate.follow import FileFollower
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
 from servegate.gate.probe import Prober
 from servegate.gate.stamps import LineClock
-from servegate.gate.verdict import PhaseSpan, Status, Verdict, iso
+from servegate.gate.verdict import DetectedBy, Kind, PhaseSpan, Status, Verdict, iso
 from servegate.gate.watch import LineHit, LogWatcher, withdrawn
 from servegate.telemetry.activity import activity, phase_activity
 from servegate.telemetry.model import Activity, Snapshot
@@ -374,8 +374,8 @@ class Gate:
                 self._ready_line_s = self._clock.place(hit.line, self._rel(self._ready_line_at))
                 if self._prober is None:
                     self._decide(
-                        "ready",
-                        "log",
+                        Status.READY,
+                        DetectedBy.LOG,
                         f"ready line seen: {hit.line.strip()[:200]}",
                         matched_line=hit.line,
                     )
@@ -395,9 +395,13 @@ class Gate:
                 what = f"ready line seen and GET {probe} answered"
                 if self._prober.route_absent:
                     what += " 404 (this build has no such route)"
-                self._decide("ready", "log", what, matched_line=self.watcher.ready_line)
+                self._decide(
+                    Status.READY, DetectedBy.LOG, what, matched_line=self.watcher.ready_line
+                )
             else:
-                self._decide("ready", "probe", f"GET {probe} answered", matched_line=None)
+                self._decide(
+                    Status.READY, DetectedBy.PROBE, f"GET {probe} answered", matched_line=None
+                )
 
     def _on_exit(self) -> None:
         # the process is gone: read what it left in the pipe or file before deciding
@@ -427,24 +431,24 @@ class Gate:
         if code is not None and code < 0:
             sig = _signal_name(-code)
             if -code == signal.SIGSEGV:
-                kind, hint = "segfault", "a native extension crashed: check that torch, CUDA "
+                kind, hint = Kind.SEGFAULT, "a native extension crashed: check that torch, CUDA "
                 hint += "and the engine were built for each other"
             elif -code == signal.SIGKILL:
-                kind = "killed"
+                kind = Kind.KILLED
                 hint = "SIGKILL without a message is often the OOM killer: check dmesg and memory"
             elif -code == signal.SIGABRT:
                 # abort() is called from inside: a failed assertion, an uncaught C++
                 # exception (std::terminate), a heap check ("free(): invalid pointer")
-                kind = "abort"
+                kind = Kind.ABORT
                 hint = "the server aborted itself: the cause is in the lines just above"
             else:
-                kind, hint = "exit", "something sent the server a signal: check who stops it"
+                kind, hint = Kind.EXIT, "something sent the server a signal: check who stops it"
             if -code == signal.SIGABRT:
                 reason = f"the server aborted itself ({sig})"
             else:
                 reason = f"the server was killed by {sig}"
         else:
-            kind = "exit"
+            kind = Kind.EXIT
             if code == 0:
                 reason = "the server exited with code 0 before it was ready"
                 hint = "the command returned instead of serving: check it starts a server"
@@ -455,7 +459,12 @@ class Gate:
         if last:
             reason += f" after {last[:200]}"
         self._decide(
-            "crash", "exit", reason, kind=kind, hint=hint, matched_line=self.watcher.cause_line
+            Status.CRASH,
+            DetectedBy.EXIT,
+            reason,
+            kind=kind,
+            hint=hint,
+            matched_line=self.watcher.cause_line,
         )
 
     def _on_child_exit(self, pid: int, label: str) -> None:
@@ -472,10 +481,10 @@ class Gate:
         assert self._child_gone is not None
         pid, label, _ = self._child_gone
         self._decide(
-            "crash",
-            "child-exit",
+            Status.CRASH,
+            DetectedBy.CHILD_EXIT,
             f"essential child {label} (pid {pid}) exited while the server kept running",
-            kind="child-exit",
+            kind=Kind.CHILD_EXIT,
             hint="the engine lost a worker and will not serve: the cause is in the log tail "
             "(exit -9 without a message is usually the OOM killer)",
             matched_line=self.watcher.cause_line,
@@ -495,8 +504,8 @@ class Gate:
             reason += f": {cause.text[:200]}"
             line = cause.line
         self._decide(
-            "crash",
-            "signature",
+            Status.CRASH,
+            DetectedBy.SIGNATURE,
             reason,
             kind=signature.kind,
             hint=signature.hint,
@@ -600,10 +609,10 @@ class Gate:
         )
         reason = f"stuck {where}: no output for {silence:.1f}s and {act.evidence}"
         self._decide(
-            "timeout",
-            "stall",
+            Status.TIMEOUT,
+            DetectedBy.STALL,
             reason + _stacks_note(stacks) + self._probe_note(),
-            kind="stuck",
+            kind=Kind.STUCK,
             hint="a hang: the stacks show where it waits (--json: diagnosis.stacks; "
             "servegate dump NAME while it runs); raise --stall if this phase is known to be "
             "quiet and idle",
@@ -617,10 +626,10 @@ class Gate:
         )
         reason = f"no progress for {stall_s:.1f}s {where}"
         self._decide(
-            "timeout",
-            "stall",
+            Status.TIMEOUT,
+            DetectedBy.STALL,
             reason + _stacks_note(stacks) + self._probe_note(),
-            kind="stall",
+            kind=Kind.STALL,
             hint="a hang, or a silent phase such as a cold JIT compile: raise "
             "--stall if this phase is known to be quiet",
         )
@@ -645,10 +654,10 @@ class Gate:
             stacks=stacks,
         )
         self._decide(
-            "timeout",
-            "deadline",
+            Status.TIMEOUT,
+            DetectedBy.DEADLINE,
             reason + _stacks_note(stacks) + self._probe_note(),
-            kind="deadline",
+            kind=Kind.DEADLINE,
             hint=hint,
         )
 
@@ -677,8 +686,8 @@ class Gate:
 
     def _crash_signature(self, signature: Signature, line: str) -> None:
         self._decide(
-            "crash",
-            "signature",
+            Status.CRASH,
+            DetectedBy.SIGNATURE,
             signature.title,
             kind=signature.kind,
             hint=signature.hint,
@@ -690,7 +699,7 @@ class Gate:
     def _decide(
         self,
         status: Status,
-        detected_by: str,
+        detected_by: DetectedBy,
         reason: str,
         *,
         kind: str | None = None,
@@ -703,7 +712,7 @@ class Gate:
             self.essential_pids = tuple(self._children.known)
         now_mono = time.monotonic()
         elapsed = now_mono - self.started_mono
-        ready = status == "ready"
+        ready = status == Status.READY
         # open phases end with the verdict, or with the ready line's own stamp in a backlog
         ready_s = elapsed if self._ready_line_s is None else min(elapsed, self._ready_line_s)
         self._verdict = Verdict(

@@ -9,17 +9,62 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 
 from servegate.diag.diagnosis import Diagnosis
 from servegate.telemetry.model import Snapshot
 from servegate.telemetry.summary import TelemetrySummary
 
-__all__ = ["SCHEMA", "PhaseProgress", "PhaseSpan", "Status", "Verdict", "iso"]
+__all__ = [
+    "SCHEMA",
+    "DetectedBy",
+    "Kind",
+    "PhaseProgress",
+    "PhaseSpan",
+    "Status",
+    "Verdict",
+    "iso",
+]
 
 SCHEMA = "servegate.verdict/1"
 
-Status = Literal["ready", "crash", "timeout"]
+
+class Status(StrEnum):
+    """What the gate decided (the JSON's ``status``)."""
+
+    READY = "ready"  # the server serves: its ready line and/or its probe said so
+    CRASH = "crash"  # it failed: an exit, a fatal line, or a dead essential child
+    TIMEOUT = "timeout"  # not ready within --timeout, or silent and stuck past --stall
+
+
+class DetectedBy(StrEnum):
+    """The event that decided the verdict (the JSON's ``detected_by``)."""
+
+    LOG = "log"  # a ready line, confirmed by the probe when the engine has one
+    PROBE = "probe"  # the readiness probe answered before any ready line
+    EXIT = "exit"  # the main process exited
+    CHILD_EXIT = "child-exit"  # an essential child died while the main process ran
+    SIGNATURE = "signature"  # a fatal line of the profile or of --crash
+    STALL = "stall"  # no progress for --stall seconds (stuck, or no telemetry to tell)
+    DEADLINE = "deadline"  # --timeout seconds in all
+
+
+class Kind(StrEnum):
+    """The CRASH and TIMEOUT kinds the gate decides itself (the JSON's ``kind``).
+
+    A fatal line brings its signature's own kind instead (``oom``, ``nccl``, ...: the
+    engine profiles in ``servegate.engines``), so ``Verdict.kind`` is a plain string.
+    """
+
+    EXIT = "exit"  # the main process exited with a code, or a signal from outside ended it
+    SEGFAULT = "segfault"  # died by SIGSEGV: a native extension crashed
+    KILLED = "killed"  # died by SIGKILL: often the OOM killer
+    ABORT = "abort"  # died by SIGABRT: it aborted itself (assertion, C++ terminate)
+    CHILD_EXIT = "child-exit"  # an essential child died while the main process ran
+    STUCK = "stuck"  # silent past --stall and idle on every telemetry signal
+    STALL = "stall"  # silent past --stall, without telemetry to tell stuck from slow
+    DEADLINE = "deadline"  # --timeout reached
 
 
 def iso(epoch_s: float) -> str:
@@ -85,9 +130,9 @@ class Verdict:
     elapsed_s: float
     started_at: str  # ISO-8601
     decided_at: str  # ISO-8601
-    detected_by: str  # log | probe | exit | child-exit | signature | stall | deadline
+    detected_by: DetectedBy
     reason: str  # one sentence
-    kind: str | None  # oom, nccl, port-in-use, exit, child-exit, stall, deadline, ...
+    kind: str | None  # a Kind, or a fatal signature's kind (oom, nccl, port-in-use, ...)
     hint: str | None
     matched_line: str | None
     exit_code: int | None
@@ -105,16 +150,16 @@ class Verdict:
     @property
     def ok(self) -> bool:
         """True when the server is ready."""
-        return self.status == "ready"
+        return self.status == Status.READY
 
     def line(self) -> str:
         """The one-line verdict, e.g. ``CRASH after 12.4s: CUDA out of memory (oom) - ...``.
 
         CRASH names its kind; CRASH and TIMEOUT end with the hint, when there is one.
         """
-        if self.status == "ready":
+        if self.status == Status.READY:
             return f"SERVER READY after {self.elapsed_s:.1f}s"
-        if self.status == "timeout":
+        if self.status == Status.TIMEOUT:
             text = f"TIMEOUT after {self.elapsed_s:.1f}s: {self.reason}"
         else:
             text = f"CRASH after {self.elapsed_s:.1f}s: {self.reason}"
@@ -128,13 +173,13 @@ class Verdict:
         """The ``servegate.verdict/1`` JSON object (fields may be added, never renamed)."""
         return {
             "schema": SCHEMA,
-            "status": self.status,
+            "status": str(self.status),  # plain strings: the JSON is plain data
             "elapsed_s": round(self.elapsed_s, 4),
             "started_at": self.started_at,
             "decided_at": self.decided_at,
-            "detected_by": self.detected_by,
+            "detected_by": str(self.detected_by),
             "reason": self.reason,
-            "kind": self.kind,
+            "kind": None if self.kind is None else str(self.kind),
             "hint": self.hint,
             "matched_line": self.matched_line,
             "exit_code": self.exit_code,
@@ -154,11 +199,11 @@ class Verdict:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} object: schema={data.get('schema')!r}")
         return cls(
-            status=data["status"],
+            status=Status(data["status"]),
             elapsed_s=float(data["elapsed_s"]),
             started_at=data["started_at"],
             decided_at=data["decided_at"],
-            detected_by=data["detected_by"],
+            detected_by=DetectedBy(data["detected_by"]),
             reason=data["reason"],
             kind=data["kind"],
             hint=data["hint"],
