@@ -7,12 +7,10 @@ the pipe FD, never in its argv, which every local user can read in ``ps``.
 
 It starts the server in a new session with its output on a pipe, drains that pipe into
 the log file for the server's whole life (a full pipe would hang the server), runs the
-gate on it and reports on stdout, one JSON object per line:
-``{"event": "started", ...}``, ``{"event": "note", "text": ...}`` (live notes of the gate,
-e.g. a silent server found busy), ``{"event": "status", "snapshot": ...}`` (each sample
-of the tree while it starts), ``{"event": "verdict", ...}``, ``{"event": "telemetry",
-...}``, ``{"event": "exit", ...}``.
-The verdict is redacted (``servegate.redact``) before it leaves; the log file itself
+gate on it and reports on stdout, one JSON object per line: the messages of
+``servegate.launch.messages`` (started, live notes of the gate, each sample of the tree
+while it starts, the verdict, its telemetry, the exit).
+The verdict and the notes are redacted (``servegate.redact``) before it leaves; the log file itself
 keeps the server's output verbatim and is readable by its owner only (0600).
 
 The keeper never kills a healthy server for its own trouble: when the log cannot be
@@ -44,6 +42,16 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
+from servegate.launch.messages import (
+    Decided,
+    Exited,
+    Failed,
+    Message,
+    Note,
+    Sample,
+    Started,
+    Telemetry,
+)
 from servegate.redact import Redactor
 
 if TYPE_CHECKING:
@@ -102,15 +110,19 @@ def _read_spec(argv: list[str]) -> dict[str, Any]:
 _SEND_LOCK = threading.Lock()
 
 
-def _send(message: dict[str, Any]) -> None:
-    """One JSON line to the launcher; it may be gone (detached), which is fine."""
+def _send(message: Message, redactor: Redactor | None = None) -> None:
+    """One JSON line to the launcher, through ``redactor`` if given; the launcher may be
+    gone (detached), which is fine."""
+    data = message.to_json()
+    if redactor is not None:
+        data = redactor.json(data)
     with _SEND_LOCK, contextlib.suppress(OSError):  # the sampler's thread sends too
-        os.write(1, (json.dumps(message) + "\n").encode())
+        os.write(1, (json.dumps(data) + "\n").encode())
 
 
 def _status(snapshot: Snapshot) -> None:
     """The sampler's newest snapshot, without its processes, for the live status line."""
-    _send({"event": "status", "snapshot": replace(snapshot, procs=()).to_json()})
+    _send(Sample(snapshot=replace(snapshot, procs=())))
 
 
 def _subreaper() -> None:
@@ -233,7 +245,7 @@ class Keeper:
             self.log = LogSink(_open_log(spec["log_path"]), status)
         except OSError as exc:
             where = exc.filename or spec["log_path"]
-            _send({"event": "error", "message": f"cannot write {where}: {_describe(exc)}"})
+            _send(Failed(message=f"cannot write {where}: {_describe(exc)}"))
             sys.exit(3)
         out_r, out_w = os.pipe()
         with contextlib.suppress(OSError):  # a smaller pipe only means more wake-ups
@@ -250,7 +262,7 @@ class Keeper:
                 close_fds=True,
             )
         except OSError as exc:
-            _send({"event": "error", "message": f"{exc.strerror or exc}"})
+            _send(Failed(message=f"{exc.strerror or exc}"))
             sys.exit(3)
         finally:
             os.close(out_w)
@@ -258,14 +270,13 @@ class Keeper:
         os.set_blocking(out_r, False)
         self.out_r = out_r
         _send(
-            {
-                "event": "started",
-                "pid": self.server.pid,
-                "pgid": self.server.pid,
-                "keeper_pid": os.getpid(),
-                "started_mono": started_mono,
-                "started_wall": started_wall,
-            }
+            Started(
+                pid=self.server.pid,
+                pgid=self.server.pid,
+                keeper_pid=os.getpid(),
+                started_mono=started_mono,
+                started_wall=started_wall,
+            )
         )
         self.started = (started_mono, started_wall)
 
@@ -274,6 +285,7 @@ class Keeper:
         # imported here so that the server starts before numpy and friends load
         from servegate.gate.core import Gate, GateSources
         from servegate.gate.options import GateOptions
+        from servegate.gate.verdict import DetectedBy, Status
 
         assert self.server is not None and self.log is not None
         resolved = GateOptions.from_json(self.spec["gate"]).resolve()
@@ -291,33 +303,22 @@ class Keeper:
         )
         gate = Gate(resolved, sources)
         verdict = gate.run(close=False)
-        essential = list(gate.essential_pids)
-        redactor = self._redactor()
-        _send(
-            {
-                "event": "verdict",
-                "verdict": redactor.json(verdict.to_json()),
-                "essential": essential,
-            }
-        )
+        _send(Decided(verdict=verdict, essential=tuple(gate.essential_pids)), self._redactor())
         # the sampled series, after the verdict so as not to delay it (busiest processes only),
         # with one last sample taken now: the recording reaches the verdict's moment
         from servegate.telemetry.sampler import trimmed
 
         verdict = gate.last_sample(verdict)
-
-        summary = None if verdict.telemetry is None else verdict.telemetry.to_json()
-        series = [s.to_json() for s in trimmed(verdict.snapshots)]
-        _send({"event": "telemetry", "snapshots": series, "summary": summary})
+        _send(Telemetry(snapshots=tuple(trimmed(verdict.snapshots)), summary=verdict.telemetry))
         gate.close()
         if sources.pipe_fd is None:
             self.out_r = -1  # the gate saw end-of-file and closed it
-        if verdict.status == "crash" and verdict.detected_by == "exit":
+        if verdict.status == Status.CRASH and verdict.detected_by == DetectedBy.EXIT:
             self.server.returncode = verdict.exit_code  # reaped by the gate
 
     def _note(self, text: str) -> None:
         """A live note of the gate, redacted, to the launcher."""
-        _send({"event": "note", "text": self._redactor().text(text)})
+        _send(Note(text=text), self._redactor())
 
     def _redactor(self) -> Redactor:
         """Masks the secrets this server was given or inherited, and URL credentials."""
@@ -370,7 +371,7 @@ class Keeper:
                     exited = True
             _reap(self.server.pid)
         code = self.server.wait() if self.server.returncode is None else self.server.returncode
-        _send({"event": "exit", "code": code})
+        _send(Exited(code=code))
         # the main process is gone: anything left of its tree is an orphan
         self.kill_tree(2.0)
         if self.out_r >= 0:
@@ -435,7 +436,7 @@ def main() -> None:
         keeper.serve()
     except Exception as exc:
         # never leave a server without its keeper: report, take the tree down, exit
-        _send({"event": "error", "message": f"{exc.__class__.__name__}: {exc}"})
+        _send(Failed(message=f"{exc.__class__.__name__}: {exc}"))
         keeper.kill_tree(_CALLER_GONE_GRACE_S)
         sys.exit(3)
 

@@ -12,7 +12,6 @@ launching process ends, however it ends.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -21,16 +20,28 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import IO, Any
+from typing import IO
 
 import psutil
 
+from servegate.engines import get_profile
 from servegate.errors import PortInUseError, ServegateError, UsageError
 from servegate.gate import check_log_path, raise_for_verdict
-from servegate.gate.options import GateOptions, model_from_command, port_from_command
-from servegate.gate.verdict import Verdict, iso
+from servegate.gate.options import GateOptions, Resolved, model_from_command, port_from_command
+from servegate.gate.verdict import Status, Verdict, iso
 from servegate.launch import state
 from servegate.launch.keeper import spawn as spawn_keeper
+from servegate.launch.messages import (
+    Decided,
+    Exited,
+    Failed,
+    Message,
+    Note,
+    Sample,
+    Started,
+    Telemetry,
+    parse,
+)
 from servegate.launch.stop import stop as stop_server
 from servegate.launch.tree import (
     MARKER_VAR,
@@ -43,7 +54,6 @@ from servegate.launch.tree import (
     snapshot,
 )
 from servegate.telemetry.model import Snapshot
-from servegate.telemetry.summary import TelemetrySummary
 
 __all__ = ["Server", "launch"]
 
@@ -131,10 +141,9 @@ class Server:
         if keeper is None or keeper.stdout is None:
             return None
         for raw in keeper.stdout:
-            message = json.loads(raw)
-            if message.get("event") == "exit":
-                code = message.get("code")
-                return int(code) if code is not None else None
+            message = parse(raw)
+            if isinstance(message, Exited):
+                return message.code
         return None
 
     def __enter__(self) -> Server:
@@ -169,12 +178,10 @@ def _check_command(command: Sequence[str], env: Mapping[str, str], cwd: str | No
             raise UsageError(f"invalid --env name {key!r}: use --env NAME=VALUE.")
 
 
-def _read_message(stream: IO[bytes]) -> dict[str, Any] | None:
+def _read(stream: IO[bytes]) -> Message | None:
+    """The keeper's next message; None at end-of-file."""
     raw = stream.readline()
-    if not raw:
-        return None
-    result: dict[str, Any] = json.loads(raw)
-    return result
+    return parse(raw) if raw else None
 
 
 def launch(
@@ -236,9 +243,87 @@ def launch(
     command = [str(arg) for arg in command]
     env = dict(env or {})
     _check_command(command, env, cwd)
+    options = _gate_options(
+        command,
+        engine=engine,
+        ready=ready,
+        crash=crash,
+        port=port,
+        host=host,
+        health_url=health_url,
+        timeout_s=timeout_s,
+        stall_s=stall_s,
+        model=model,
+        sample_s=sample_s,
+    )
+    resolved = options.resolve()
+    if options.port is not None:
+        _check_port_free(options.port)
+    # reserved under a lock: launches started together never share a name
+    name = state.reserve_name(state.check_name(name or resolved.profile.name))
+    try:
+        log_path = _fresh_log(log_path, name)
+        marker = uuid.uuid4().hex
+        keeper, control_w = _start_keeper(
+            command, env, cwd=cwd, log_path=log_path, name=name, options=options, marker=marker
+        )
+    except BaseException:
+        state.remove(name)  # the reservation: nothing was started
+        raise
+    assert keeper.stdout is not None
+    try:
+        tracked = _track(
+            keeper,
+            name=name,
+            command=command,
+            resolved=resolved,
+            log_path=log_path,
+            marker=marker,
+            attached=attached,
+        )
+        if on_started is not None:
+            on_started(tracked)
+        message = _until_verdict(keeper.stdout, on_note=on_note, on_status=on_status)
+    except BaseException:
+        # interrupted (Ctrl-C) or the keeper failed: nothing may be left behind
+        _abort(keeper, control_w, name)
+        raise
+    if not isinstance(message, Decided):
+        _abort(keeper, control_w, name)
+        detail = message.message if isinstance(message, Failed) else "it ended"
+        raise ServegateError(f"the keeper process failed before a verdict ({detail}).")
+    server = Server(
+        tracked=tracked,
+        verdict=_with_snapshots(message.verdict, keeper.stdout),
+        keeper=keeper,
+        control=control_w,
+        essential=[info for info in map(_proc_info, message.essential) if info is not None],
+    )
+    return _settle(server, keep=keep, attached=attached, on_verdict=on_verdict)
+
+
+def _gate_options(
+    command: Sequence[str],
+    *,
+    engine: str,
+    ready: Sequence[str],
+    crash: Sequence[str],
+    port: int | None,
+    host: str,
+    health_url: str | None,
+    timeout_s: float,
+    stall_s: float | None,
+    model: str | None,
+    sample_s: float,
+) -> GateOptions:
+    """The gate's options for ``command``. The port: ``port``, else the command's
+    ``--port N``, else (without a health URL) the profile's default; the model: ``model``,
+    else the command's (for vLLM's 1-token check)."""
     if port is None:
         port = port_from_command(command)
-    options = GateOptions(
+    if port is None and health_url is None:
+        port = get_profile(engine).default_port
+    return GateOptions(
         engine=engine,
         ready=tuple(ready),
         crash=tuple(crash),
@@ -250,116 +335,136 @@ def launch(
         model=model or model_from_command(command),
         sample_s=sample_s,
     )
-    profile_port = options.resolve().profile.default_port
-    if options.port is None and options.health_url is None and profile_port is not None:
-        options = GateOptions(**{**options.to_json(), "port": profile_port})
-    resolved = options.resolve()
-    if options.port is not None and not port_is_free(options.port):
-        raise PortInUseError(
-            f"port {options.port} is already in use{_held_by(options.port)}: stop what holds it "
-            "(servegate ps / servegate stop) or pick another --port.",
-            port=options.port,
-        )
-    # reserved under a lock: launches started together never share a name
-    name = state.reserve_name(state.check_name(name or resolved.profile.name))
+
+
+def _fresh_log(log_path: str | None, name: str) -> str:
+    """The server's log (default: NAME.log in the state folder), emptied for this start."""
+    if log_path is None:
+        log_path = str(state.state_dir() / f"{name}.log")
+    log_path = os.path.abspath(log_path)
+    check_log_path(log_path)
     try:
-        if log_path is None:
-            log_path = str(state.state_dir() / f"{name}.log")
-        log_path = os.path.abspath(log_path)
-        check_log_path(log_path)
-        try:
-            with open(log_path, "wb"):
-                pass  # a fresh log for a fresh start
-        except OSError as exc:
-            raise UsageError(
-                f"cannot write the log {log_path}: {exc.strerror or exc}; "
-                "pass a writable --log path."
-            ) from None
-        marker = uuid.uuid4().hex
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        env[MARKER_VAR] = marker
-        spec = {
-            "command": command,
-            "env": env,
-            "cwd": cwd,
-            "log_path": log_path,
-            "status_path": str(state.status_path(name)),
-            "gate": options.to_json(),
-        }
-        control_r, control_w = os.pipe()
-        try:
-            keeper = spawn_keeper(spec, control=control_r)  # the spec never goes in argv
-        except BaseException:
-            os.close(control_w)
-            raise
-        finally:
-            os.close(control_r)
+        with open(log_path, "wb"):
+            pass  # a fresh log for a fresh start
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write the log {log_path}: {exc.strerror or exc}; pass a writable --log path."
+        ) from None
+    return log_path
+
+
+def _start_keeper(
+    command: list[str],
+    env: dict[str, str],
+    *,
+    cwd: str | None,
+    log_path: str,
+    name: str,
+    options: GateOptions,
+    marker: str,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the keeper on the server's spec; return it and its control pipe's write end."""
+    env = dict(env)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env[MARKER_VAR] = marker
+    spec = {
+        "command": command,
+        "env": env,
+        "cwd": cwd,
+        "log_path": log_path,
+        "status_path": str(state.status_path(name)),
+        "gate": options.to_json(),
+    }
+    control_r, control_w = os.pipe()
+    try:
+        keeper = spawn_keeper(spec, control=control_r)  # the spec never goes in argv
     except BaseException:
-        state.remove(name)  # the reservation: nothing was started
+        os.close(control_w)
         raise
+    finally:
+        os.close(control_r)
+    return keeper, control_w
+
+
+def _track(
+    keeper: subprocess.Popen[bytes],
+    *,
+    name: str,
+    command: list[str],
+    resolved: Resolved,
+    log_path: str,
+    marker: str,
+    attached: bool,
+) -> state.Tracked:
+    """Read the keeper's ``Started``; record the running server under ``name``."""
     assert keeper.stdout is not None
+    started = _read(keeper.stdout)
+    if not isinstance(started, Started):
+        detail = started.message if isinstance(started, Failed) else "the keeper process ended"
+        raise UsageError(f"could not start {command[0]!r}: {detail}.")
     try:
-        started = _read_message(keeper.stdout)
-        if started is None or started.get("event") != "started":
-            detail = (started or {}).get("message", "the keeper process ended")
-            raise UsageError(f"could not start {command[0]!r}: {detail}.")
-        pid = int(started["pid"])
-        try:
-            create_time = psutil.Process(pid).create_time()
-        except psutil.Error:
-            create_time = float(started["started_wall"])
-        try:
-            keeper_create_time: float | None = psutil.Process(keeper.pid).create_time()
-        except psutil.Error:
-            keeper_create_time = None
-        tracked = state.Tracked(
-            name=name,
-            pid=pid,
-            pgid=int(started["pgid"]),
-            create_time=create_time,
-            keeper_pid=int(started["keeper_pid"]),
-            command=tuple(command),
-            engine=resolved.profile.name,
-            url=resolved.url,
-            port=options.port,
-            log_path=log_path,
-            started_at=iso(float(started["started_wall"])),
-            marker=marker,
-            attached=attached,
-            keeper_create_time=keeper_create_time,
-        )
-        state.save(tracked)
-        if on_started is not None:
-            on_started(tracked)
-        message = _read_message(keeper.stdout)
-        while message is not None and message.get("event") in ("note", "status"):
-            if message["event"] == "note":
-                if on_note is not None:
-                    on_note(str(message.get("text", "")))
-            elif on_status is not None:
-                on_status(Snapshot.from_json(message["snapshot"]))
-            message = _read_message(keeper.stdout)
-    except BaseException:
-        # interrupted (Ctrl-C) or the keeper failed: nothing may be left behind
-        _abort(keeper, control_w, name)
-        raise
-    if message is None or message.get("event") != "verdict":
-        _abort(keeper, control_w, name)
-        detail = (message or {}).get("message", "it ended")
-        raise ServegateError(f"the keeper process failed before a verdict ({detail}).")
-    verdict = Verdict.from_json(message["verdict"])
-    verdict = _with_snapshots(verdict, keeper.stdout)
-    essential = [info for info in map(_proc_info, message["essential"]) if info is not None]
-    server = Server(
-        tracked=tracked, verdict=verdict, keeper=keeper, control=control_w, essential=essential
+        create_time = psutil.Process(started.pid).create_time()
+    except psutil.Error:
+        create_time = started.started_wall
+    try:
+        keeper_create_time: float | None = psutil.Process(keeper.pid).create_time()
+    except psutil.Error:
+        keeper_create_time = None
+    tracked = state.Tracked(
+        name=name,
+        pid=started.pid,
+        pgid=started.pgid,
+        create_time=create_time,
+        keeper_pid=started.keeper_pid,
+        command=tuple(command),
+        engine=resolved.profile.name,
+        url=resolved.url,
+        port=resolved.options.port,
+        log_path=log_path,
+        started_at=iso(started.started_wall),
+        marker=marker,
+        attached=attached,
+        keeper_create_time=keeper_create_time,
     )
+    state.save(tracked)
+    return tracked
+
+
+def _until_verdict(
+    stream: IO[bytes],
+    *,
+    on_note: Callable[[str], None] | None,
+    on_status: Callable[[Snapshot], None] | None,
+) -> Message | None:
+    """Pass the keeper's notes and samples on; return the message after them (the verdict)."""
+    message = _read(stream)
+    while isinstance(message, Note | Sample):
+        if isinstance(message, Note):
+            if on_note is not None:
+                on_note(message.text)
+        elif on_status is not None:
+            on_status(message.snapshot)
+        message = _read(stream)
+    return message
+
+
+def _settle(
+    server: Server,
+    *,
+    keep: bool,
+    attached: bool,
+    on_verdict: Callable[[Verdict], None] | None,
+) -> Server:
+    """Show the verdict through ``on_verdict``; then stop (or keep) a failed server and
+    raise, or detach a READY one unless attached."""
+    verdict = server.verdict
     if on_verdict is not None:
         try:
             on_verdict(verdict)
         except BaseException:
             server.stop(grace_s=5.0)  # whatever the caller's trouble, nothing is left behind
             raise
-    if verdict.status != "ready":
+    if verdict.status != Status.READY:
         if keep:
             server.detach()
         else:
@@ -373,15 +478,14 @@ def launch(
 def _with_snapshots(verdict: Verdict, stream: IO[bytes]) -> Verdict:
     """The verdict with the series the keeper sends right after it (none if it sends none)."""
     try:
-        message = _read_message(stream)
+        message = _read(stream)
     except (OSError, ValueError):
         return verdict
-    if message is None or message.get("event") != "telemetry":
+    if not isinstance(message, Telemetry):
         return verdict
-    snapshots = tuple(Snapshot.from_json(item) for item in message.get("snapshots", ()))
     # the summary again: it counts the last sample, taken after the verdict was sent
-    summary = TelemetrySummary.from_json(message.get("summary")) or verdict.telemetry
-    return replace(verdict, snapshots=snapshots, telemetry=summary)
+    summary = message.summary or verdict.telemetry
+    return replace(verdict, snapshots=message.snapshots, telemetry=summary)
 
 
 def _proc_info(pid: int) -> ProcInfo | None:
@@ -403,6 +507,16 @@ def _abort(keeper: subprocess.Popen[bytes], control_w: int, name: str) -> None:
     if keeper.stdout is not None:
         keeper.stdout.close()
     state.remove(name)
+
+
+def _check_port_free(port: int) -> None:
+    """PortInUseError naming what holds ``port``, unless a server could bind it now."""
+    if not port_is_free(port):
+        raise PortInUseError(
+            f"port {port} is already in use{_held_by(port)}: stop what holds it "
+            "(servegate ps / servegate stop) or pick another --port.",
+            port=port,
+        )
 
 
 def _held_by(port: int) -> str:
