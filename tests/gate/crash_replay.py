@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from servegate.gate.core import Gate, GateSources
+from servegate.gate.decide import Gate, GateSources
 from servegate.gate.options import GateOptions
 from servegate.gate.verdict import Verdict
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from servegate.gate.core import Gate, GateSources
+from servegate.gate.decide import Gate, GateSources
 from servegate.gate.options import GateOptions
 from servegate.telemetry.model import ProcSample, Snapshot
 

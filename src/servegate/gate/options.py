@@ -7,6 +7,7 @@ returns the compiled rules with the probe address.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,14 @@ from servegate.engines import EngineProfile, get_profile
 from servegate.errors import UsageError
 from servegate.gate.watch import Rules
 
-__all__ = ["JSON_TAIL_LINES", "GateOptions", "Resolved", "model_from_command", "port_from_command"]
+__all__ = [
+    "JSON_TAIL_LINES",
+    "GateOptions",
+    "Resolved",
+    "check_log_path",
+    "model_from_command",
+    "port_from_command",
+]
 
 JSON_TAIL_LINES = 300
 MIN_SAMPLE_S = 0.05  # --sample below this costs more than it tells (benchmarks/README.md)
@@ -47,6 +55,13 @@ def model_from_command(command: Sequence[str]) -> str | None:
         if arg == "serve" and not command[index + 1].startswith("-"):
             return command[index + 1]
     return None
+
+
+def check_log_path(log_path: str) -> None:
+    """UsageError unless the log's folder exists (the file itself may come later)."""
+    folder = os.path.dirname(os.path.abspath(log_path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"the folder of --log {log_path!r} does not exist: create {folder} first.")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from servegate.diag.diagnosis import Diagnosis
+from servegate.errors import ServerCrashed, ServerTimeout
 from servegate.telemetry.model import Snapshot
 from servegate.telemetry.summary import TelemetrySummary
 
@@ -25,6 +26,7 @@ __all__ = [
     "Status",
     "Verdict",
     "iso",
+    "raise_for_verdict",
 ]
 
 SCHEMA = "servegate.verdict/1"
@@ -228,3 +230,12 @@ class Verdict:
             diagnosis=Diagnosis.from_json(data.get("diagnosis")),
             telemetry=TelemetrySummary.from_json(data.get("telemetry")),
         )
+
+
+def raise_for_verdict(verdict: Verdict) -> Verdict:
+    """Return a READY verdict; raise ServerCrashed / ServerTimeout for the others."""
+    if verdict.status == Status.CRASH:
+        raise ServerCrashed(verdict)
+    if verdict.status == Status.TIMEOUT:
+        raise ServerTimeout(verdict)
+    return verdict

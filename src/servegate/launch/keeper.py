@@ -283,7 +283,7 @@ class Keeper:
     def gate(self) -> None:
         """Run the gate on the server's pipe; send the verdict."""
         # imported here so that the server starts before numpy and friends load
-        from servegate.gate.core import Gate, GateSources
+        from servegate.gate.decide import Gate, GateSources
         from servegate.gate.options import GateOptions
         from servegate.gate.verdict import DetectedBy, Status
 

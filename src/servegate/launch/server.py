@@ -26,9 +26,14 @@ import psutil
 
 from servegate.engines import get_profile
 from servegate.errors import PortInUseError, ServegateError, UsageError
-from servegate.gate import check_log_path, raise_for_verdict
-from servegate.gate.options import GateOptions, Resolved, model_from_command, port_from_command
-from servegate.gate.verdict import Status, Verdict, iso
+from servegate.gate.options import (
+    GateOptions,
+    Resolved,
+    check_log_path,
+    model_from_command,
+    port_from_command,
+)
+from servegate.gate.verdict import Status, Verdict, iso, raise_for_verdict
 from servegate.launch import state
 from servegate.launch.keeper import spawn as spawn_keeper
 from servegate.launch.messages import (
