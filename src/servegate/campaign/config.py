@@ -37,6 +37,7 @@ from servegate.campaign.schema import (
     CampaignFile,
     MatrixTable,
     Scalar,
+    ServerTable,
     VariantTable,
     config_error,
     percentage,
@@ -254,7 +255,59 @@ def parse_campaign(text: str, *, path: Path | None = None) -> Campaign:
 
 
 def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -> Campaign:
+    """The checked campaign of a validated file: every cross-key mistake raised here."""
     server = model.server
+    engine = _check_server(server, where, text)
+    tables = _variant_tables(model, where, text)
+    builtins, campaign_vars = _campaign_values(model, where, text)
+    template = _split(server.command, where, "server.command")
+    variants = [
+        _variant(
+            table,
+            model,
+            template=template,
+            builtins=builtins,
+            campaign_vars=campaign_vars,
+            where=where,
+            path=path,
+        )
+        for table in tables
+    ]
+    variants.sort(key=lambda v: v.name != model.campaign.baseline)  # baseline first, stable
+    port = server.port if isinstance(server.port, int) else None
+    if server.port is None:
+        port = _default_port(engine)
+    return Campaign(
+        name=model.campaign.name,
+        baseline=model.campaign.baseline,
+        description=model.campaign.description,
+        path=path,
+        text=text,
+        engine=engine,
+        host=server.host,
+        port=port,
+        model=server.model,
+        cwd=server.cwd,
+        timeout_s=server.timeout_s,
+        stall_s=server.stall_s,
+        stop_grace_s=server.stop_grace_s,
+        release_timeout_s=server.release_timeout_s,
+        ready=tuple(server.ready),
+        crash=tuple(server.crash),
+        health_url=server.health_url,
+        values=tuple(sorted({**builtins, **campaign_vars}.items())),
+        variants=tuple(variants),
+        groups=_server_groups(variants, port),
+        restarts=model.bench.restarts,
+        seed=model.bench.seed,
+        min_effect=None
+        if model.campaign.min_effect is None
+        else percentage(model.campaign.min_effect),
+    )
+
+
+def _check_server(server: ServerTable, where: str, text: str) -> str:
+    """The engine's name; ConfigError for an unknown engine or a remote host."""
     engine = _check_engine(server.engine, where, text)
     if server.host != "local":
         raise ConfigError(
@@ -264,6 +317,11 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
             path=where,
             key="server.host",
         )
+    return engine
+
+
+def _variant_tables(model: CampaignFile, where: str, text: str) -> list[VariantTable]:
+    """The [[variant]] tables and the [matrix]'s, uniquely named, the baseline among them."""
     tables = list(model.variant) + _expand_matrix(model.matrix, where)
     if not tables:
         raise ConfigError(
@@ -272,8 +330,8 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
             path=where,
             key="variant",
         )
-    seen: dict[str, int] = {}
-    for index, table in enumerate(tables):
+    seen: set[str] = set()
+    for table in tables:
         if table.name in seen:
             line = variant_line(text, table.name, nth=2)
             raise ConfigError(
@@ -282,16 +340,23 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
                 path=where,
                 key=f"variant.{table.name}",
             )
-        seen[table.name] = index
+        seen.add(table.name)
     if model.campaign.baseline not in seen:
         raise ConfigError(
             f"{where}{key_line(text, 'campaign', 'baseline')}: baseline = "
             f"{model.campaign.baseline!r} names no variant; set [campaign] baseline to one of "
-            f"{', '.join(repr(name) for name in seen)}.",
+            f"{', '.join(repr(table.name) for table in tables)}.",
             path=where,
             key="campaign.baseline",
         )
+    return tables
 
+
+def _campaign_values(
+    model: CampaignFile, where: str, text: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The built-in placeholders and the [vars]; the server's patterns and health URL checked."""
+    server = model.server
     builtins = {"python": sys.executable, "host": LOCAL_ADDRESS}
     if server.model is not None:
         builtins["model"] = server.model
@@ -314,89 +379,69 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
                     path=where,
                     key=f"server.{key}",
                 ) from None
-    campaign_values = {**builtins, **campaign_vars}
     if server.health_url is not None:
-        _check_placeholders(server.health_url, campaign_values, where, "[server] health_url")
-    template = _split(server.command, where, "server.command")
-    variants = []
-    for table in tables:
-        label = f"variant {table.name!r}"
-        for key in table.vars:
-            if key in BUILTIN_PLACEHOLDERS:
-                raise ConfigError(
-                    f"{where}: {label} vars {key} would hide the built-in placeholder "
-                    f"{{{key}}}; rename it.",
-                    path=where,
-                    key=f"variant.{table.name}.vars.{key}",
-                )
-        values = {**builtins, **campaign_vars, **{k: _scalar(v) for k, v in table.vars.items()}}
-        command = (
-            _split(table.command, where, f"{label} command")
-            if table.command is not None
-            else list(template)
-        )
-        if not command:
+        values = {**builtins, **campaign_vars}
+        _check_placeholders(server.health_url, values, where, "[server] health_url")
+    return builtins, campaign_vars
+
+
+def _variant(
+    table: VariantTable,
+    model: CampaignFile,
+    *,
+    template: list[str],
+    builtins: dict[str, str],
+    campaign_vars: dict[str, str],
+    where: str,
+    path: Path | None,
+) -> Variant:
+    """One variant: its command, environment and placeholders checked, its bench plan."""
+    label = f"variant {table.name!r}"
+    for key in table.vars:
+        if key in BUILTIN_PLACEHOLDERS:
             raise ConfigError(
-                f"{where}: {label}: the command is empty; set [server] command "
-                "(or the variant's command) to the server's command line.",
+                f"{where}: {label} vars {key} would hide the built-in placeholder "
+                f"{{{key}}}; rename it.",
                 path=where,
-                key="server.command",
+                key=f"variant.{table.name}.vars.{key}",
             )
-        args = table.args if isinstance(table.args, list) else _split(table.args, where, label)
-        command += args
-        env = {k: _scalar(v) for k, v in server.env.items()}
-        env.update({k: _scalar(v) for k, v in table.env.items()})
-        for token in command:
-            _check_placeholders(token, values, where, f"{label} command/args")
-        for key, value in env.items():
-            _check_placeholders(value, values, where, f"{label} env {key}")
-        variants.append(
-            Variant(
-                name=table.name,
-                description=table.description,
-                command=tuple(command),
-                env=tuple(sorted(env.items())),
-                values=tuple(sorted(values.items())),
-                bench=_bench_plan(
-                    model.bench, table.bench, where, table.name, base_dir=_base_dir(path)
-                ),
-            )
+    values = {**builtins, **campaign_vars, **{k: _scalar(v) for k, v in table.vars.items()}}
+    command = (
+        _split(table.command, where, f"{label} command")
+        if table.command is not None
+        else list(template)
+    )
+    if not command:
+        raise ConfigError(
+            f"{where}: {label}: the command is empty; set [server] command "
+            "(or the variant's command) to the server's command line.",
+            path=where,
+            key="server.command",
         )
-    variants.sort(key=lambda v: v.name != model.campaign.baseline)  # baseline first, stable
-    port = server.port if isinstance(server.port, int) else None
-    if server.port is None:
-        port = _default_port(engine)
+    command += table.args if isinstance(table.args, list) else _split(table.args, where, label)
+    env = {k: _scalar(v) for k, v in model.server.env.items()}
+    env.update({k: _scalar(v) for k, v in table.env.items()})
+    for token in command:
+        _check_placeholders(token, values, where, f"{label} command/args")
+    for key, value in env.items():
+        _check_placeholders(value, values, where, f"{label} env {key}")
+    return Variant(
+        name=table.name,
+        description=table.description,
+        command=tuple(command),
+        env=tuple(sorted(env.items())),
+        values=tuple(sorted(values.items())),
+        bench=_bench_plan(model.bench, table.bench, where, table.name, base_dir=_base_dir(path)),
+    )
+
+
+def _server_groups(variants: list[Variant], port: int | None) -> tuple[ServerGroup, ...]:
+    """Variants whose final command and environment are equal share one server start."""
     groups: dict[str, list[Variant]] = {}
     for variant in variants:
         argv, env = variant.render(port=port if port is not None else 0)
         groups.setdefault(_group_key(argv, env), []).append(variant)
-    return Campaign(
-        name=model.campaign.name,
-        baseline=model.campaign.baseline,
-        description=model.campaign.description,
-        path=path,
-        text=text,
-        engine=engine,
-        host=server.host,
-        port=port,
-        model=server.model,
-        cwd=server.cwd,
-        timeout_s=server.timeout_s,
-        stall_s=server.stall_s,
-        stop_grace_s=server.stop_grace_s,
-        release_timeout_s=server.release_timeout_s,
-        ready=tuple(server.ready),
-        crash=tuple(server.crash),
-        health_url=server.health_url,
-        values=tuple(sorted(campaign_values.items())),
-        variants=tuple(variants),
-        groups=tuple(ServerGroup(key=key, variants=tuple(vs)) for key, vs in groups.items()),
-        restarts=model.bench.restarts,
-        seed=model.bench.seed,
-        min_effect=None
-        if model.campaign.min_effect is None
-        else percentage(model.campaign.min_effect),
-    )
+    return tuple(ServerGroup(key=key, variants=tuple(vs)) for key, vs in groups.items())
 
 
 def _expand_matrix(matrix: MatrixTable | None, where: str) -> list[VariantTable]:

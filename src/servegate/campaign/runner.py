@@ -30,7 +30,7 @@ import random
 import re
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +41,13 @@ from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant,
 from servegate.campaign.crash import TAIL_LINES, classify, log_tail
 from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
-from servegate.campaign.preflight import Level, ProcessRef, process_tree, run_preflight
+from servegate.campaign.preflight import (
+    Level,
+    PreflightReport,
+    ProcessRef,
+    process_tree,
+    run_preflight,
+)
 from servegate.campaign.progress import CampaignProgress, TimeLeft, duration
 from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
 from servegate.engines import get_profile
@@ -60,6 +66,7 @@ from servegate.startup.eta import Eta, estimate
 from servegate.startup.history import History, config_key, gpu_model
 from servegate.startup.session import startup_telemetry
 from servegate.store import AttemptStatus, CampaignStatus, Store
+from servegate.telemetry.model import Snapshot
 
 __all__ = [
     "PrecisionOutcome",
@@ -155,6 +162,35 @@ class _Task:
     variant: Variant
     point: LoadPoint
     repeat: int  # stored repeat number: (start - 1) * repeats + the repeat on this start
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Start:
+    """One start of a server group: what it runs, what it measures, how it is announced."""
+
+    cid: int
+    group: ServerGroup
+    number: int  # which start of the group: 1, 2, ...
+    tag: str  # its place in the run: "[3/8]"
+    names: str  # the variants it serves, as the progress names them
+    port: int
+    argv: list[str]
+    env: dict[str, str]
+    todo: list[_Task]  # the measurements still to make on it
+    versions: dict[str, Any]  # recorded with each of its attempts, as is
+    commit: str | None  # the git commit of the server's working folder
+
+    @property
+    def owner(self) -> str:
+        """The variant its attempt is recorded under: the first one with work to do."""
+        return self.todo[0].variant.name
+
+    @property
+    def sharing(self) -> list[str]:
+        """The other variants measured on this server (they fail with it)."""
+        return list(
+            dict.fromkeys(t.variant.name for t in self.todo if t.variant.name != self.owner)
+        )
 
 
 def start_order(count: int, round_: int, seed: int, *, shuffle: bool = True) -> list[int]:
@@ -557,67 +593,37 @@ class _Runner:
         start: int,
         names: str,
     ) -> None:
-        tasks = [t for t in _tasks(group, start) if t.variant.name not in self.state.broken]
-        todo = [t for t in tasks if (t.variant.name, t.point.label, t.repeat) not in done]
-        self.state.skipped += len(tasks) - len(todo)
+        """One start of ``group``: preflight, launch, benchmark what is not stored, stop."""
+        todo = self._todo(group, start, done, tag=tag, names=names)
         if not todo:
-            self.progress.info(f"{tag} {names}: all {len(tasks)} measurements stored; skipped")
             return
-        if len(todo) < len(tasks):
-            self.progress.info(
-                f"{tag} {names}: {len(tasks) - len(todo)} of {len(tasks)} measurements "
-                "already stored; measuring the rest"
-            )
         campaign = self.campaign
         port = campaign.port if campaign.port is not None else _free_port()
         argv, env = group.render(port=port)
-        shown = " ".join(self.redactor.command(argv))
-        self.progress.activity(f"{tag} {names}: preflight (port {port})")
-        report = run_preflight(
+        report = self._preflight(port, env, lead=f"{tag} {names}", tag=tag)
+        one = _Start(
+            cid=cid,
+            group=group,
+            number=start,
+            tag=tag,
+            names=names,
             port=port,
-            previous=self.state.previous,
-            gpu=self.gpu,
-            gpu_idle=self.gpu_idle,
-            model=campaign.model,
+            argv=argv,
             env=env,
-            timeout_s=campaign.release_timeout_s,
-            on_wait=lambda text: self.progress.activity(f"{tag} {names}: preflight: {text}"),
+            todo=todo,
+            versions=self._versions(argv),
+            commit=git_commit(Path(campaign.cwd) if campaign.cwd else None),
         )
-        for check in report.warnings:
-            self.progress.warning(f"{tag} {check.message}")
-        owner = todo[0].variant.name
-        versions = {**tool_versions(), "engine": campaign.engine, **engine_versions(argv)}
-        if self.gpu_idle:
-            versions["gpus"] = [f"{g.index}: {g.name}" for g in self.gpu_idle]
-        commit = git_commit(Path(campaign.cwd) if campaign.cwd else None)
-
-        def start_attempt(variant: str) -> int:
-            return self.store.start_attempt(
-                cid,
-                variant=variant,
-                server_key=group.key,
-                command=self.redactor.command(argv),
-                env=self.redactor.env(env),
-                host=campaign.host,
-                versions=versions,
-                git_commit=commit,
-                start=start,
-            )
-
-        # variants sharing this server that fail with it get the same record
-        sharing = list(dict.fromkeys(t.variant.name for t in todo if t.variant.name != owner))
         with self.interrupts.shielded():
-            aid = start_attempt(owner)
+            aid = self._start_attempt(one, one.owner)
         if not report.ok:
-            reason = f"preflight failed: {report.reason()}"
-            with self.interrupts.shielded():
-                self.store.finish_attempt(aid, AttemptStatus.FAILED, reason)
-                for name in sharing:
-                    other = start_attempt(name)
-                    self.store.finish_attempt(other, AttemptStatus.FAILED, reason)
-            self._fail(group.variants, reason)
-            self.state.dead[group.key] = f"its start {start} failed preflight"
-            self.progress.failure(f"{tag} {names}: {reason}")
+            self._start_failed(
+                one,
+                aid,
+                status=AttemptStatus.FAILED,
+                said=f"preflight failed: {report.reason()}",
+                dead=f"its start {start} failed preflight",
+            )
             return
         skipped = [c.name for c in report.checks if c.level is Level.SKIPPED]
         self.progress.info(
@@ -625,58 +631,127 @@ class _Runner:
             + (f" (not checked: {', '.join(skipped)})" if skipped else "")
         )
         record = self._startup_record(argv, env)
-        self.progress.activity(f"{tag} {names}: launching {shown}{_eta_note(record)}")
+        server = self._launch(one, aid, record)
+        if server is None:
+            return
+        self._finish_startup(record, server.verdict)
+        self._serve(aid, server, group=group, todo=todo, tag=tag, names=names)
+        if owners_died := self._died_on:
+            self.state.dead[group.key] = f"its server died during start {start} ({owners_died})"
+            self._died_on = ""
+
+    def _todo(
+        self,
+        group: ServerGroup,
+        start: int,
+        done: set[tuple[str, str, int]],
+        *,
+        tag: str,
+        names: str,
+    ) -> list[_Task]:
+        """The measurements of this start not stored yet (``--resume``); says what is skipped."""
+        tasks = [t for t in _tasks(group, start) if t.variant.name not in self.state.broken]
+        todo = [t for t in tasks if (t.variant.name, t.point.label, t.repeat) not in done]
+        self.state.skipped += len(tasks) - len(todo)
+        if not todo:
+            self.progress.info(f"{tag} {names}: all {len(tasks)} measurements stored; skipped")
+        elif len(todo) < len(tasks):
+            self.progress.info(
+                f"{tag} {names}: {len(tasks) - len(todo)} of {len(tasks)} measurements "
+                "already stored; measuring the rest"
+            )
+        return todo
+
+    def _versions(self, argv: list[str]) -> dict[str, Any]:
+        """Tool, engine and GPU versions recorded with each attempt of a start."""
+        versions = {**tool_versions(), "engine": self.campaign.engine, **engine_versions(argv)}
+        if self.gpu_idle:
+            versions["gpus"] = [f"{g.index}: {g.name}" for g in self.gpu_idle]
+        return versions
+
+    def _preflight(self, port: int, env: dict[str, str], *, lead: str, tag: str) -> PreflightReport:
+        """Check the machine before a start; warnings said, the report returned."""
+        self.progress.activity(f"{lead}: preflight (port {port})")
+        report = run_preflight(
+            port=port,
+            previous=self.state.previous,
+            gpu=self.gpu,
+            gpu_idle=self.gpu_idle,
+            model=self.campaign.model,
+            env=env,
+            timeout_s=self.campaign.release_timeout_s,
+            on_wait=lambda text: self.progress.activity(f"{lead}: preflight: {text}"),
+        )
+        for check in report.warnings:
+            self.progress.warning(f"{tag} {check.message}")
+        return report
+
+    def _start_attempt(self, one: _Start, variant: str) -> int:
+        """Record an attempt of ``variant`` on this start's server; its id."""
+        return self.store.start_attempt(
+            one.cid,
+            variant=variant,
+            server_key=one.group.key,
+            command=self.redactor.command(one.argv),
+            env=self.redactor.env(one.env),
+            host=self.campaign.host,
+            versions=one.versions,
+            git_commit=one.commit,
+            start=one.number,
+        )
+
+    def _launch(self, one: _Start, aid: int, record: StartupRecord | None) -> Server | None:
+        """Launch and gate the start's server; None when it did not come up (recorded)."""
+        campaign, lead = self.campaign, f"{one.tag} {one.names}"
+        shown = " ".join(self.redactor.command(one.argv))
+        self.progress.activity(f"{lead}: launching {shown}{_eta_note(record)}")
 
         def note(text: str) -> None:  # a silent server found busy: "slow, still working"
-            self.progress.info(f"{tag} {names}: {self.redactor.text(text)}")
+            self.progress.info(f"{lead}: {self.redactor.text(text)}")
 
-        log_path = self.log_dir / f"{_slug(campaign.name)}-{aid}-{_slug(owner)}.log"
+        log_path = self.log_dir / f"{_slug(campaign.name)}-{aid}-{_slug(one.owner)}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            server = launch(
-                argv,
+            return launch(
+                one.argv,
                 engine=campaign.engine,
-                port=port,
+                port=one.port,
                 timeout_s=campaign.timeout_s,
                 stall_s=campaign.stall_s,
-                env=env,
+                env=one.env,
                 cwd=campaign.cwd,
                 log_path=str(log_path),
-                name=_slug(f"{campaign.name}-{owner}"),
+                name=_slug(f"{campaign.name}-{one.owner}"),
                 keep=False,
                 ready=campaign.ready,
                 crash=campaign.crash,
-                health_url=campaign.probe_url(port=port),
+                health_url=campaign.probe_url(port=one.port),
                 on_note=note,
             )
         except GateError as exc:
-            data = self._redacted(exc.verdict.to_json())
-            with self.interrupts.shielded():
-                self.store.record_verdict(aid, data)
-                self.store.record_telemetry(aid, exc.verdict.snapshots)
-                self.store.finish_attempt(aid, AttemptStatus(exc.verdict.status))
-                for name in sharing:
-                    other = start_attempt(name)
-                    self.store.record_verdict(other, data)
-                    self.store.finish_attempt(other, AttemptStatus(exc.verdict.status))
-            self._finish_startup(record, exc.verdict)
-            line = self.redactor.text(exc.verdict.line())
-            self._fail(group.variants, line)
-            self.state.dead[group.key] = f"start {start}: {exc.verdict.status.upper()}"
-            self.progress.failure(f"{tag} {names}: {line}", tuple(data["tail"][-10:]))
+            verdict = exc.verdict
+            self._finish_startup(record, verdict)
+            data = self._redacted(verdict.to_json())
+            self._start_failed(
+                one,
+                aid,
+                status=AttemptStatus(verdict.status),
+                said=self.redactor.text(verdict.line()),
+                dead=f"start {one.number}: {verdict.status.upper()}",
+                verdict=data,
+                snapshots=verdict.snapshots,
+                tail=tuple(data["tail"][-10:]),
+            )
             self.state.previous = ()
-            return
         except UsageError as exc:  # the port was taken between preflight and launch
             reason = f"could not launch: {self.redactor.text(str(exc))}"
-            with self.interrupts.shielded():
-                self.store.finish_attempt(aid, AttemptStatus.FAILED, reason)
-                for name in sharing:
-                    other = start_attempt(name)
-                    self.store.finish_attempt(other, AttemptStatus.FAILED, reason)
-            self._fail(group.variants, reason)
-            self.state.dead[group.key] = f"start {start} could not be launched"
-            self.progress.failure(f"{tag} {names}: {reason}")
-            return
+            self._start_failed(
+                one,
+                aid,
+                status=AttemptStatus.FAILED,
+                said=reason,
+                dead=f"start {one.number} could not be launched",
+            )
         except Interrupted:
             self.interrupts.acknowledge()
             with self.interrupts.shielded():
@@ -684,11 +759,38 @@ class _Runner:
                     aid, AttemptStatus.INTERRUPTED, "interrupted while starting"
                 )
             raise
-        self._finish_startup(record, server.verdict)
-        self._serve(aid, server, group=group, todo=todo, tag=tag, names=names)
-        if owners_died := self._died_on:
-            self.state.dead[group.key] = f"its server died during start {start} ({owners_died})"
-            self._died_on = ""
+        return None
+
+    def _start_failed(
+        self,
+        one: _Start,
+        aid: int,
+        *,
+        status: AttemptStatus,
+        said: str,
+        dead: str,
+        verdict: dict[str, Any] | None = None,
+        snapshots: Sequence[Snapshot] = (),
+        tail: tuple[str, ...] = (),
+    ) -> None:
+        """A start that never served: its attempt closed with ``status``, and one attempt
+        with the same record for each variant sharing its server; those variants failed
+        with ``said``; the group is not started again (``dead`` says why).
+
+        With a ``verdict`` (CRASH, TIMEOUT) the reason is the verdict's; without one it is
+        ``said``."""
+        reason = None if verdict is not None else said
+        with self.interrupts.shielded():
+            for name in (one.owner, *one.sharing):
+                attempt = aid if name == one.owner else self._start_attempt(one, name)
+                if verdict is not None:
+                    self.store.record_verdict(attempt, verdict)
+                    if attempt == aid:
+                        self.store.record_telemetry(aid, snapshots)
+                self.store.finish_attempt(attempt, status, reason)
+        self._fail(one.group.variants, said)
+        self.state.dead[one.group.key] = dead
+        self.progress.failure(f"{one.tag} {one.names}: {said}", tail)
 
     def _serve(
         self,

@@ -352,101 +352,27 @@ def run_check(
     nothing at all to check.
     """
     metrics = [m for m in METRICS if m.key in thresholds]
-    explicit = variants is not None
-    same = baseline is None
-    base_data = candidate if baseline is None else baseline
-    if baseline_variant is not None and baseline_variant not in base_data.variants:
-        raise _unknown_variant(baseline_variant, base_data)
-    names = list(variants) if variants is not None else list(candidate.variants)
-    for name in names:
-        if name not in candidate.variants:
-            raise _unknown_variant(name, candidate)
-    own_base: str | None = None  # a variant of the candidate campaign that is the baseline
-    ref_of: dict[str, str | None] = {}
-    why_not: dict[str, str | None] = {}
-    if same and baseline_variant is None:
-        # the report's own rows: status, reason and the reference of each variant
-        rows = {r.name: r for r in compare(candidate, metrics=(), seed=seed).variants}
-        ref_of = {name: rows[name].reference for name in names}
-        why_not = {name: rows[name].not_compared for name in names}
-        pairwise = False
-        own_base = candidate.baseline
-    else:
-        rows = {name: summarize_variant(candidate, name) for name in names}
-        pairwise = True
-        own_base = baseline_variant if same else None
-    if own_base is not None:
-        if explicit and own_base in names:
-            raise UsageError(
-                f"{own_base!r} is the baseline of the check itself; name other variants "
-                "with --variant, or give another baseline with --baseline-variant, "
-                "--baseline-campaign or --baseline-db."
-            )
-        names = [n for n in names if n != own_base]
-        problem = _check_baseline(summarize_variant(base_data, own_base), base_data)
-        if problem is not None:
-            raise UsageError(f"{problem}; choose a measured baseline with --baseline-variant.")
-
+    plan = _plan(candidate, baseline, variants, baseline_variant, seed=seed)
     checked: list[VariantCheck] = []
     skipped: list[Skipped] = []
-    base_rows: dict[str, VariantSummary] = {}
-    for name in names:
-        row = rows[name]
-        reference = (
-            (baseline_variant or name) if pairwise else (ref_of.get(name) or candidate.baseline)
-        )
+    for name in plan.names:
+        row = plan.rows[name]
+        reference = plan.reference(name)
         if row.failed:  # never passing, with or without a counterpart
+            failure = _failure(row)
             checked.append(
                 VariantCheck(
-                    variant=name,
-                    reference=reference,
-                    status=text.status(row),
-                    failure=_failure(row),
+                    variant=name, reference=reference, status=text.status(row), failure=failure
                 )
             )
             continue
-        if pairwise and reference not in base_data.variants:
-            why = f"no variant {name!r} in {_where(base_data)}"
-            if explicit:
-                raise UsageError(
-                    f"{why}; its variants are {', '.join(base_data.variants)}: compare with "
-                    "one of them with --baseline-variant."
-                )
+        why = _why_not_checked(plan, name, reference)
+        if why is not None:
             skipped.append(Skipped(variant=name, why=why))
             continue
-        if row.status == "not run" or not row.loads:
-            raise UsageError(
-                f"variant {name!r} of {_where(candidate)} has no measurements; finish the "
-                "run (servegate run FILE --resume) or leave it out with --variant."
-            )
-        if not pairwise and ref_of.get(name) is None:
-            why = why_not.get(name) or "not compared"
-            if explicit:
-                raise UsageError(f"variant {name!r} cannot be checked: {why}.")
-            skipped.append(Skipped(variant=name, why=why))
-            continue
-        if pairwise:
-            if reference not in base_rows:
-                base_rows[reference] = summarize_variant(base_data, reference)
-            problem = _check_baseline(base_rows[reference], base_data)
-            if problem is not None:
-                if explicit:
-                    raise UsageError(
-                        f"{problem}; compare {name!r} with another with --baseline-variant."
-                    )
-                skipped.append(Skipped(variant=name, why=problem))
-                continue
-            mine, theirs = _workloads(candidate, name), _workloads(base_data, reference)
-            if mine and theirs and mine != theirs:
-                raise UsageError(
-                    f"{name!r} of {_where(candidate)} was measured with {_describe(mine)}, "
-                    f"its baseline {reference!r} of {_where(base_data)} with "
-                    f"{_describe(theirs)}; a check compares runs of the same workload, so "
-                    "make [bench] input_len, output_len, dataset and api the same."
-                )
         checked.append(
             _compare_pair(
-                base_data,
+                plan.base,
                 reference,
                 candidate,
                 name,
@@ -465,13 +391,12 @@ def run_check(
             f"nothing to check in {_where(candidate)} ({reasons}); name the variants with "
             "--variant and their baseline with --baseline-variant."
         )
+    base = plan.base
     return CheckResult(
         candidate=Source(
             db=candidate.db_path, campaign=candidate.campaign.name, status=candidate.campaign.status
         ),
-        baseline=Source(
-            db=base_data.db_path, campaign=base_data.campaign.name, status=base_data.campaign.status
-        ),
+        baseline=Source(db=base.db_path, campaign=base.campaign.name, status=base.campaign.status),
         thresholds={m.key: float(thresholds[m.key]) for m in metrics},
         confidence=confidence,
         resamples=resamples,
@@ -480,6 +405,126 @@ def run_check(
         skipped=tuple(skipped),
         generated_at=now or datetime.now(UTC).isoformat(timespec="seconds"),
     )
+
+
+@dataclass(kw_only=True)
+class _Plan:
+    """Which candidate variants a check compares, with what, read once."""
+
+    candidate: CampaignData
+    base: CampaignData  # the campaign holding the baseline variants
+    names: list[str]  # the candidate variants to check, in order
+    rows: dict[str, VariantSummary]  # each one's status, failure and loads
+    explicit: bool  # named with --variant: a variant that cannot be checked is an error
+    pairwise: bool  # each against one named variant; else the report's own references
+    baseline_variant: str | None
+    ref_of: dict[str, str | None]  # the report's reference of each variant (not pairwise)
+    why_not: dict[str, str | None]  # ... or why it has none
+    base_rows: dict[str, VariantSummary]  # baseline variants summarized so far
+
+    def reference(self, name: str) -> str:
+        """The variant ``name`` is compared with."""
+        if self.pairwise:
+            return self.baseline_variant or name
+        return self.ref_of.get(name) or self.candidate.baseline
+
+
+def _plan(
+    candidate: CampaignData,
+    baseline: CampaignData | None,
+    variants: Sequence[str] | None,
+    baseline_variant: str | None,
+    *,
+    seed: int,
+) -> _Plan:
+    """The variants to check and their references; UsageError for an unknown variant or a
+    baseline of the check itself that cannot serve."""
+    same = baseline is None
+    base = candidate if baseline is None else baseline
+    if baseline_variant is not None and baseline_variant not in base.variants:
+        raise _unknown_variant(baseline_variant, base)
+    names = list(variants) if variants is not None else list(candidate.variants)
+    for name in names:
+        if name not in candidate.variants:
+            raise _unknown_variant(name, candidate)
+    plan = _Plan(
+        candidate=candidate,
+        base=base,
+        names=names,
+        rows={},
+        explicit=variants is not None,
+        pairwise=not (same and baseline_variant is None),
+        baseline_variant=baseline_variant,
+        ref_of={},
+        why_not={},
+        base_rows={},
+    )
+    own_base: str | None  # a variant of the candidate campaign that is the baseline
+    if not plan.pairwise:
+        # the report's own rows: status, reason and the reference of each variant
+        rows = {r.name: r for r in compare(candidate, metrics=(), seed=seed).variants}
+        plan.rows = {name: rows[name] for name in names}
+        plan.ref_of = {name: rows[name].reference for name in names}
+        plan.why_not = {name: rows[name].not_compared for name in names}
+        own_base = candidate.baseline
+    else:
+        plan.rows = {name: summarize_variant(candidate, name) for name in names}
+        own_base = baseline_variant if same else None
+    if own_base is not None:
+        if plan.explicit and own_base in names:
+            raise UsageError(
+                f"{own_base!r} is the baseline of the check itself; name other variants "
+                "with --variant, or give another baseline with --baseline-variant, "
+                "--baseline-campaign or --baseline-db."
+            )
+        plan.names = [n for n in names if n != own_base]
+        problem = _check_baseline(summarize_variant(base, own_base), base)
+        if problem is not None:
+            raise UsageError(f"{problem}; choose a measured baseline with --baseline-variant.")
+    return plan
+
+
+def _why_not_checked(plan: _Plan, name: str, reference: str) -> str | None:
+    """Why a measured candidate variant is skipped (None: it is checked); UsageError when
+    it was named with --variant, or when the comparison is impossible."""
+    base, candidate = plan.base, plan.candidate
+    if plan.pairwise and reference not in base.variants:
+        why = f"no variant {name!r} in {_where(base)}"
+        if plan.explicit:
+            raise UsageError(
+                f"{why}; its variants are {', '.join(base.variants)}: compare with "
+                "one of them with --baseline-variant."
+            )
+        return why
+    row = plan.rows[name]
+    if row.status == "not run" or not row.loads:
+        raise UsageError(
+            f"variant {name!r} of {_where(candidate)} has no measurements; finish the "
+            "run (servegate run FILE --resume) or leave it out with --variant."
+        )
+    if not plan.pairwise:
+        if plan.ref_of.get(name) is not None:
+            return None
+        why = plan.why_not.get(name) or "not compared"
+        if plan.explicit:
+            raise UsageError(f"variant {name!r} cannot be checked: {why}.")
+        return why
+    if reference not in plan.base_rows:
+        plan.base_rows[reference] = summarize_variant(base, reference)
+    problem = _check_baseline(plan.base_rows[reference], base)
+    if problem is not None:
+        if plan.explicit:
+            raise UsageError(f"{problem}; compare {name!r} with another with --baseline-variant.")
+        return problem
+    mine, theirs = _workloads(candidate, name), _workloads(base, reference)
+    if mine and theirs and mine != theirs:
+        raise UsageError(
+            f"{name!r} of {_where(candidate)} was measured with {_describe(mine)}, "
+            f"its baseline {reference!r} of {_where(base)} with "
+            f"{_describe(theirs)}; a check compares runs of the same workload, so "
+            "make [bench] input_len, output_len, dataset and api the same."
+        )
+    return None
 
 
 def _compare_pair(
