@@ -38,9 +38,7 @@ SEED = click.option(
 
 def stdout_flag(name: str, what: str) -> Callable[[F], F]:
     """``--NAME``: print ``what`` on stdout instead of the table (parameter ``as_NAME``)."""
-    return click.option(
-        f"--{name}", f"as_{name}", is_flag=True, help=f"Print {what} on stdout."
-    )
+    return click.option(f"--{name}", f"as_{name}", is_flag=True, help=f"Print {what} on stdout.")
 
 
 def file_option(name: str, what: str) -> Callable[[F], F]:
