@@ -26,9 +26,10 @@ the fixtures are unchanged.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -196,9 +197,22 @@ class ServerFactory:
             ready, crash, health_url, model: as ``servegate.launch.launch``.
             log_path: its log (default: NAME.log in this test's log folder).
         """
-        from servegate.errors import GateError, PortInUseError, ServegateError
         from servegate.launch import launch
 
+        start = functools.partial(
+            launch,
+            engine=engine,
+            timeout_s=timeout * self.timeout_scale,
+            stall_s=None if stall is None else stall * self.timeout_scale,
+            env=env,
+            cwd=cwd,
+            name=name,
+            keep=self.keep,
+            ready=ready,
+            crash=crash,
+            health_url=health_url,
+            model=model,
+        )
         picked = port is None and port_placeholder(command)
         for attempt in range(_PORT_ATTEMPTS):
             use_port = _free_port() if picked else port
@@ -209,39 +223,41 @@ class ServerFactory:
                 for arg in command
             ]
             log = log_path if log_path is not None else self._new_log(name or engine)
-            failure = None
-            try:
-                server = launch(
-                    argv,
-                    engine=engine,
-                    port=use_port,
-                    timeout_s=timeout * self.timeout_scale,
-                    stall_s=None if stall is None else stall * self.timeout_scale,
-                    env=env,
-                    cwd=cwd,
-                    log_path=log,
-                    name=name,
-                    keep=self.keep,
-                    ready=ready,
-                    crash=crash,
-                    health_url=health_url,
-                    model=model,
-                )
-            except PortInUseError as exc:
-                if picked and attempt + 1 < _PORT_ATTEMPTS:
-                    continue  # another process took the free port in between
-                failure = f"servegate: {exc}"
-            except GateError as exc:
-                kept = self._keep_note(exc)
-                failure = _failure_text(exc, name or engine, kept, env=env, argv=argv)
-            except ServegateError as exc:
-                failure = f"servegate: {exc}"
-            if failure is not None:
-                # outside the except clause: the report shows this text, not a chain
-                pytest.fail(failure, pytrace=False)
-            self.servers.append(server)
-            return server
+            retry = picked and attempt + 1 < _PORT_ATTEMPTS
+            result = self._attempt(
+                start, argv, port=use_port, log_path=log, retry=retry, label=name or engine, env=env
+            )
+            if result is None:
+                continue  # another process took the free port in between
+            if isinstance(result, str):
+                # outside any except clause: the report shows this text, not a chain
+                pytest.fail(result, pytrace=False)
+            self.servers.append(result)
+            return result
         raise AssertionError("unreachable: every attempt returns or fails")
+
+    def _attempt(
+        self,
+        start: Callable[..., Server],
+        argv: list[str],
+        *,
+        port: int | None,
+        log_path: str,
+        retry: bool,
+        label: str,
+        env: Mapping[str, str] | None,
+    ) -> Server | str | None:
+        """One launch: the READY server, the text to fail with, or None to try another port."""
+        from servegate.errors import GateError, PortInUseError, ServegateError
+
+        try:
+            return start(argv, port=port, log_path=log_path)
+        except PortInUseError as exc:
+            return None if retry else f"servegate: {exc}"
+        except GateError as exc:
+            return _failure_text(exc, label, self._keep_note(exc), env=env, argv=argv)
+        except ServegateError as exc:
+            return f"servegate: {exc}"
 
     def _new_log(self, stem: str) -> str:
         """A log path in this factory's folder that no earlier start here has used."""
@@ -347,19 +363,30 @@ def _bench_fields() -> set[str]:
     return {field.name for field in dataclasses.fields(BenchSettings)} - {"url"}
 
 
-def _factory(request: pytest.FixtureRequest, log_dir: Path) -> ServerFactory:
+def _serve(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, folder: str
+) -> Iterator[ServerFactory]:
+    """The fixtures' one body: a factory whose servers are stopped at the scope's end.
+
+    Logs go under a fresh temporary ``folder``, or ``--servegate-log-dir``/<test or session>.
+    """
     config = request.config
+    log_dir = tmp_path_factory.mktemp(folder, numbered=True)
     custom = config.getoption("servegate_log_dir")
     if custom:
         log_dir = Path(custom).resolve() / _safe_dirname(
             request.node.nodeid if request.scope == "function" else "session"
         )
-    return ServerFactory(
+    factory = ServerFactory(
         log_dir=log_dir,
         timeout_scale=float(config.getoption("servegate_timeout_scale")),
         keep=bool(config.getoption("servegate_keep")),
         kept=config.stash.setdefault(_KEPT, []),
     )
+    try:
+        yield factory
+    finally:
+        factory.close()
 
 
 @pytest.fixture
@@ -367,11 +394,7 @@ def servegate_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerFactory]:
     """Launch and gate servers for this test; each is stopped, whole tree, when it ends."""
-    factory = _factory(request, tmp_path_factory.mktemp("servegate", numbered=True))
-    try:
-        yield factory
-    finally:
-        factory.close()
+    yield from _serve(request, tmp_path_factory, "servegate")
 
 
 @pytest.fixture(scope="session")
@@ -379,11 +402,7 @@ def servegate_server_session(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerFactory]:
     """Like ``servegate_server``, for servers shared by the session; stopped at its end."""
-    factory = _factory(request, tmp_path_factory.mktemp("servegate-session", numbered=True))
-    try:
-        yield factory
-    finally:
-        factory.close()
+    yield from _serve(request, tmp_path_factory, "servegate-session")
 
 
 @pytest.fixture
