@@ -83,7 +83,7 @@ def client_command(tool: str, url: str, args: argparse.Namespace, out: Path) -> 
             osl,
             "--input-len",
             isl,
-            "--json",
+            "--json-file",
             str(out),
             "--quiet",
             *(["--workers", str(args.workers)] if args.workers else []),

@@ -61,7 +61,7 @@ def start(kind: str, core: str, port: int, record: Path) -> subprocess.Popen[str
             "0",
             "--max-running",
             "1024",
-            "--record",
+            "--record-file",
             str(record),
         ]
     proc = subprocess.Popen(
@@ -113,7 +113,7 @@ def run(tool: str, kind: str, args: argparse.Namespace) -> dict:
                     str(args.output_len),
                     "--input-len",
                     "64",
-                    "--json",
+                    "--json-file",
                     str(out),
                     "--quiet",
                 ]

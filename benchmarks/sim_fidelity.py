@@ -3,7 +3,7 @@
 Runs the simulator with ``--ttft-ms 50 --itl-ms 10 --batch-slowdown 0`` (pinned to one
 core), drives it at concurrency 64 with a lean aiohttp streaming client (pinned to the
 other core), and compares what the client saw with the server's own record
-(``--record``): TTFT p50 should sit within 2 ms of 50 and ITL p50 within 1 ms of 10.
+(``--record-file``): TTFT p50 should sit within 2 ms of 50 and ITL p50 within 1 ms of 10.
 
     python benchmarks/sim_fidelity.py --concurrency 64 --requests 640 --max-tokens 100
 """
@@ -117,7 +117,7 @@ def main() -> None:
             args.itl_ms,
             "--batch-slowdown",
             "0",
-            "--record",
+            "--record-file",
             str(record),
         ],
         stdout=subprocess.DEVNULL,

@@ -178,7 +178,7 @@ def test_cli_reports_reconnects(sse_server: Callable[..., str]) -> None:
     url = sse_server("--close-after-stream", "30")
     out = bench(
         "--url", url, "--concurrency", "1", "--requests", "6", "--input-len", "4",
-        "--output-len", "3", "--json", "-",
+        "--output-len", "3", "--json",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     point = json.loads(out.stdout)["points"][0]

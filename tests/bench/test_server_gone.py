@@ -50,7 +50,7 @@ def test_killed_server_ends_the_point_and_exits_1(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "servegate", "bench", "--url", url, "--concurrency", "4",
            "--requests", "20000", "--input-len", "4", "--output-len", "10", "--metrics-url", "",
-           "--json", str(out)]  # fmt: skip
+           "--json-file", str(out)]  # fmt: skip
     bench = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + DEADLINE_S

@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import free_port
 
 from servegate.bench import BenchSettings, run_point
+from servegate.engines import ENGINE_NAMES
 from servegate.errors import UsageError
 
 SECRET = "sk-test-never-shown-123"
@@ -35,7 +36,8 @@ def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 def test_json_file_has_the_schema_and_every_sample(
     sse_server: Callable[..., str], tmp_path: Path
 ) -> None:
-    """--json writes schema, versions, platform, settings, summary and raw samples per point."""
+    """--json-file writes schema, versions, platform, settings, summary and raw samples
+    per point."""
     url = sse_server("--ttft-ms", "5", "--itl-ms", "1")
     out = tmp_path / "r.json"
     proc = bench(
@@ -49,7 +51,7 @@ def test_json_file_has_the_schema_and_every_sample(
         "5",
         "--output-len",
         "3",
-        "--json",
+        "--json-file",
         str(out),
         "--api-key",
         SECRET,
@@ -87,7 +89,7 @@ def test_api_key_never_printed_or_stored(sse_server: Callable[..., str], tmp_pat
         "3",
         "--output-len",
         "2",
-        "--json",
+        "--json-file",
         str(out),
         env={"OPENAI_API_KEY": SECRET},
     )
@@ -97,11 +99,9 @@ def test_api_key_never_printed_or_stored(sse_server: Callable[..., str], tmp_pat
 
 
 def test_json_to_stdout_is_pure_json(sse_server: Callable[..., str]) -> None:
-    """--json - prints one JSON document on stdout; the readable block goes to stderr."""
+    """--json prints one JSON document on stdout; the readable block goes to stderr."""
     url = sse_server()
-    proc = bench(
-        "--url", url, "--requests", "2", "--input-len", "3", "--output-len", "2", "--json", "-"
-    )
+    proc = bench("--url", url, "--requests", "2", "--input-len", "3", "--output-len", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["points"][0]["completed"] == 2
     assert "TTFT" in proc.stderr
@@ -138,8 +138,7 @@ def test_error_rate_threshold_exits_1(sse_server: Callable[..., str]) -> None:
         (["--output-len", "0"], "--output-len"),
         (["--timeout", "0"], "--timeout"),
         (["--max-error-rate", "2"], "--max-error-rate"),
-        (["--engine", "nope"], "--engine"),
-        (["--json", "/no/such/dir/x.json"], "--json"),
+        (["--json-file", "/no/such/dir/x.json"], "--json-file"),
     ],
 )
 def test_bad_flags_exit_2(args: list[str], message: str) -> None:
@@ -148,6 +147,16 @@ def test_bad_flags_exit_2(args: list[str], message: str) -> None:
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_engine_exits_2_naming_the_choices() -> None:
+    """--engine is a choice of the profiles: an unknown one exits 2 before any request,
+    with an error naming --engine and the profiles."""
+    proc = bench("--url", "http://127.0.0.1:9", "--engine", "nope")
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: ") and "--engine" in last and "'nope'" in last
+    assert all(name in last for name in ENGINE_NAMES)
 
 
 def test_unreachable_url_exits_1() -> None:
@@ -299,7 +308,7 @@ def test_url_credentials_never_printed(sse_server: Callable[..., str]) -> None:
     basic = base64.b64encode(b"bench:s3cret-pass").decode()
     url = sse_server("--require-auth", f"Basic {basic}")
     url = url.replace("http://", "http://bench:s3cret-pass@")
-    for extra in ([], ["--json", "-"]):
+    for extra in ([], ["--json"]):
         proc = bench(
             "--url", url, "--concurrency", "1", "--requests", "2", "--input-len", "3",
             "--output-len", "2", *extra,

@@ -57,9 +57,9 @@ def only_object(stdout: str) -> dict[str, Any]:
         (["launch", "--json", "--ready", "x"], "missing command"),
         (["launch", "--engine", "ollama", "--json", "--", PY, "-V"], "unknown engine 'ollama'"),
         (["launch", "--json", "--port"], "Option '--port' requires an argument"),
-        (["bench", "--json", "-"], "Missing option '--url'"),
+        (["bench", "--json"], "Missing option '--url'"),
         (
-            ["bench", "--url", "http://127.0.0.1:9", "--json", "-", "--concurrency", "x"],
+            ["bench", "--url", "http://127.0.0.1:9", "--json", "--concurrency", "x"],
             "--concurrency 'x' must be positive integers",
         ),
         (["report", "--json", "--db", "no-such.db"], "no database at no-such.db"),
@@ -82,7 +82,7 @@ def test_usage_errors_print_one_error_object(args: list[str], message: str) -> N
     [
         ["stop"],
         ["launch", "--ready", "x", "--port", "abc", "--", PY, "-c", "pass", "--json"],
-        ["bench", "--url", "http://127.0.0.1:9", "--json", "out.json", "--concurrency", "x"],
+        ["bench", "--url", "http://127.0.0.1:9", "--json-file", "out.json", "--concurrency", "x"],
         ["report", "--json-file", "out.json", "--db", "no-such.db"],
     ],
 )
@@ -104,6 +104,8 @@ def test_without_json_on_stdout_errors_stay_on_stderr(args: list[str]) -> None:
         ["stop", "--json", "-"],
         ["stop", "--json", "out.json"],
         ["dump", "nobody", "--json", "out.json"],
+        ["bench", "--url", "http://127.0.0.1:9", "--json", "out.json"],
+        ["bench", "--url", "http://127.0.0.1:9", "--json", "-"],
     ],
 )
 def test_old_json_file_spelling_names_json_file(args: list[str], tmp_path: Path) -> None:
@@ -129,11 +131,11 @@ def test_old_json_file_spelling_names_json_file(args: list[str], tmp_path: Path)
 
 
 def test_unreachable_server_under_bench_json_stdout(tmp_path: Path) -> None:
-    """bench --json - against a port nobody listens on prints an error object (exit 1)."""
+    """bench --json against a port nobody listens on prints an error object (exit 1)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))  # held, never listening: connections are refused
         port = sock.getsockname()[1]
-        result = servegate("bench", "--url", f"http://127.0.0.1:{port}", "--json", "-")
+        result = servegate("bench", "--url", f"http://127.0.0.1:{port}", "--json")
     assert result.returncode == 1, result.stderr
     data = only_object(result.stdout)
     assert (data["schema"], data["exit_code"]) == ("servegate.error/1", 1)

@@ -314,7 +314,7 @@ def test_stalled_stream_stops_sending_and_stays_open(port: int) -> None:
 
 
 def test_record_file_has_server_side_timings(port: int, tmp_path: Path) -> None:
-    """--record writes one JSON line per request with its server-side timestamps."""
+    """--record-file writes one JSON line per request with its server-side timestamps."""
     record = tmp_path / "record.jsonl"
     with Sim(
         port,
@@ -326,7 +326,7 @@ def test_record_file_has_server_side_timings(port: int, tmp_path: Path) -> None:
         "30",
         "--itl-ms",
         "10",
-        "--record",
+        "--record-file",
         str(record),
     ) as sim:
         sim.wait_line("startup complete")

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -28,7 +29,7 @@ import click
 
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
 from servegate.bench.warnings import gone_sentence
-from servegate.engines import get_profile
+from servegate.cli.options import engine, examples, json_file, json_flag, quiet
 from servegate.errors import BenchError, UsageError
 
 LATENCY_ROWS = (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2EL", "e2el"))
@@ -73,12 +74,13 @@ Exit codes: 0 done; 1 a point completed no request, the server stopped answering
 could not be measured, or the error rate crossed --max-error-rate; 2 bad flags or
 input; 130 Ctrl-C; 143 SIGTERM.
 
-\b
-Example:
-  servegate sim --engine vllm --port 8123 --startup 0 & sleep 2
-  servegate bench --url http://127.0.0.1:8123 --concurrency 1,16,64 --requests 200 \\
-      --input-len 1024 --output-len 256 --json results.json
-""",
+"""
+    + examples(
+        "servegate sim --engine vllm --port 8123 --startup 0 & sleep 2",
+        "servegate bench --url http://127.0.0.1:8123 --concurrency 1,16,64 --requests 200 \\",
+        "    --input-len 1024 --output-len 256 --json-file results.json",
+        "servegate bench --url http://127.0.0.1:8123 --rate 8 --duration 60 --json -q",
+    ),
 )
 @click.option("--url", required=True, help="Base URL of the server, e.g. http://127.0.0.1:8000.")
 @click.option(
@@ -88,24 +90,24 @@ Example:
     show_default=True,
     help="Which OpenAI API to call.",
 )
-@click.option("--model", default=None, help="Model name to send [default: first of /v1/models].")
+@click.option("--model", default=None, help="Model name to send [default: first of /v1/models]")
 @click.option(
     "--concurrency",
     "concurrency_text",
     default=None,
-    help="Requests in flight: N or a sweep N,N,... (with --rate: a cap) [default: 1].",
+    help="Requests in flight: N or a sweep N,N,... (with --rate: a cap) [default: 1]",
 )
 @click.option(
     "--rate",
     "rate_text",
     default=None,
-    help="Poisson arrivals per second, planned before the run, or inf [default: inf].",
+    help="Poisson arrivals per second, planned before the run, or inf [default: inf]",
 )
 @click.option(
     "--requests",
     type=int,
     default=None,
-    help="Measured requests per point [default: max(200, 4 x concurrency)].",
+    help="Measured requests per point [default: max(200, 4 x concurrency)]",
 )
 @click.option("--duration", type=float, default=None, help="Measure for S seconds instead.")
 @click.option("--warmup", type=int, default=0, show_default=True, help="Uncounted requests first.")
@@ -140,19 +142,21 @@ Example:
 @click.option(
     "--metrics-url",
     default=None,
-    help="Prometheus endpoint to diff [default: URL/metrics when present; '' disables].",
+    help="Prometheus endpoint to diff ('' disables) [default: URL/metrics when present]",
 )
-@click.option("--engine", default=None, help="Engine profile naming the /metrics counters.")
+@engine(
+    "Engine profile naming the /metrics counters [default: detected from their names]",
+    default=None,
+)
 @click.option(
     "--workers",
     type=int,
     default=None,
-    help="Client processes [default: one per 192 streams, at most one per core].",
+    help="Client processes [default: one per 192 streams, at most one per core]",
 )
-@click.option(
-    "--json", "json_path", default=None, help="Write results as JSON to FILE, or - for stdout."
-)
-@click.option("--quiet", is_flag=True, help="No progress lines; results and warnings still print.")
+@json_flag("the results (every point and its raw samples)")
+@json_file("the results, rewritten after each point")
+@quiet()
 @click.option(
     "--max-error-rate",
     type=float,
@@ -177,7 +181,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     metrics_url: str | None,
     engine: str | None,
     workers: int | None,
-    json_path: str | None,
+    as_json: bool,
+    json_file: Path | None,
     quiet: bool,
     max_error_rate: float | None,
 ) -> None:
@@ -189,74 +194,112 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     back-off, not a storm of reconnects) and the command exits 1.
     """
     rate = _rate(rate_text)
+    levels = _levels(concurrency_text, rate)
+    _check_flags(requests, duration, max_error_rate, json_file)
+    template = BenchSettings(
+        url=url,
+        api=api,  # type: ignore[arg-type]
+        model=model,
+        concurrency=levels[0],
+        rate=rate,
+        requests=_requests(requests, duration, levels[0]),
+        duration_s=duration,
+        warmup=warmup,
+        input_len=input_len,
+        output_len=output_len,
+        dataset=dataset,
+        seed=seed,
+        timeout_s=timeout,
+        api_key=api_key,
+        metrics_url=metrics_url,
+        engine=engine,
+        workers=workers,
+    )
+    sweep = _Sweep(json_file=json_file, human=sys.stderr if as_json else sys.stdout, quiet=quiet)
+    with _sigterm_unwinds():
+        for level in levels:
+            settings = replace(
+                template,
+                concurrency=level,
+                requests=_requests(requests, duration, level),
+                model=sweep.model or model,
+            )
+            if not sweep.measure(settings):
+                break  # the later points would only meet the same silence
+    if as_json:
+        click.echo(json.dumps(envelope(sweep.points)))
+    if len(sweep.results) > 1:
+        click.echo(render_sweep(sweep.results), file=sweep.human)
+    _check_outcome(sweep.results, sweep.gone, max_error_rate)
+
+
+def _levels(concurrency_text: str | None, rate: float | None) -> list[int | None]:
+    """The sweep's concurrency levels; one uncapped point under a finite rate, else c=1."""
     if concurrency_text is not None:
-        levels: list[int | None] = list(_ints(concurrency_text, "--concurrency"))
-    elif rate is not None and math.isfinite(rate):
-        levels = [None]
-    else:
-        levels = [1]
+        return list(_ints(concurrency_text, "--concurrency"))
+    if rate is not None and math.isfinite(rate):
+        return [None]
+    return [1]
+
+
+def _requests(requests: int | None, duration: float | None, level: int | None) -> int | None:
+    """Measured requests of a point: as given, none when bound by time, else 4 per user
+    (at least 200)."""
+    if requests is not None or duration is not None:
+        return requests
+    return max(200, 4 * (level or 50))
+
+
+def _check_flags(
+    requests: int | None,
+    duration: float | None,
+    max_error_rate: float | None,
+    json_file: Path | None,
+) -> None:
+    """UsageError for flags that cannot go together or a JSON file that cannot be written."""
     if max_error_rate is not None and not 0 <= max_error_rate <= 1:
         raise UsageError("--max-error-rate must be a fraction between 0 and 1, e.g. 0.01.")
     if requests is not None and duration is not None:
         raise UsageError("give --requests or --duration, not both.")
-    if engine is not None:
-        get_profile(engine)
-    if json_path not in (None, "-"):
-        _check_writable(Path(json_path))
+    if json_file is not None:
+        _check_writable(json_file)
 
-    points: list[dict[str, Any]] = []
-    results: list[PointResult] = []
-    human = sys.stderr if json_path == "-" else sys.stdout
-    tty = sys.stderr.isatty()
-    gone: str | None = None
-    with _sigterm_unwinds():
-        for level in levels:
-            settings = BenchSettings(
-                url=url,
-                api=api,  # type: ignore[arg-type]
-                model=model,
-                concurrency=level,
-                rate=rate,
-                requests=(
-                    requests
-                    if requests is not None or duration is not None
-                    else max(200, 4 * (level or 50))
-                ),
-                duration_s=duration,
-                warmup=warmup,
-                input_len=input_len,
-                output_len=output_len,
-                dataset=dataset,
-                seed=seed,
-                timeout_s=timeout,
-                api_key=api_key,
-                metrics_url=metrics_url,
-                engine=engine,
-                workers=workers,
-            )
-            lines = None if quiet else ProgressLines(_label(settings), tty=tty, stream=sys.stderr)
-            started = time.perf_counter()
-            result = run_point(settings, progress=lines)
-            if lines is not None:
-                lines.end(result, time.perf_counter() - started)
-            model = result.model  # ask /v1/models once per sweep
-            results.append(result)
-            points.append(result.to_json())
-            if json_path not in (None, "-"):
-                _write_json(Path(json_path), envelope(points))
-            click.echo(render_point(result), file=human)
-            if result.server_gone_s is not None:
-                gone = gone_sentence(result.server_gone_s, len(result.samples), settings.requests)
-            for warning in result.warnings:
-                if warning != gone:
-                    click.echo(f"warning: {result.label}: {warning}", err=True)
-            if gone is not None:
-                break  # the later points would only meet the same silence
-    if json_path == "-":
-        click.echo(json.dumps(envelope(points)))
-    if len(results) > 1:
-        click.echo(render_sweep(results), file=human)
-    _check_outcome(results, gone, max_error_rate)
+
+class _Sweep:
+    """The points of one command, measured one after another: results, the JSON document
+    (rewritten after each point), and the server's silence when it stopped answering."""
+
+    def __init__(self, *, json_file: Path | None, human: TextIO, quiet: bool) -> None:
+        self.json_file = json_file
+        self.human = human
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.results: list[PointResult] = []
+        self.points: list[dict[str, Any]] = []
+        self.model: str | None = None  # asked of /v1/models once per sweep
+        self.gone: str | None = None
+
+    def measure(self, settings: BenchSettings) -> bool:
+        """Run one point, keep and print it; False when the server stopped answering."""
+        lines = None
+        if not self.quiet:
+            lines = ProgressLines(_label(settings), tty=self.tty, stream=sys.stderr)
+        started = time.perf_counter()
+        result = run_point(settings, progress=lines)
+        if lines is not None:
+            lines.end(result, time.perf_counter() - started)
+        self.model = result.model
+        self.results.append(result)
+        self.points.append(result.to_json())
+        if self.json_file is not None:
+            _write_json(self.json_file, envelope(self.points))
+        click.echo(render_point(result), file=self.human)
+        if result.server_gone_s is not None:
+            self.gone = gone_sentence(result.server_gone_s, len(result.samples), settings.requests)
+        for warning in result.warnings:
+            if warning != self.gone:
+                click.echo(f"warning: {result.label}: {warning}", err=True)
+        return self.gone is None
 
 
 def _check_outcome(
@@ -421,9 +464,11 @@ def _ms(value: float, width: int = 10) -> str:
 def _check_writable(path: Path) -> None:
     """Fail before measuring when the JSON file cannot be written."""
     if not path.parent.exists():
-        raise UsageError(f"--json {path}: folder {path.parent} does not exist; create it first.")
+        raise UsageError(
+            f"--json-file {path}: folder {path.parent} does not exist; create it first."
+        )
     if path.exists() and not os.access(path, os.W_OK):
-        raise UsageError(f"--json {path} is not writable; choose another file.")
+        raise UsageError(f"--json-file {path} is not writable; choose another file.")
 
 
 def _write_json(path: Path, document: dict[str, Any]) -> None:

@@ -1,4 +1,8 @@
-"""``servegate sim``: serve a simulated inference engine."""
+"""``servegate sim``: serve a simulated inference engine.
+
+Every flag defaults to None here so that a ``--profile`` can set it; the defaults that
+apply when neither does are `servegate.sim.config.DEFAULTS`, shown in each help.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,44 @@ from typing import Any
 
 import click
 
+from servegate.cli.options import examples
+from servegate.sim.config import DEFAULTS, ENGINES
+
 __all__ = ["sim"]
+
+
+def _default(key: str) -> str:
+    """``[default: VALUE]`` for a flag whose value falls back to ``DEFAULTS[key]``."""
+    value = DEFAULTS[key]
+    return f"[default: {value:g}]" if isinstance(value, float) else f"[default: {value}]"
 
 
 @click.command(
     "sim",
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=examples(
+        "servegate sim --engine vllm --port 8123 --profile fast",
+        "servegate sim --engine sglang --port 30000 --fail oom --fail-at load_weights",
+        "servegate sim --engine vllm --port 8123 --spec-accept-length 2.5 --itl-ms 12",
+        "servegate sim --port 30000 --regimes 1.0:0.7,0.85:0.3 --start-counter starts.txt",
+        "servegate sim --engine vllm --phase jit_compile=40 --work jit_compile=cpu",
+        "servegate sim --phase download=20 --work download=disk --fail hang --fail-at kv_cache",
+    ),
 )
-@click.option("--engine", help="sglang, vllm, llamacpp or generic (default sglang).")
-@click.option("--port", type=int, help="Port to serve on (default: the engine's own).")
-@click.option("--host", help="Address to bind (default 127.0.0.1).")
-@click.option("--model", help="Served model name.")
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    help=f"The engine to simulate {_default('engine')}",
+)
+@click.option("--port", type=int, help="Port to serve on [default: the engine profile's]")
+@click.option("--host", help=f"Address to bind {_default('host')}")
+@click.option("--model", help=f"Served model name {_default('model')}")
 @click.option("--profile", help="A shipped profile (fast, big-8gpu) or a TOML file.")
-@click.option("--startup", type=float, help="Seconds from start to ready, spread over phases.")
+@click.option(
+    "--startup",
+    type=float,
+    help=f"Seconds from start to ready, spread over phases {_default('startup')}",
+)
 @click.option(
     "--phase",
     "phases",
@@ -37,7 +66,9 @@ __all__ = ["sim"]
     "e.g. jit_compile=cpu, download=disk.",
 )
 @click.option(
-    "--time-scale", type=float, help="Multiply every startup duration (0.01: 100x faster)."
+    "--time-scale",
+    type=float,
+    help=f"Multiply every startup duration (0.01: 100x faster) {_default('time_scale')}",
 )
 @click.option(
     "--fail",
@@ -50,23 +81,50 @@ __all__ = ["sim"]
     help="Where the failure happens: a phase, or seconds since start "
     "(since READY for crash-after-ready and engine-dead).",
 )
-@click.option("--ttft-ms", type=float, help="Time to first token on an idle engine (ms).")
 @click.option(
-    "--prefill-tok-s", type=float, help="Prefill speed, tokens/s (0: prompts cost nothing)."
+    "--ttft-ms",
+    type=float,
+    help=f"Time to first token on an idle engine (ms) {_default('ttft_ms')}",
 )
-@click.option("--itl-ms", type=float, help="Decode step time with one running request (ms).")
+@click.option(
+    "--prefill-tok-s",
+    type=float,
+    help=f"Prefill speed, tokens/s (0: prompts cost nothing) {_default('prefill_tok_s')}",
+)
+@click.option(
+    "--itl-ms",
+    type=float,
+    help=f"Decode step time with one running request (ms) {_default('itl_ms')}",
+)
 @click.option(
     "--batch-slowdown",
     type=float,
-    help="Extra step time per additional running request, as a fraction (0.02).",
+    help="Extra step time per additional running request, as a fraction "
+    f"{_default('batch_slowdown')}",
 )
-@click.option("--max-running", type=int, help="Requests decoded at once; the rest wait.")
 @click.option(
-    "--spec-accept-length", type=float, help="Speculative decoding: mean tokens per step (1: off)."
+    "--max-running",
+    type=int,
+    help=f"Requests decoded at once; the rest wait {_default('max_running')}",
 )
-@click.option("--spec-draft-tokens", type=int, help="Draft tokens proposed per step.")
-@click.option("--jitter", type=float, help="Relative noise on every duration (0.05 = 5 %).")
-@click.option("--seed", type=int, help="Seed of the noise and the output lengths.")
+@click.option(
+    "--spec-accept-length",
+    type=float,
+    help=f"Speculative decoding: mean tokens per step (1: off) {_default('spec_accept_length')}",
+)
+@click.option(
+    "--spec-draft-tokens",
+    type=int,
+    help="Draft tokens proposed per step [default: the acceptance length - 1, rounded up]",
+)
+@click.option(
+    "--jitter",
+    type=float,
+    help=f"Relative noise on every duration (0.05 = 5 %) {_default('jitter')}",
+)
+@click.option(
+    "--seed", type=int, help=f"Seed of the noise and the output lengths {_default('seed')}"
+)
 @click.option(
     "--regimes",
     metavar="SPEED:P,...",
@@ -77,7 +135,7 @@ __all__ = ["sim"]
     "--instance-sd",
     type=float,
     help="Each start draws a lognormal speed factor with mean 1 and this log-sd "
-    "(0.05: starts differ by about 5 %).",
+    "(0.05: starts differ by about 5 %) " + _default("instance_sd"),
 )
 @click.option(
     "--start-counter",
@@ -85,9 +143,17 @@ __all__ = ["sim"]
     help="File counting starts: each start's speed is drawn from --seed and its number "
     "(reproducible); without it, from os.urandom.",
 )
-@click.option("--max-model-len", type=int, help="Context length; longer requests get HTTP 400.")
-@click.option("--tp", type=int, help="Tensor-parallel ranks (child processes).")
-@click.option("--error-rate", type=float, help="Fraction of completions answered with HTTP 500.")
+@click.option(
+    "--max-model-len",
+    type=int,
+    help=f"Context length; longer requests get HTTP 400 {_default('max_model_len')}",
+)
+@click.option("--tp", type=int, help=f"Tensor-parallel ranks (child processes) {_default('tp')}")
+@click.option(
+    "--error-rate",
+    type=float,
+    help=f"Fraction of completions answered with HTTP 500 {_default('error_rate')}",
+)
 @click.option(
     "--stall-stream-after",
     type=int,
@@ -95,14 +161,17 @@ __all__ = ["sim"]
     help="Streams stop sending after N tokens and stay open.",
 )
 @click.option(
-    "--record",
+    "--record-file",
+    "record",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Append one JSON line of server-side timings per finished request.",
+    metavar="FILE",
+    help="Append one JSON line of server-side timings per finished request to FILE.",
 )
 @click.option(
     "--health-check-timeout",
     type=float,
-    help="Seconds SGLang's /health waits before a 503 once its scheduler is dead.",
+    help="Seconds SGLang's /health waits before a 503 once its scheduler is dead "
+    f"{_default('health_check_timeout')}",
 )
 @click.option("--list-profiles", is_flag=True, help="Print the shipped profiles and exit.")
 def sim(
@@ -118,15 +187,6 @@ def sim(
     The startup log goes to stdout, one flushed line at a time. Exit codes: 0 after
     SIGTERM or SIGINT; 2 for a bad flag or profile; otherwise what the simulated
     engine exits with when it fails (SGLang's failures end by SIGKILL, as SGLang's do).
-
-    \b
-    Example:
-      servegate sim --engine vllm --port 8123 --profile fast
-      servegate sim --engine sglang --port 30000 --fail oom --fail-at load_weights
-      servegate sim --engine vllm --port 8123 --spec-accept-length 2.5 --itl-ms 12
-      servegate sim --port 30000 --regimes 1.0:0.7,0.85:0.3 --start-counter starts.txt
-      servegate sim --engine vllm --phase jit_compile=40 --work jit_compile=cpu
-      servegate sim --phase download=20 --work download=disk --fail hang --fail-at kv_cache
     """
     from servegate.sim.config import parse_phase, parse_work, resolve, shipped_profiles
     from servegate.sim.runner import run
