@@ -87,7 +87,7 @@ def test_disk_full_during_a_run_keeps_the_points_closes_the_campaign_and_exits_3
             _, stderr = runner.communicate(timeout=120)
         assert leftovers(grace_s=5) == []
         kept = int(query(db, "SELECT count(*) FROM point")[0][0])  # type: ignore[call-overload]
-        report = servegate("report", "--db", db, "t", "--json", "-")
+        report = servegate("report", "--db", db, "t", "--json")
     assert runner.returncode == 3, stderr
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
