@@ -118,7 +118,6 @@ def test_timeout_exit_code() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--engine", "ollama", "--", PY, "-V"], "unknown engine 'ollama'"),
         (["--ready", "(unclosed", "--", PY, "-V"], "invalid --ready regular expression"),
         (["--crash", "[z-a]", "--ready", "x", "--", PY, "-V"], "invalid --crash regular"),
         (["--ready", "x"], "missing command"),
@@ -134,6 +133,16 @@ def test_bad_input_exits_2(args: list[str], message: str) -> None:
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
     assert result.stderr.count("\n") <= 2
+    assert state.list_tracked() == []
+
+
+def test_unknown_engine_exits_2() -> None:
+    """--engine is a choice of the profiles: an unknown one is click's usage error (the
+    usage, then one 'Error:' sentence naming the choices), exit 2; nothing is started."""
+    result = servegate("launch", "--engine", "ollama", "--", PY, "-V")
+    assert result.returncode == 2, result.stderr
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert "'ollama' is not one of 'sglang', 'vllm', 'llamacpp', 'tgi', 'trtllm'" in error
     assert state.list_tracked() == []
 
 
@@ -272,3 +281,34 @@ def test_wait_url_alone_gates_a_generic_server(port: int, tmp_path: Path) -> Non
     assert (data["status"], data["detected_by"], data["engine"]) == ("ready", "probe", "generic")
     assert data["url"] == f"http://127.0.0.1:{port}"
     assert f"GET http://127.0.0.1:{port}" in str(data["reason"])
+
+
+def test_quiet_prints_the_verdict_without_progress(port: int) -> None:
+    """-q on launch and wait: no launching line, phase lines or status; the verdict and
+    how to stop the server still print. Each run is compared with the same run without -q."""
+    sim = (PY, "-m", "servegate", "sim", "--engine", "vllm", "--startup", "1", "--port", str(port))
+    gate = ("--engine", "vllm", "--port", str(port))
+
+    def phase_lines(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith("phase ")]
+
+    loud = servegate("launch", *gate, "--name", "loud", "--", *sim)
+    assert loud.returncode == 0, loud.stderr
+    assert loud.stderr.startswith("launching ") and phase_lines(loud.stderr)
+    tracked = state.load("loud")
+    assert tracked is not None
+    watched = ("--log", tracked.log_path, "--pid", str(tracked.pid))
+    waited = servegate("wait", *gate, *watched)
+    hushed = servegate("wait", *gate, *watched, "-q")
+    assert (waited.returncode, hushed.returncode) == (0, 0), hushed.stderr
+    assert waited.stdout.startswith("SERVER READY after ") and phase_lines(waited.stderr)
+    assert hushed.stdout.startswith("SERVER READY after ") and not phase_lines(hushed.stderr)
+    assert servegate("stop", "loud").returncode == 0
+
+    calm = servegate("launch", *gate, "--name", "calm", "--quiet", "--", *sim)
+    assert calm.returncode == 0, calm.stderr
+    assert calm.stdout.startswith("SERVER READY after ")
+    assert "launching" not in calm.stderr and not phase_lines(calm.stderr)
+    assert "servegate stop calm" in calm.stderr
+    assert servegate("stop", "calm").returncode == 0
+    assert state.list_tracked() == []

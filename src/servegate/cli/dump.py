@@ -12,25 +12,20 @@ import json
 
 import click
 
+from servegate.cli.options import examples, json_flag
 from servegate.errors import ServerNotFound, UsageError
 
 __all__ = ["dump"]
 
-_EPILOG = (
-    "\b\n"
-    "Example:\n"
-    "  servegate dump sglang\n"
-    "  servegate dump vllm --json | jq .summary\n"
-    "\n"
-    "\b\n"
+
+@click.command(
+    epilog=examples("servegate dump sglang", "servegate dump vllm --json | jq .summary")
+    + "\n\n\b\n"
     "Python stacks need py-spy (pip install 'servegate[diag]') and permission to ptrace\n"
     "the server (the same user, or root). Exit codes: 0 dumped, 2 no such server."
 )
-
-
-@click.command(epilog=_EPILOG)
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print the stacks as JSON.")
+@json_flag("the stacks")
 @click.option(
     "--timeout",
     "timeout_s",

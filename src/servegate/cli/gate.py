@@ -1,8 +1,8 @@
 """``servegate launch``, ``wait``, ``stop`` and ``ps``: thin layers over the library.
 
 Results go to stdout (the verdict line, then the log tail on CRASH or TIMEOUT; or one
-JSON object with ``--json``); notes go to stderr. Exit codes: 0 READY, 1 CRASH,
-124 TIMEOUT, 2 bad usage or input.
+JSON object with ``--json``); notes go to stderr (none of the progress under ``-q``).
+Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input.
 """
 
 from __future__ import annotations
@@ -16,15 +16,19 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from servegate.cli.options import engine as engine_option
+from servegate.cli.options import examples, json_flag, quiet
 from servegate.errors import GateError, UsageError
 from servegate.redact import Redactor, scrub
 
 if TYPE_CHECKING:
     from servegate.gate.verdict import Verdict
+    from servegate.launch.server import Server
+    from servegate.startup.session import StartSession
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_EXIT_CODES = "Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
+_EXIT_CODES = "\n\n\b\nExit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
 
 
 def _timeout_value(ctx: click.Context, param: click.Parameter, value: str) -> float | str:
@@ -40,61 +44,63 @@ def _timeout_value(ctx: click.Context, param: click.Parameter, value: str) -> fl
         ) from None
 
 
+_GATE_OPTIONS = [
+    engine_option("The engine profile: its ready lines, fatal signatures, probe and phases."),
+    click.option("--ready", multiple=True, metavar="REGEX", help="Extra ready-line regex."),
+    click.option("--crash", multiple=True, metavar="REGEX", help="Extra fatal-line regex."),
+    click.option(
+        "--port",
+        type=int,
+        help="Probe this port. [default: the command's --port, else the engine's]",
+    ),
+    click.option("--health-url", metavar="URL", help="Probe exactly this URL (any 2xx)."),
+    click.option(
+        "--timeout",
+        "timeout_s",
+        metavar="SECONDS|auto",
+        callback=_timeout_value,
+        default="900",
+        show_default=True,
+        help="Hard cap in seconds, or auto: from past starts of this configuration.",
+    ),
+    click.option(
+        "--stall",
+        "stall_s",
+        type=float,
+        default=300.0,
+        show_default=True,
+        help="TIMEOUT after this many seconds without new output (0: never).",
+    ),
+    click.option(
+        "--sample",
+        "sample_s",
+        type=float,
+        default=1.0,
+        show_default=True,
+        help="Telemetry period in seconds until the verdict (CPU, memory, disk, "
+        "network, GPUs; 0: none).",
+    ),
+    click.option(
+        "--tail",
+        type=int,
+        default=50,
+        show_default=True,
+        help="Log lines shown on CRASH or TIMEOUT (--json keeps 300).",
+    ),
+    json_flag("the verdict"),
+    quiet(),
+    click.option(
+        "--host",
+        default="local",
+        show_default=True,
+        help="Where the server runs; this version runs servers locally.",
+    ),
+]
+
+
 def _gate_options(func: F) -> F:
     """The GATE OPTIONS shared by launch and wait."""
-    options = [
-        click.option(
-            "--engine",
-            default="generic",
-            show_default=True,
-            help="Profile: sglang, vllm, llamacpp, tgi, trtllm or generic.",
-        ),
-        click.option("--ready", multiple=True, metavar="REGEX", help="Extra ready-line regex."),
-        click.option("--crash", multiple=True, metavar="REGEX", help="Extra fatal-line regex."),
-        click.option("--port", type=int, help="Probe this port (default: the command's --port)."),
-        click.option("--health-url", metavar="URL", help="Probe exactly this URL (any 2xx)."),
-        click.option(
-            "--timeout",
-            "timeout_s",
-            metavar="SECONDS|auto",
-            callback=_timeout_value,
-            default="900",
-            show_default=True,
-            help="Hard cap in seconds, or auto: from past starts of this configuration.",
-        ),
-        click.option(
-            "--stall",
-            "stall_s",
-            type=float,
-            default=300.0,
-            show_default=True,
-            help="TIMEOUT after this many seconds without new output (0: never).",
-        ),
-        click.option(
-            "--sample",
-            "sample_s",
-            type=float,
-            default=1.0,
-            show_default=True,
-            help="Telemetry period in seconds until the verdict (CPU, memory, disk, "
-            "network, GPUs; 0: none).",
-        ),
-        click.option(
-            "--tail",
-            type=int,
-            default=50,
-            show_default=True,
-            help="Log lines shown on CRASH or TIMEOUT (--json keeps 300).",
-        ),
-        click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON."),
-        click.option(
-            "--host",
-            default="local",
-            show_default=True,
-            help="Where the server runs; this version runs servers locally.",
-        ),
-    ]
-    for option in reversed(options):
+    for option in reversed(_GATE_OPTIONS):
         func = option(func)
     return func
 
@@ -122,7 +128,7 @@ def _render(verdict: Verdict, *, tail: int, as_json: bool, extra: dict[str, Any]
         click.echo(json.dumps({**verdict.to_json(), **extra}))
         return
     click.echo(verdict.line())
-    if verdict.status != "ready" and tail > 0 and verdict.tail:
+    if not verdict.ok and tail > 0 and verdict.tail:
         lines = verdict.tail[-tail:]
         where = f" of {verdict.log_path}" if verdict.log_path else ""
         click.echo(f"--- last {len(lines)} lines{where} ---")
@@ -155,27 +161,24 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise _Stop
 
 
-_LAUNCH_EPILOG = (
-    "\b\n"
-    "Example:\n"
-    "  servegate launch --engine sglang --port 30000 -- \\\n"
-    "      python3 -m sglang.launch_server --model-path /models/m --port 30000\n"
-    "  servegate launch --engine vllm --timeout 1200 --stall 600 -- vllm serve /models/m\n"
-    "  servegate launch --ready 'Serving HTTP' --port 8123 -- python3 -m http.server 8123\n"
-    "\n"
-    "\b\n"
-    "Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
-)
-
-
 @click.command(
-    epilog=_LAUNCH_EPILOG,
+    epilog=examples(
+        "servegate launch --engine sglang --port 30000 -- \\",
+        "    python3 -m sglang.launch_server --model-path /models/m --port 30000",
+        "servegate launch --engine vllm --timeout 1200 --stall 600 -- vllm serve /models/m",
+        "servegate launch --ready 'Serving HTTP' --port 8123 -- python3 -m http.server 8123",
+        "servegate launch -q --json --engine vllm -- vllm serve /models/m | jq .status",
+    )
+    + _EXIT_CODES,
     context_settings={"ignore_unknown_options": False, "allow_interspersed_args": False},
 )
 @_gate_options
-@click.option("--name", help="Track the server under this name (default: the engine's).")
+@click.option("--name", help="Track the server under this name. [default: the engine's]")
 @click.option(
-    "--log", "log_path", metavar="FILE", help="Its log file (default: in the state folder)."
+    "--log",
+    "log_path",
+    metavar="FILE",
+    help="Its log file. [default: NAME.log in the state folder]",
 )
 @click.option(
     "--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable."
@@ -195,6 +198,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     sample_s: float,
     tail: int,
     as_json: bool,
+    quiet: bool,
     host: str,
     name: str | None,
     log_path: str | None,
@@ -220,23 +224,11 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     session = StartSession(engine=engine, command=command, env=env, via="launch", timeout=timeout_s)
     if foreground:
         signal.signal(signal.SIGTERM, _on_sigterm)
-    printed: list[Verdict] = []
-
-    def print_failure(verdict: Verdict) -> None:
-        # CRASH and TIMEOUT reach the user the moment they are known; the stop follows
-        session.status.stop()
-        if verdict.status != "ready":
-            if as_json:
-                _render(verdict, tail=tail, as_json=True, extra=_startup(session, verdict))
-            else:
-                _render(verdict, tail=tail, as_json=False, extra={})
-                if _startup(session, verdict):
-                    click.echo(session.note(), err=True)
-            printed.append(verdict)
-
+    shown: list[Verdict] = []  # a CRASH or TIMEOUT already printed by on_verdict
     try:  # from the moment the SIGTERM handler is in place
-        shown = Redactor.collect(envs=[env]).command(command)
-        click.echo(f"launching {' '.join(shown)[:200]}", err=True)
+        if not quiet:
+            argv = Redactor.collect(envs=[env]).command(command)
+            click.echo(f"launching {' '.join(argv)[:200]}", err=True)
         server = launch_server(
             list(command),
             engine=engine,
@@ -253,23 +245,47 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             crash=crash,
             health_url=health_url,
             attached=foreground,
-            on_verdict=print_failure,
-            on_started=session.started,
-            on_note=_note,
-            on_status=session.status.resources,
+            on_verdict=lambda verdict: _show_failure(verdict, session, tail, as_json, shown),
+            on_started=None if quiet else session.started,
+            on_note=None if quiet else _note,
+            on_status=None if quiet else session.status.resources,
         )
     except _Stop:
         session.close()
         click.echo("stopped by SIGTERM before a verdict; the tree was stopped", err=True)
         _exit(143)
     except GateError as exc:
-        if not printed:
+        if not shown:
             _render(exc.verdict, tail=tail, as_json=as_json, extra=_startup(session, exc.verdict))
         if keep:
             click.echo("the processes were left running (--keep): see servegate ps", err=True)
         _exit(exc.exit_code)
     finally:
         session.close()
+    _serve(server, session, tail=tail, as_json=as_json, foreground=foreground)
+
+
+def _show_failure(
+    verdict: Verdict, session: StartSession, tail: int, as_json: bool, shown: list[Verdict]
+) -> None:
+    """``on_verdict``: CRASH and TIMEOUT reach the user the moment they are known; the
+    stop follows."""
+    session.status.stop()
+    if verdict.ok:
+        return
+    if as_json:
+        _render(verdict, tail=tail, as_json=True, extra=_startup(session, verdict))
+    else:
+        _render(verdict, tail=tail, as_json=False, extra={})
+        if _startup(session, verdict):
+            click.echo(session.note(), err=True)
+    shown.append(verdict)
+
+
+def _serve(
+    server: Server, session: StartSession, *, tail: int, as_json: bool, foreground: bool
+) -> NoReturn:
+    """A READY server: print the verdict and how to stop it, or stay with it (--foreground)."""
     startup = _startup(session, server.verdict)
     if foreground:
         _run_foreground(server, tail=tail, as_json=as_json, startup=startup)
@@ -284,7 +300,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     _exit(0)
 
 
-def _startup(session: Any, verdict: Verdict) -> dict[str, Any]:
+def _startup(session: StartSession, verdict: Verdict) -> dict[str, Any]:
     """The verdict JSON's ``startup`` object (the history is written once, here)."""
     try:
         return {"startup": session.finish(verdict)}
@@ -293,7 +309,9 @@ def _startup(session: Any, verdict: Verdict) -> dict[str, Any]:
         return {}
 
 
-def _run_foreground(server: Any, *, tail: int, as_json: bool, startup: dict[str, Any]) -> NoReturn:
+def _run_foreground(
+    server: Server, *, tail: int, as_json: bool, startup: dict[str, Any]
+) -> NoReturn:
     """Stay with a READY server until it exits, Ctrl-C, or SIGTERM; then stop the tree."""
     try:
         _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name, **startup})
@@ -310,19 +328,15 @@ def _run_foreground(server: Any, *, tail: int, as_json: bool, startup: dict[str,
     _exit(1)
 
 
-_WAIT_EPILOG = (
-    "\b\n"
-    "Example:\n"
-    "  nohup python3 -m sglang.launch_server --model-path /models/m > server.log 2>&1 &\n"
-    "  servegate wait --engine sglang --log server.log --pid $! --port 30000\n"
-    "  servegate wait --url http://127.0.0.1:8000 --timeout 600\n"
-    "\n"
-    "\b\n"
-    "Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input."
+@click.command(
+    epilog=examples(
+        "nohup python3 -m sglang.launch_server --model-path /models/m > server.log 2>&1 &",
+        "servegate wait --engine sglang --log server.log --pid $! --port 30000",
+        "servegate wait --url http://127.0.0.1:8000 --timeout 600",
+        "servegate wait -q --json --engine vllm --log vllm.log --pid 4242",
+    )
+    + _EXIT_CODES
 )
-
-
-@click.command(epilog=_WAIT_EPILOG)
 @_gate_options
 @click.option("--log", "log_path", metavar="FILE", help="Its log file, followed from the start.")
 @click.option("--pid", type=int, help="Its main process: exiting is a CRASH.")
@@ -342,6 +356,7 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     sample_s: float,
     tail: int,
     as_json: bool,
+    quiet: bool,
     host: str,
     log_path: str | None,
     pid: int | None,
@@ -358,7 +373,8 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     _check_host(host)
     command, started_wall = _process_command(pid)
     session = StartSession(engine=engine, command=command, env=None, via="wait", timeout=timeout_s)
-    session.follow(log_path, started_wall)
+    if not quiet:
+        session.follow(log_path, started_wall)
     try:
         verdict = wait_server(
             log_path=log_path,
@@ -372,20 +388,19 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
             timeout_s=session.timeout_s,
             stall_s=_stall(stall_s),
             sample_s=sample_s,
-            on_note=_note,
-            on_status=session.status.resources,
+            on_note=None if quiet else _note,
+            on_status=None if quiet else session.status.resources,
         )
     except GateError as exc:
-        _render(exc.verdict, tail=tail, as_json=as_json, extra=_startup(session, exc.verdict))
-        if not as_json:
-            click.echo(session.note(), err=True)
-        _exit(exc.exit_code)
+        verdict, code = exc.verdict, exc.exit_code
+    else:
+        code = 0
     finally:
         session.close()
     _render(verdict, tail=tail, as_json=as_json, extra=_startup(session, verdict))
     if not as_json:
         click.echo(session.note(), err=True)
-    _exit(0)
+    _exit(code)
 
 
 def _process_command(pid: int | None) -> tuple[list[str], float | None]:
@@ -401,20 +416,16 @@ def _process_command(pid: int | None) -> tuple[list[str], float | None]:
         return [], None
 
 
-_STOP_EPILOG = (
-    "\b\n"
-    "Example:\n"
-    "  servegate stop sglang\n"
-    "  servegate stop --pid 12345 --grace 30\n"
-    "  servegate stop --pid 4242 --force     # a process servegate did not launch\n"
-    "\n"
-    "\b\n"
-    "Exit codes: 0 stopped, 1 something survived or the port stayed busy,\n"
+@click.command(
+    epilog=examples(
+        "servegate stop sglang",
+        "servegate stop --pid 12345 --grace 30",
+        "servegate stop --pid 4242 --force     # a process servegate did not launch",
+        "servegate stop vllm --json | jq .port_free",
+    )
+    + "\n\n\b\nExit codes: 0 stopped, 1 something survived or the port stayed busy,\n"
     "2 no such server, or a PID servegate did not launch (without --force)."
 )
-
-
-@click.command(epilog=_STOP_EPILOG)
 @click.argument("name", required=False)
 @click.option(
     "--pid", type=int, help="Stop by PID: a tracked server's main process, or an orphan ps lists."
@@ -432,7 +443,7 @@ _STOP_EPILOG = (
     show_default=True,
     help="Seconds between SIGTERM and SIGKILL.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_flag("the stop report")
 def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json: bool) -> None:
     """Stop a server and its whole process tree, and confirm its port is free.
 
@@ -469,11 +480,8 @@ def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json
     _exit(0 if not report.survivors and report.port_free is not False else 1)
 
 
-_PS_EPILOG = "\b\nExample:\n  servegate ps\n  servegate ps --json"
-
-
-@click.command(epilog=_PS_EPILOG)
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@click.command(epilog=examples("servegate ps", "servegate ps --json | jq '.[].name'"))
+@json_flag("the servers as a list")
 def ps(as_json: bool) -> None:
     """List the servers servegate launched that still run (prints nothing if none).
 

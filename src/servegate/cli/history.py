@@ -11,30 +11,29 @@ import json
 
 import click
 
+from servegate.cli.options import engine, examples, json_flag
 from servegate.errors import UsageError
+from servegate.gate.verdict import Status
 
-_EPILOG = (
-    "\b\n"
-    "Example:\n"
-    "  servegate history\n"
-    "  servegate history --engine vllm --status ready --limit 5\n"
-    "  servegate history --config 3fa9c1 --json\n"
-    "\n"
-    "\b\n"
+
+@click.command(
+    epilog=examples(
+        "servegate history",
+        "servegate history --engine vllm --status ready --limit 5",
+        "servegate history --config 3fa9c1 --json",
+    )
+    + "\n\n\b\n"
     "Exit codes: 0 listed (nothing printed when there is no start), 2 bad usage or input."
 )
-
-
-@click.command(epilog=_EPILOG)
-@click.option("--engine", help="Only starts of this engine profile.")
+@engine("Only starts of this engine profile.", default=None)
 @click.option(
     "--status",
-    type=click.Choice(["ready", "crash", "timeout"]),
+    type=click.Choice([str(status) for status in Status]),
     help="Only starts with this verdict.",
 )
 @click.option("--config", "config", metavar="KEY", help="Only this configuration (key or prefix).")
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many starts.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@json_flag("the starts as a list")
 def history(
     engine: str | None, status: str | None, config: str | None, limit: int, as_json: bool
 ) -> None:
