@@ -55,7 +55,7 @@ def only_object(stdout: str) -> dict[str, Any]:
         (["wait", "--json"], "wait needs something to watch"),
         (["wait", "--json", "--timeout", "soon", "--ready", "x"], "'soon' is not a valid float"),
         (["launch", "--json", "--ready", "x"], "missing command"),
-        (["launch", "--engine", "ollama", "--json", "--", PY, "-V"], "'ollama' is not one of"),
+        (["launch", "--engine", "ollama", "--json", "--", PY, "-V"], "unknown engine 'ollama'"),
         (["launch", "--json", "--port"], "Option '--port' requires an argument"),
         (["bench", "--json"], "Missing option '--url'"),
         (

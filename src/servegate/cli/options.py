@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import click
 
-from servegate.engines import ENGINE_NAMES
+from servegate.engines import ENGINE_NAMES, get_profile
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,11 +69,21 @@ def quiet() -> Callable[[F], F]:
     )
 
 
+class EngineChoice(click.Choice[str]):
+    """The engine profiles as a choice; an unknown name is the one-sentence usage error of
+    ``get_profile`` (naming the choices), not click's usage block."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value not in self.choices:
+            get_profile(value)  # raises UsageError naming the choices
+        return super().convert(value, param, ctx)
+
+
 def engine(help: str, *, default: str | None = "generic") -> Callable[[F], F]:
     """``--engine``: one of the engine profiles (parameter ``engine``)."""
     return click.option(
         "--engine",
-        type=click.Choice(ENGINE_NAMES),
+        type=EngineChoice(ENGINE_NAMES),
         default=default,
         show_default=default is not None,
         help=help,
