@@ -22,9 +22,7 @@ server's processes still run, the wait for them names those that hold the port).
 from __future__ import annotations
 
 import enum
-import errno
 import os
-import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +32,7 @@ import psutil
 import pynvml
 
 from servegate.campaign.gpu import GpuMemory, GpuMonitor, wait_released
-from servegate.launch.tree import describe_holders, named_port_holders
+from servegate.launch.tree import describe_holders, named_port_holders, port_is_free
 
 __all__ = [
     "Check",
@@ -43,7 +41,6 @@ __all__ = [
     "ProcessRef",
     "describe_holders",
     "jit_cache_dirs",
-    "port_free",
     "run_preflight",
     "stale_locks",
 ]
@@ -137,23 +134,6 @@ def process_tree(pid: int) -> tuple[ProcessRef, ...]:
         except psutil.Error:
             continue
     return tuple(refs)
-
-
-def port_free(port: int) -> bool:
-    """Whether a server could bind ``port`` on every interface now.
-
-    Binds with SO_REUSEADDR as servers do, so a port in TIME_WAIT after the previous
-    server counts as free and a port someone listens on does not.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError as exc:
-            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-                return False
-            raise
-    return True
 
 
 def _telling(
@@ -290,13 +270,13 @@ def _check_port(
 ) -> Check:
     if port is None:
         return Check(name="port", level=Level.SKIPPED, message="no port to check")
-    holders = [] if port_free(port) else named_port_holders(port)
+    holders = [] if port_is_free(port) else named_port_holders(port)
     ours = {p.pid for p in previous}
     # only the previous server's stop releases a port by itself: wait for that, and
     # fail at once when the port belongs to someone else (or there was no server before)
     foreign = bool(holders) and all(pid is not None and pid not in ours for pid, _ in holders)
     wait_s = 0.0 if not previous or foreign else timeout_s
-    if _wait_until(lambda: port_free(port), wait_s, clock, sleep):
+    if _wait_until(lambda: port_is_free(port), wait_s, clock, sleep):
         return Check(name="port", level=Level.OK, message=f"port {port} is free")
     holders = named_port_holders(port) or holders
     who = f" by {describe_holders(holders)}" if holders else ""

@@ -268,10 +268,9 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int) -> None:
     port_text = str(campaign.port) if campaign.port is not None else "auto"
     click.echo(f"campaign {campaign.name} (baseline {campaign.baseline}), port {port_text}")
     if campaign.port is not None:
-        from servegate.campaign.preflight import port_free
-        from servegate.launch.tree import describe_holders, named_port_holders
+        from servegate.launch.tree import describe_holders, named_port_holders, port_is_free
 
-        if not port_free(campaign.port):
+        if not port_is_free(campaign.port):
             holders = describe_holders(named_port_holders(campaign.port))
             click.echo(
                 f"Warning: port {campaign.port} is in use now"
