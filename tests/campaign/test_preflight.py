@@ -16,11 +16,11 @@ from servegate.campaign.preflight import (
     Level,
     ProcessRef,
     jit_cache_dirs,
-    port_free,
     process_tree,
     run_preflight,
     stale_locks,
 )
+from servegate.launch.tree import port_is_free as port_free
 
 
 @pytest.fixture
