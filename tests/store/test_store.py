@@ -321,3 +321,58 @@ def test_samples_given_as_dicts_or_with_ms_fields_are_read(tmp_path: Path) -> No
     assert samples.itl_ms.tolist() == [19.0, 19.0]
     assert point.server_metrics == {"spec_accept_length": 2.5}
     assert point.variant == "v"
+
+
+def test_attempts_record_their_node_and_gpu_model_and_may_be_lost(tmp_path: Path) -> None:
+    """A start on a cluster node keeps the node and its GPU model; a local one has none;
+    an attempt whose node was lost reads back as lost and is not reopened on resume."""
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        local = _attempt(store, cid)
+        placed = store.start_attempt(
+            cid,
+            variant="fusion",
+            server_key="k2",
+            command=["serve"],
+            env={},
+            host="local",
+            versions={},
+            git_commit=None,
+            start=1,
+            node="10.0.0.7/3fa2c1d0",
+            gpu_model="H200",
+        )
+        store.finish_attempt(placed, AttemptStatus.LOST, "node 10.0.0.7/3fa2c1d0 was lost")
+        assert store.mark_interrupted(cid) == 1  # the local one, still running
+        by_id = {a.id: a for a in store.attempts(cid)}
+    assert (by_id[local].node, by_id[local].gpu_model) == (None, None)
+    lost = by_id[placed]
+    assert (lost.node, lost.gpu_model, lost.status) == ("10.0.0.7/3fa2c1d0", "H200", "lost")
+    assert lost.status is AttemptStatus.LOST
+    assert lost.reason == "node 10.0.0.7/3fa2c1d0 was lost"
+
+
+def test_a_database_from_before_placement_reads_and_upgrades(tmp_path: Path) -> None:
+    """Attempts written before the node and GPU model columns read back with None, read
+    only as they are, and after the upgrade."""
+    from servegate.store import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    with Store.open(path, migrations=MIGRATIONS[:4]) as store:
+        cid = store.campaign("c", "cfg", "baseline")
+    conn = sqlite3.connect(path)
+    with conn:  # an attempt as the step-4 runner wrote it
+        conn.execute(
+            "INSERT INTO attempt (campaign_id, variant_id, server_key, cold, command, env, "
+            "host, versions, status, started_at, start) SELECT ?, id, 'k', 1, '[]', '{}', "
+            "'local', '{}', 'done', '2026-01-01T00:00:00', 1 FROM variant",
+            (cid,),
+        )
+    conn.close()
+    with Store.open(path, read_only=True) as store:
+        [before] = store.attempts(cid)
+    with Store.open(path) as store:
+        [after] = store.attempts(cid)
+        assert store.schema_steps()[-1][1] == "node and GPU model of each attempt"
+    assert (before.node, before.gpu_model) == (None, None) == (after.node, after.gpu_model)

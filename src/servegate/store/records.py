@@ -68,6 +68,8 @@ class AttemptInfo:
     stop_port_free: bool | None = None
     start: int | None = None  # which start of its server configuration (1, 2, ...)
     failed_variants: tuple[str, ...] = ()  # a failure of these only; none: the whole start
+    node: str | None = None  # the cluster node it ran on; None: the runner's own machine
+    gpu_model: str | None = None  # the GPU model it measured on; None: not known
 
     @property
     def startup_s(self) -> float | None:

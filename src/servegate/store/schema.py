@@ -208,10 +208,21 @@ TELEMETRY = Migration(
     ),
 )
 
+PLACEMENT = Migration(
+    version=5,
+    name="node and GPU model of each attempt",
+    statements=(
+        # where a start ran: the cluster node (NULL: the machine the runner runs on) and
+        # the GPU model it measured on (NULL: not known); comparisons pair GPU models
+        "ALTER TABLE attempt ADD COLUMN node TEXT",
+        "ALTER TABLE attempt ADD COLUMN gpu_model TEXT",
+    ),
+)
+
 # Every step this version knows, oldest first; a new step is appended, never edited.
 # A database opened read-only (a report in a read-only folder) is not migrated: reads
 # must not need what a later step adds, or must do without it.
-MIGRATIONS: tuple[Migration, ...] = (INITIAL, RUNNER, STARTS, TELEMETRY)
+MIGRATIONS: tuple[Migration, ...] = (INITIAL, RUNNER, STARTS, TELEMETRY, PLACEMENT)
 
 _BOOKKEEPING = """CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,

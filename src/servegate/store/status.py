@@ -30,3 +30,4 @@ class AttemptStatus(StrEnum):
     DONE = "done"  # benchmarked and stopped
     FAILED = "failed"  # preflight failed, or it died or broke after READY (mid-benchmark)
     INTERRUPTED = "interrupted"  # the runner was stopped (Ctrl-C, SIGKILL found on resume)
+    LOST = "lost"  # the cluster node running it was lost: not a failure of the variant

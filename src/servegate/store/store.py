@@ -465,11 +465,14 @@ class Store:
         versions: Mapping[str, Any],
         git_commit: str | None,
         start: int | None = None,
+        node: str | None = None,
+        gpu_model: str | None = None,
     ) -> int:
         """Record that a server is being launched for ``variant``; return the attempt id.
 
         ``start`` numbers the starts of one server configuration (1, 2, ... with
-        ``restarts``).
+        ``restarts``); ``node`` and ``gpu_model`` say where it runs (a cluster node and
+        its GPU model; None: the runner's own machine, the model not known).
 
         ``server_key`` names the server configuration (same command and env, same key):
         an attempt is the cold start unless an earlier one with this key came up READY
@@ -486,8 +489,8 @@ class Store:
             ).fetchone()
             cur = conn.execute(
                 "INSERT INTO attempt (campaign_id, variant_id, server_key, cold, command, env, "
-                "host, versions, git_commit, status, started_at, start) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+                "host, versions, git_commit, status, started_at, start, node, gpu_model) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
                 (
                     cid,
                     vid,
@@ -500,6 +503,8 @@ class Store:
                     git_commit,
                     self._now(),
                     start,
+                    None if node is None else scrub(node),
+                    gpu_model,
                 ),
             )
             return int(cur.lastrowid or 0)
@@ -712,6 +717,7 @@ class Store:
         phases: dict[int, list[PhaseInfo]] = {}
         failures: dict[int, list[str]] = {}
         starts = self._has_column("attempt", "start")  # no: read-only, from before step 3
+        placed = self._has_column("attempt", "node")  # no: read-only, from before step 5
         if starts:
             for aid, name in self._conn.execute(
                 "SELECT f.attempt_id, v.name FROM attempt_failure f "
@@ -731,7 +737,8 @@ class Store:
             "SELECT a.id, v.name, a.server_key, a.cold, a.command, a.env, a.host, a.versions, "
             "a.git_commit, a.status, a.reason, a.started_at, a.ended_at, d.json, "
             "a.stop_killed, a.stop_duration_s, a.stop_port_free, "
-            + ("a.start " if starts else "NULL ")
+            + ("a.start, " if starts else "NULL, ")
+            + ("a.node, a.gpu_model " if placed else "NULL, NULL ")
             + "FROM attempt a JOIN variant v ON v.id = a.variant_id "
             "LEFT JOIN verdict d ON d.attempt_id = a.id "
             "WHERE a.campaign_id = ? ORDER BY a.started_at, a.id",
@@ -769,6 +776,8 @@ class Store:
                     stop_port_free=None if row[16] is None else bool(row[16]),
                     start=None if row[17] is None else int(row[17]),
                     failed_variants=tuple(failures.get(aid, ())),
+                    node=row[18],
+                    gpu_model=row[19],
                 )
             )
         return out
