@@ -600,68 +600,17 @@ def compare(
         metrics: the metrics to compare (all of ``METRICS`` by default).
         now: the report's timestamp source (tests pin it).
     """
-    first = {name: summarize_variant(data, name) for name in data.variants}
-    refs = _references(data, first)
-    rows = tuple(_with_reference(first[name], *refs[name]) for name in data.variants)
-    by_name = {row.name: row for row in rows}
-    base = data.baseline
+    method = _Method(confidence=confidence, resamples=resamples, seed=seed, min_effect=min_effect)
+    rows = _rows(data)
+    base = next(row for row in rows if row.name == data.baseline)
     comparisons: list[MetricComparison] = []
     startup: list[StartupComparison] = []
     for row in rows:
-        if row.is_baseline or row.failed or by_name[base].failed:
+        if row.is_baseline or row.failed or base.failed:
             continue
-        reference = row.reference or ""
-        for load in data.loads if reference else ():
-            for m in metrics:
-                a = m.nested(data, reference, load)
-                b = m.nested(data, row.name, load)
-                if a.size == 0 and b.size == 0:
-                    continue
-                est = estimate_nested(
-                    a,
-                    b,
-                    stat=m.stat,
-                    confidence=confidence,
-                    resamples=resamples,
-                    rng=seeded_rng(seed, row.name, load, m.key),
-                )
-                comparisons.append(
-                    MetricComparison(
-                        variant=row.name,
-                        load=load,
-                        metric=m,
-                        estimate=est,
-                        call=call(est, m.direction, min_effect),
-                        reference=reference,
-                    )
-                )
-        if row.on_baseline_server:
-            continue  # the same server start as the baseline: nothing to compare
-        # startup does not depend on the workload: compared even without a reference
-        base_row = by_name[base]
-        for temperature, a_vals, b_vals in (
-            ("cold", _opt(base_row.cold_startup_s), _opt(row.cold_startup_s)),
-            ("warm", base_row.warm_startups_s, row.warm_startups_s),
-        ):
-            if not a_vals or not b_vals:
-                continue
-            est = estimate(
-                np.asarray(a_vals, dtype=np.float64),
-                np.asarray(b_vals, dtype=np.float64),
-                stat=mean,
-                confidence=confidence,
-                resamples=resamples,
-                rng=seeded_rng(seed, row.name, "startup", temperature),
-            )
-            startup.append(
-                StartupComparison(
-                    variant=row.name,
-                    temperature="cold" if temperature == "cold" else "warm",
-                    estimate=est,
-                    call=call(est, "lower", min_effect),
-                )
-            )
-    stamp = now() if now else datetime.now(UTC).isoformat(timespec="seconds")
+        comparisons.extend(_metric_comparisons(data, row, metrics, method))
+        if not row.on_baseline_server:  # else the same server start as the baseline
+            startup.extend(_startup_comparisons(base, row, method))
     return Report(
         campaign=data.campaign,
         data=data,
@@ -671,29 +620,97 @@ def compare(
         confidence=confidence,
         resamples=resamples,
         seed=seed,
-        generated_at=stamp,
+        generated_at=now() if now else datetime.now(UTC).isoformat(timespec="seconds"),
         min_effect=min_effect,
-        noise_floor=_noise_floor(
-            data,
-            by_name[base],
-            metrics,
-            confidence=confidence,
-            resamples=resamples,
-            seed=seed,
-            min_effect=min_effect,
-        ),
+        noise_floor=_noise_floor(data, base, metrics, method),
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Method:
+    """How every comparison of one report is estimated and called."""
+
+    confidence: float
+    resamples: int
+    seed: int
+    min_effect: float
+
+
+def _rows(data: CampaignData) -> tuple[VariantSummary, ...]:
+    """Every variant's row, with the variant it is compared with (or why none)."""
+    first = {name: summarize_variant(data, name) for name in data.variants}
+    refs = _references(data, first)
+    return tuple(_with_reference(first[name], *refs[name]) for name in data.variants)
+
+
+def _metric_comparisons(
+    data: CampaignData, row: VariantSummary, metrics: Sequence[Metric], method: _Method
+) -> list[MetricComparison]:
+    """The variant against its reference at every load and metric either side measured."""
+    reference = row.reference or ""
+    out = []
+    for load in data.loads if reference else ():
+        for m in metrics:
+            a = m.nested(data, reference, load)
+            b = m.nested(data, row.name, load)
+            if a.size == 0 and b.size == 0:
+                continue
+            est = estimate_nested(
+                a,
+                b,
+                stat=m.stat,
+                confidence=method.confidence,
+                resamples=method.resamples,
+                rng=seeded_rng(method.seed, row.name, load, m.key),
+            )
+            out.append(
+                MetricComparison(
+                    variant=row.name,
+                    load=load,
+                    metric=m,
+                    estimate=est,
+                    call=call(est, m.direction, method.min_effect),
+                    reference=reference,
+                )
+            )
+    return out
+
+
+def _startup_comparisons(
+    base: VariantSummary, row: VariantSummary, method: _Method
+) -> list[StartupComparison]:
+    """The variant's cold and warm startups against the baseline's, where both have some.
+
+    Startup does not depend on the workload: compared even without a reference.
+    """
+    out = []
+    for temperature, a_vals, b_vals in (
+        ("cold", _opt(base.cold_startup_s), _opt(row.cold_startup_s)),
+        ("warm", base.warm_startups_s, row.warm_startups_s),
+    ):
+        if not a_vals or not b_vals:
+            continue
+        est = estimate(
+            np.asarray(a_vals, dtype=np.float64),
+            np.asarray(b_vals, dtype=np.float64),
+            stat=mean,
+            confidence=method.confidence,
+            resamples=method.resamples,
+            rng=seeded_rng(method.seed, row.name, "startup", temperature),
+        )
+        out.append(
+            StartupComparison(
+                variant=row.name,
+                temperature="cold" if temperature == "cold" else "warm",
+                estimate=est,
+                call=call(est, "lower", method.min_effect),
+            )
+        )
+    return out
+
+
 def _noise_floor(
-    data: CampaignData,
-    base: VariantSummary,
-    metrics: Sequence[Metric],
-    *,
-    confidence: float,
-    resamples: int,
-    seed: int,
-    min_effect: float,
+    data: CampaignData, base: VariantSummary, metrics: Sequence[Metric], method: _Method
 ) -> tuple[NoiseFloor, ...]:
     """The baseline against itself: one half of its starts against the other half."""
     if base.failed:
@@ -712,9 +729,9 @@ def _noise_floor(
                 a,
                 b,
                 stat=m.stat,
-                confidence=confidence,
-                resamples=resamples,
-                rng=seeded_rng(seed, "A/A", load, m.key),
+                confidence=method.confidence,
+                resamples=method.resamples,
+                rng=seeded_rng(method.seed, "A/A", load, m.key),
             )
             out.append(
                 NoiseFloor(
@@ -722,7 +739,7 @@ def _noise_floor(
                     metric=m,
                     split=split,
                     estimate=est,
-                    call=call(est, m.direction, min_effect),
+                    call=call(est, m.direction, method.min_effect),
                 )
             )
     return tuple(out)
