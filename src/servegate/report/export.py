@@ -234,96 +234,84 @@ def render_csv(report: Report) -> str:
     not compared has its reason and the call ``not compared``; a failed variant has one
     row of its own (no load, no metric) with its status as the call and its reason.
     """
+    rows: list[list[Any]] = []
+    for row in report.variants:
+        if row.failed:
+            rows.append(_failure_row(report, row))
+        rows.extend(_metric_rows(report, row))
+        rows.extend(_startup_rows(report, row))
+    rows.extend(_noise_rows(report))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    name = report.campaign.name
-
-    def write(cells: list[Any]) -> None:
-        writer.writerow(["" if c is None else c for c in cells])
-
-    for row in report.variants:
-        if row.failed:
-            reason = row.reason or ""
-            if row.hint:
-                reason += f" (hint: {row.hint})"
-            write(
-                [
-                    name,
-                    row.name,
-                    row.status,
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    *_comparison_cells(None),
-                    "",
-                    row.starts,
-                    reason,
-                    row.status,
-                ]
-            )
-        for load in report.loads:
-            for metric in METRICS:
-                values = metric.values(report.data, row.name, load)
-                values = values[np.isfinite(values)]
-                if values.size == 0:
-                    continue
-                comp = report.get(row.name, load, metric.key)
-                est = comp.estimate if comp else None
-                if row.is_baseline:
-                    verdict, reason, reference = "baseline", "", ""
-                elif comp is None:
-                    verdict, reason, reference = "not compared", row.not_compared or "", ""
-                else:
-                    verdict, reason, reference = comp.call, "", comp.reference
-                starts = len({p.attempt_id for p in report.data.points_of(row.name, load)})
-                write(
-                    [
-                        name,
-                        row.name,
-                        row.status,
-                        load,
-                        metric.key,
-                        metric.unit,
-                        metric.direction,
-                        values.size,
-                        _num(metric.stat.of(values)),
-                        *_comparison_cells(est),
-                        reference,
-                        starts,
-                        reason,
-                        verdict,
-                    ]
-                )
-        _startup_rows(report, row, write)
-    for floor in report.noise_floor:
-        est = floor.estimate
-        write(
-            [
-                name,
-                AA,
-                "noise floor",
-                floor.load,
-                floor.metric.key,
-                floor.metric.unit,
-                floor.metric.direction,
-                "" if est is None else est.n_variant,
-                None if est is None else _num(est.variant),
-                *_comparison_cells(est),
-                report.baseline,
-                "" if est is None else est.starts_variant,
-                floor.split,
-                floor.call,
-            ]
-        )
+    writer.writerows(["" if c is None else c for c in cells] for cells in rows)
     return buffer.getvalue()
 
 
-def _startup_rows(report: Report, row: VariantSummary, write: Any) -> None:
+def _failure_row(report: Report, row: VariantSummary) -> list[Any]:
+    """A failed variant's own row: no load, no metric; its status and reason."""
+    reason = row.reason or ""
+    if row.hint:
+        reason += f" (hint: {row.hint})"
+    return [
+        report.campaign.name,
+        row.name,
+        row.status,
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        *_comparison_cells(None),
+        "",
+        row.starts,
+        reason,
+        row.status,
+    ]
+
+
+def _metric_rows(report: Report, row: VariantSummary) -> list[list[Any]]:
+    """The variant at every load and metric it measured, compared with its reference."""
+    out = []
+    for load in report.loads:
+        for metric in METRICS:
+            values = metric.values(report.data, row.name, load)
+            values = values[np.isfinite(values)]
+            if values.size == 0:
+                continue
+            comp = report.get(row.name, load, metric.key)
+            if row.is_baseline:
+                verdict, reason, reference = "baseline", "", ""
+            elif comp is None:
+                verdict, reason, reference = "not compared", row.not_compared or "", ""
+            else:
+                verdict, reason, reference = comp.call, "", comp.reference
+            starts = len({p.attempt_id for p in report.data.points_of(row.name, load)})
+            out.append(
+                [
+                    report.campaign.name,
+                    row.name,
+                    row.status,
+                    load,
+                    metric.key,
+                    metric.unit,
+                    metric.direction,
+                    values.size,
+                    _num(metric.stat.of(values)),
+                    *_comparison_cells(comp.estimate if comp else None),
+                    reference,
+                    starts,
+                    reason,
+                    verdict,
+                ]
+            )
+    return out
+
+
+def _startup_rows(report: Report, row: VariantSummary) -> list[list[Any]]:
     """The variant's cold and warm startup, compared with the baseline's when it is."""
+    out = []
     for temperature, values in (
         ("cold", () if row.cold_startup_s is None else (row.cold_startup_s,)),
         ("warm", row.warm_startups_s),
@@ -342,7 +330,7 @@ def _startup_rows(report: Report, row: VariantSummary, write: Any) -> None:
             verdict, reason = "not compared", "measured on the baseline's own server starts"
         else:
             verdict, reason = "not compared", row.not_compared or ""
-        write(
+        out.append(
             [
                 report.campaign.name,
                 row.name,
@@ -360,3 +348,30 @@ def _startup_rows(report: Report, row: VariantSummary, write: Any) -> None:
                 verdict,
             ]
         )
+    return out
+
+
+def _noise_rows(report: Report) -> list[list[Any]]:
+    """The A/A rows: the baseline against itself at each load and metric."""
+    out = []
+    for floor in report.noise_floor:
+        est = floor.estimate
+        out.append(
+            [
+                report.campaign.name,
+                AA,
+                "noise floor",
+                floor.load,
+                floor.metric.key,
+                floor.metric.unit,
+                floor.metric.direction,
+                "" if est is None else est.n_variant,
+                None if est is None else _num(est.variant),
+                *_comparison_cells(est),
+                report.baseline,
+                "" if est is None else est.starts_variant,
+                floor.split,
+                floor.call,
+            ]
+        )
+    return out
