@@ -189,69 +189,12 @@ def _timeline_figure(
     """Each variant's startup phases; with telemetry, its CPU, RSS and GPU memory under them."""
     series = {name: snaps for name, snaps in (series or {}).items() if snaps}
     curves = _CURVES if series else ()
-    if curves:
-        from plotly.subplots import make_subplots
-
-        fig = make_subplots(
-            rows=1 + len(curves),
-            cols=1,
-            shared_xaxes=True,
-            vertical_spacing=0.03,
-            row_heights=[2.0] + [1.0] * len(curves),
-        )
-    else:
-        fig = go.Figure()
-    names = [row.name for row in report.variants if row.timeline or row.timeline_total_s]
-    phase_names: list[str] = []
-    for row in report.variants:
-        for phase in row.timeline:
-            if phase.name not in phase_names:
-                phase_names.append(phase.name)
-    for index, phase_name in enumerate(phase_names):
-        ys, bases, widths = [], [], []
-        for row in report.variants:
-            for phase in row.timeline:
-                if phase.name != phase_name:
-                    continue
-                end = phase.end_s if phase.end_s is not None else row.timeline_total_s
-                if end is None:
-                    continue
-                ys.append(row.name)
-                bases.append(phase.start_s)
-                widths.append(max(end - phase.start_s, 0.0))
-        _add(
-            fig,
-            curves,
-            go.Bar(
-                y=ys,
-                x=widths,
-                base=bases,
-                orientation="h",
-                name=phase_name,
-                marker={"color": PHASE_COLOURS[index % len(PHASE_COLOURS)]},
-                hovertemplate=f"{html.escape(phase_name)}: %{{base:.1f}}-"
-                "%{x:.1f} s long<extra></extra>",
-            ),
-        )
+    fig = _timeline_canvas(go, len(curves))
+    for trace in _phase_bars(go, report):
+        _add(fig, curves, trace)
     ends = [(row, row.timeline_total_s) for row in report.variants if row.timeline_total_s]
-    _add(
-        fig,
-        curves,
-        go.Scatter(
-            y=[row.name for row, _ in ends],
-            x=[end for _, end in ends],
-            mode="markers+text",
-            text=[_end_label(row) for row, _ in ends],
-            textposition="middle right",
-            marker={
-                "symbol": ["x" if row.kind else "diamond" for row, _ in ends],
-                "size": 13,
-                "color": ["#b3261e" if row.kind else "#1b7f3b" for row, _ in ends],
-            },
-            name="verdict",
-            showlegend=False,
-        ),
-    )
+    _add(fig, curves, _verdict_marks(go, ends))
+    names = [row.name for row in report.variants if row.timeline or row.timeline_total_s]
     phase_ends = [p.end_s for row in report.variants for p in row.timeline if p.end_s]
     longest = max([end for _, end in ends if end] + phase_ends + [1.0])
     timeline_h = 140 + 45 * max(len(names), 1)
@@ -267,6 +210,86 @@ def _timeline_figure(
         fig.update_xaxes(title_text="seconds since launch", row=1 + len(curves), col=1)
     else:
         fig.update_xaxes(title_text="seconds since launch")
+    _add_resource_curves(go, fig, report, series, curves)
+    return fig
+
+
+def _timeline_canvas(go: Any, curves: int) -> Any:
+    """One plot, or the timeline over ``curves`` rows sharing its time axis."""
+    if not curves:
+        return go.Figure()
+    from plotly.subplots import make_subplots
+
+    return make_subplots(
+        rows=1 + curves,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.03,
+        row_heights=[2.0] + [1.0] * curves,
+    )
+
+
+def _phase_bars(go: Any, report: Report) -> list[Any]:
+    """One horizontal bar trace per phase name, a bar per variant that went through it."""
+    phase_names: list[str] = []
+    for row in report.variants:
+        for phase in row.timeline:
+            if phase.name not in phase_names:
+                phase_names.append(phase.name)
+    bars = []
+    for index, phase_name in enumerate(phase_names):
+        ys, bases, widths = [], [], []
+        for row in report.variants:
+            for phase in row.timeline:
+                if phase.name != phase_name:
+                    continue
+                end = phase.end_s if phase.end_s is not None else row.timeline_total_s
+                if end is None:
+                    continue
+                ys.append(row.name)
+                bases.append(phase.start_s)
+                widths.append(max(end - phase.start_s, 0.0))
+        bars.append(
+            go.Bar(
+                y=ys,
+                x=widths,
+                base=bases,
+                orientation="h",
+                name=phase_name,
+                marker={"color": PHASE_COLOURS[index % len(PHASE_COLOURS)]},
+                hovertemplate=f"{html.escape(phase_name)}: %{{base:.1f}}-"
+                "%{x:.1f} s long<extra></extra>",
+            )
+        )
+    return bars
+
+
+def _verdict_marks(go: Any, ends: Sequence[tuple[VariantSummary, float | None]]) -> Any:
+    """Where each start ended: READY (a diamond) or its failure (a cross), labelled."""
+    return go.Scatter(
+        y=[row.name for row, _ in ends],
+        x=[end for _, end in ends],
+        mode="markers+text",
+        text=[_end_label(row) for row, _ in ends],
+        textposition="middle right",
+        marker={
+            "symbol": ["x" if row.kind else "diamond" for row, _ in ends],
+            "size": 13,
+            "color": ["#b3261e" if row.kind else "#1b7f3b" for row, _ in ends],
+        },
+        name="verdict",
+        showlegend=False,
+    )
+
+
+def _add_resource_curves(
+    go: Any,
+    fig: Any,
+    report: Report,
+    series: Mapping[str, Sequence[Snapshot]],
+    curves: Sequence[tuple[str, Callable[[Snapshot], float]]],
+) -> None:
+    """Each resource curve in its row under the timeline, a line per variant's series."""
     for index, (label, value) in enumerate(curves, start=2):
         for name, snaps in series.items():
             colour = _colour(report, name)
@@ -286,7 +309,6 @@ def _timeline_figure(
                 col=1,
             )
         fig.update_yaxes(title_text=label, rangemode="tozero", row=index, col=1)
-    return fig
 
 
 def _gpu_gib(snap: Snapshot) -> float:
