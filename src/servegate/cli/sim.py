@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from servegate.cli.options import examples
-from servegate.sim.config import DEFAULTS, ENGINES
+from servegate.sim.config import DEFAULTS, ENGINES, check_engine
 
 __all__ = ["sim"]
 
@@ -21,6 +21,16 @@ def _default(key: str) -> str:
     """``[default: VALUE]`` for a flag whose value falls back to ``DEFAULTS[key]``."""
     value = DEFAULTS[key]
     return f"[default: {value:g}]" if isinstance(value, float) else f"[default: {value}]"
+
+
+class _SimulatedEngine(click.Choice[str]):
+    """The simulated engines as a choice; an unknown name is the simulator's one-sentence
+    usage error (naming the choices), not click's usage block."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            check_engine(value)
+        return super().convert(value, param, ctx)
 
 
 @click.command(
@@ -37,7 +47,7 @@ def _default(key: str) -> str:
 )
 @click.option(
     "--engine",
-    type=click.Choice(ENGINES),
+    type=_SimulatedEngine(ENGINES),
     help=f"The engine to simulate {_default('engine')}",
 )
 @click.option("--port", type=int, help="Port to serve on [default: the engine profile's]")

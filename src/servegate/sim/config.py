@@ -30,6 +30,7 @@ __all__ = [
     "PHASES",
     "STARTUP_FAILURES",
     "SimConfig",
+    "check_engine",
     "parse_phase",
     "parse_regimes",
     "parse_work",
@@ -264,6 +265,13 @@ def load_profile(name_or_path: str) -> dict[str, Any]:
     return profile.model_dump(exclude_none=True)
 
 
+def check_engine(engine: str) -> str:
+    """``engine`` when it can be simulated; UsageError naming the choices otherwise."""
+    if engine not in ENGINES:
+        raise UsageError(f"--engine {engine}: unknown engine; choose one of {', '.join(ENGINES)}.")
+    return engine
+
+
 def parse_phase(text: str) -> tuple[str, float]:
     """``NAME=SECONDS`` from ``--phase``."""
     name, sep, value = text.partition("=")
@@ -316,9 +324,7 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
     work.update(given.pop("work", {}))
     values.update(given)
 
-    engine = values["engine"]
-    if engine not in ENGINES:
-        raise UsageError(f"--engine {engine}: unknown engine; choose one of {', '.join(ENGINES)}.")
+    engine = check_engine(values["engine"])
     # a profile may be used with any engine: its phases that this engine lacks are ignored
     known = {name for name, _ in PHASES[engine]}
     profile_phases = {PHASE_ALIASES.get(k, k): v for k, v in profile_phases.items()}
