@@ -150,8 +150,6 @@ def _scan(args: Sequence[str]) -> tuple[bool, str | None]:
         if arg.startswith("--json="):
             return True, arg.partition("=")[2] if flag else None
         if arg == "--json":
-            if "--json" in arity and not flag:  # a command still spelling --json FILE
-                return rest[index + 1 : index + 2] == ["-"], None
             value = rest[index + 1] if index + 1 < len(rest) else ""
             stray = value == "-" or (
                 value[:1] not in ("", "-") and (value.endswith(".json") or not takes_arguments)

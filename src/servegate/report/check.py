@@ -356,41 +356,21 @@ def run_check(
     checked: list[VariantCheck] = []
     skipped: list[Skipped] = []
     for name in plan.names:
-        row = plan.rows[name]
-        reference = plan.reference(name)
-        if row.failed:  # never passing, with or without a counterpart
-            failure = _failure(row)
-            checked.append(
-                VariantCheck(
-                    variant=name, reference=reference, status=text.status(row), failure=failure
-                )
-            )
-            continue
-        why = _why_not_checked(plan, name, reference)
-        if why is not None:
-            skipped.append(Skipped(variant=name, why=why))
-            continue
-        checked.append(
-            _compare_pair(
-                plan.base,
-                reference,
-                candidate,
-                name,
-                row=row,
-                metrics=metrics,
-                thresholds=thresholds,
-                confidence=confidence,
-                resamples=resamples,
-                seed=seed,
-            )
+        outcome = _check_variant(
+            plan,
+            name,
+            metrics=metrics,
+            thresholds=thresholds,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
         )
+        if isinstance(outcome, Skipped):
+            skipped.append(outcome)
+        else:
+            checked.append(outcome)
     if not checked:
-        reasons = "; ".join(f"{s.variant}: {s.why}" for s in skipped)
-        reasons = reasons or "no variant besides the baseline"
-        raise UsageError(
-            f"nothing to check in {_where(candidate)} ({reasons}); name the variants with "
-            "--variant and their baseline with --baseline-variant."
-        )
+        raise _nothing_to_check(candidate, skipped)
     base = plan.base
     return CheckResult(
         candidate=Source(
@@ -404,6 +384,51 @@ def run_check(
         variants=tuple(checked),
         skipped=tuple(skipped),
         generated_at=now or datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _check_variant(
+    plan: _Plan,
+    name: str,
+    *,
+    metrics: Sequence[Metric],
+    thresholds: Mapping[str, float],
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> VariantCheck | Skipped:
+    """One candidate variant: failed (never passing, with or without a counterpart),
+    skipped with the reason, or compared with its reference."""
+    row = plan.rows[name]
+    reference = plan.reference(name)
+    if row.failed:
+        return VariantCheck(
+            variant=name, reference=reference, status=text.status(row), failure=_failure(row)
+        )
+    why = _why_not_checked(plan, name, reference)
+    if why is not None:
+        return Skipped(variant=name, why=why)
+    return _compare_pair(
+        plan.base,
+        reference,
+        plan.candidate,
+        name,
+        row=row,
+        metrics=metrics,
+        thresholds=thresholds,
+        confidence=confidence,
+        resamples=resamples,
+        seed=seed,
+    )
+
+
+def _nothing_to_check(candidate: CampaignData, skipped: Sequence[Skipped]) -> UsageError:
+    """The error of a check with no variant to check, with why each was skipped."""
+    reasons = "; ".join(f"{s.variant}: {s.why}" for s in skipped)
+    reasons = reasons or "no variant besides the baseline"
+    return UsageError(
+        f"nothing to check in {_where(candidate)} ({reasons}); name the variants with "
+        "--variant and their baseline with --baseline-variant."
     )
 
 
