@@ -255,6 +255,42 @@ def test_the_module_map_is_true() -> None:
     assert not absent, f"layers missing from docs/architecture.md's module map: {absent}"
 
 
+def definitions(path: Path) -> set[str]:
+    """The functions and classes a module defines: ``name`` and ``Class.method``."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            names.update(
+                f"{node.name}.{item.name}"
+                for item in node.body
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            )
+    return names
+
+
+def test_where_is_x_decided_names_what_exists() -> None:
+    """Each "Where is X decided" entry names files that exist, and the functions and
+    methods it names (``Gate._decide``, ``ttft(chunks)``) are defined in those files."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("\n## Where is X decided\n", 1)[1].split("\n## ", 1)[0]
+    wrong = []
+    for entry in section.split("\n- **")[1:]:
+        title = entry.split("**", 1)[0]
+        files = [SRC / name for name in re.findall(r"`([\w/]+\.py)`", entry)]
+        assert files, f"'{title}' names no file"
+        wrong += [
+            f"{title}: {path.relative_to(SRC)} is missing" for path in files if not path.is_file()
+        ]
+        defined = set().union(*(definitions(path) for path in files if path.is_file()))
+        named = re.findall(r"`([A-Za-z_]\w*\.[A-Za-z_]\w*|[A-Za-z_]\w*(?=\())", entry)
+        wrong += [
+            f"{title}: {name} is in none of its files" for name in named if name not in defined
+        ]
+    assert not wrong, "; ".join(wrong)
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A small source tree with one allowed and three forbidden imports."""
