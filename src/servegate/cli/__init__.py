@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("servegate.cli.check:check", "Gate CI: exit 1 on a regression against a baseline."),
     "demo": ("servegate.cli.campaign:demo", "Run a whole campaign on the simulated engine."),
     "sim": ("servegate.cli.sim:sim", "Serve a simulated inference engine."),
+    "remote": ("servegate.cli.remote:remote", "Install servegate on a host reached over SSH."),
 }
 
 

@@ -1,0 +1,30 @@
+"""Servers on other hosts, over SSH: servegate runs there and streams its output back.
+
+    from servegate.remote import parse_host, run_job, Output
+    host = parse_host("ssh://root@gpu-1")          # or a Host alias of ~/.ssh/config
+    code = run_job(host, "launch", ["--port", "8000", "--", "vllm", "serve", "m"],
+                   output=Output(out=print, err=print))
+
+``hosts`` parses ``--host``; ``transport`` is ssh (the system client, a control master
+per host); ``agent`` is the remote side; ``client`` the local side (jobs that survive a
+dropped connection, commands inside one connection); ``install`` puts this servegate
+on a host; ``build`` packs it as wheels.
+"""
+
+from __future__ import annotations
+
+from servegate.remote.client import Output, RemoteVersionError, run_cli, run_job
+from servegate.remote.hosts import Host, is_local, parse_host
+from servegate.remote.transport import ConnectError, HostKeyError
+
+__all__ = [
+    "ConnectError",
+    "Host",
+    "HostKeyError",
+    "Output",
+    "RemoteVersionError",
+    "is_local",
+    "parse_host",
+    "run_cli",
+    "run_job",
+]

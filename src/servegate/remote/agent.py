@@ -1,0 +1,334 @@
+"""The remote side: ``python -m servegate.remote.agent``, started over ssh by servegate.
+
+It speaks JSON lines on stdout. First ``hello`` (version, build, Python, machine); then it
+reads one request line on stdin:
+
+- ``{"op": "run", "id": ID, "command": "launch" | "wait", "argv": [...], "env": {...},
+  "offset": N}``: a job. ``servegate COMMAND ARGV`` runs under a runner detached from the
+  connection (a session of its own), which appends the command's output as events to a
+  file; the agent streams that file from byte N. The same request after a dropped
+  connection only streams: the job already exists.
+- ``{"op": "cli", "command": ..., "argv": [...], "env": {...}, "foreground": bool}``: the
+  command runs inside this connection and its output streams as it comes. With
+  ``foreground``, the end of stdin (the connection closed, or the local command died,
+  SIGKILL included) sends it SIGTERM; and it dies with the agent (``PR_SET_PDEATHSIG``).
+- ``{"op": "cancel", "id": ID}``: SIGINT to a job's command (Ctrl-C on the local side).
+
+Events: ``{"event": "out" | "err", "text": LINE}`` (the command's stdout and stderr, line
+by line), ``{"event": "exit", "code": N}`` last; ``{"event": "error", "message": ...,
+"code": N}`` when the request cannot be served. ``env`` carries the values that must not
+be seen in a process list (``--env HF_TOKEN=...``): never argv, never a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+from servegate._version import __version__
+
+__all__ = ["COMMANDS", "jobs_dir", "main", "remote_dir"]
+
+# the commands a request may run; everything else is refused
+COMMANDS = ("launch", "wait", "stop", "ps", "dump")
+JOB_COMMANDS = ("launch", "wait")
+POLL_S = 0.005  # how often a followed job file is read while it is quiet
+KEEP_JOBS_S = 7 * 86400.0  # job files older than this are removed
+_JOB_ID = re.compile(r"[0-9a-f]{32}")
+
+Event = dict[str, Any]
+
+
+def remote_dir() -> Path:
+    """Where servegate keeps its venv and jobs on this host."""
+    return Path(os.environ.get("SERVEGATE_REMOTE_DIR") or Path.home() / ".servegate")
+
+
+def jobs_dir() -> Path:
+    """The folder of the jobs' event files (0700)."""
+    path = remote_dir() / "jobs"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def _line(event: Event) -> bytes:
+    return json.dumps(event, separators=(",", ":")).encode() + b"\n"
+
+
+class _Out:
+    """Events to a byte stream, one write per line; False once the stream is gone."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.open = True
+
+    def write(self, data: bytes) -> bool:
+        with self.lock:
+            if not self.open:
+                return False
+            try:
+                self.stream.write(data)
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.open = False
+            return self.open
+
+    def emit(self, event: Event) -> bool:
+        return self.write(_line(event))
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the agent dies, however it dies."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _spawn(request: dict[str, Any], *, die_with_parent: bool) -> subprocess.Popen[bytes]:
+    """``servegate COMMAND ARGV`` with the request's environment added."""
+    env = dict(os.environ)
+    env.update({str(k): str(v) for k, v in (request.get("env") or {}).items()})
+    env["PYTHONUNBUFFERED"] = "1"
+    argv = [str(arg) for arg in request.get("argv") or []]
+    return subprocess.Popen(
+        [sys.executable, "-m", "servegate", request["command"], *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=str(Path.home()),
+        preexec_fn=_die_with_parent if die_with_parent else None,  # noqa: PLW1509
+    )
+
+
+def _relay(proc: subprocess.Popen[bytes], emit: Callable[[Event], object]) -> int:
+    """The command's output as ``out`` / ``err`` events as it comes, then ``exit``."""
+
+    def pump(stream: IO[bytes] | None, event: str) -> None:
+        assert stream is not None
+        for raw in stream:
+            text = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
+            emit({"event": event, "text": text})
+
+    threads = [
+        threading.Thread(target=pump, args=(proc.stdout, "out"), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, "err"), daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    code = proc.wait()
+    emit({"event": "exit", "code": code})
+    return code
+
+
+def _runner(job_id: str) -> int:
+    """A job's runner (detached): the command's events appended to the job's file."""
+    request = json.loads(sys.stdin.buffer.read())
+    jobs = jobs_dir()
+    fd = os.open(jobs / f"{job_id}.events", os.O_WRONLY | os.O_APPEND)
+    lock = threading.Lock()
+
+    def append(event: Event) -> None:
+        with lock:
+            os.write(fd, _line(event))
+
+    try:
+        proc = _spawn(request, die_with_parent=False)
+    except OSError as exc:
+        append({"event": "err", "text": f"Error: cannot run servegate: {exc}"})
+        append({"event": "exit", "code": 3})
+        return 3
+    (jobs / f"{job_id}.pid").write_text(f"{proc.pid} {psutil.Process(proc.pid).create_time()}")
+    return _relay(proc, append)
+
+
+def _alive(record: Path) -> bool:
+    """Whether the process a ``PID CREATE_TIME`` file names still runs."""
+    try:
+        pid_text, created = record.read_text().split()
+        proc = psutil.Process(int(pid_text))
+        return abs(proc.create_time() - float(created)) < 0.01 and (
+            proc.status() != psutil.STATUS_ZOMBIE
+        )
+    except (OSError, ValueError, psutil.Error):
+        return False
+
+
+def _start_job(job_id: str, request: dict[str, Any]) -> None:
+    """Create the job's file and its runner, unless a connection before this one did."""
+    jobs = jobs_dir()
+    try:
+        os.close(os.open(jobs / f"{job_id}.events", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "servegate.remote.agent", "--job", job_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # the connection may go; the job goes on
+    )
+    (jobs / f"{job_id}.runner").write_text(
+        f"{runner.pid} {psutil.Process(runner.pid).create_time()}"
+    )
+    assert runner.stdin is not None
+    runner.stdin.write(json.dumps(request).encode())
+    runner.stdin.close()
+
+
+def _follow(job_id: str, offset: int, out: _Out) -> int:
+    """Stream the job's events from byte ``offset`` until its ``exit``; then remove it."""
+    jobs = jobs_dir()
+    path = jobs / f"{job_id}.events"
+    try:
+        stream = path.open("rb")
+    except FileNotFoundError:
+        out.emit({"event": "error", "message": "the job is gone from the host", "code": 3})
+        return 3
+    with stream:
+        stream.seek(offset)
+        pending = b""
+        quiet_checks = 0
+        while True:
+            chunk = stream.read(1 << 16)
+            if not chunk:
+                quiet_checks += 1
+                # every ~0.2 s of quiet: a runner that died without an exit event
+                if quiet_checks % 40 == 0 and not _alive(jobs / f"{job_id}.runner"):
+                    if stream.read(1):
+                        stream.seek(-1, os.SEEK_CUR)
+                        continue
+                    out.emit({"event": "err", "text": "Error: the remote runner ended early."})
+                    out.emit({"event": "exit", "code": 3})
+                    _remove_job(job_id)
+                    return 3
+                time.sleep(POLL_S)
+                continue
+            quiet_checks = 0
+            *lines, pending = (pending + chunk).split(b"\n")
+            for raw in lines:
+                if not out.write(raw + b"\n"):
+                    return 0  # the connection is gone; the job goes on
+                if raw.startswith(b'{"event":"exit"'):
+                    _remove_job(job_id)
+                    return 0
+
+
+def _remove_job(job_id: str) -> None:
+    for suffix in ("events", "runner", "pid"):
+        with contextlib.suppress(OSError):
+            (jobs_dir() / f"{job_id}.{suffix}").unlink()
+
+
+def _prune_jobs() -> None:
+    """Remove job files nobody came back for."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for path in jobs_dir().iterdir():
+            with contextlib.suppress(OSError):
+                if now - path.stat().st_mtime > KEEP_JOBS_S:
+                    path.unlink()
+
+
+def _cli(request: dict[str, Any], out: _Out) -> int:
+    """A command inside this connection; with ``foreground``, stopped when it ends."""
+    foreground = bool(request.get("foreground"))
+    proc = _spawn(request, die_with_parent=True)
+
+    def end_of_input() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while sys.stdin.buffer.read(1 << 12):
+                pass
+        with contextlib.suppress(OSError):
+            proc.send_signal(signal.SIGTERM)
+
+    if foreground:
+        threading.Thread(target=end_of_input, daemon=True).start()
+
+    def emit(event: Event) -> None:
+        if not out.emit(event) and foreground:
+            with contextlib.suppress(OSError):
+                proc.send_signal(signal.SIGTERM)
+
+    return _relay(proc, emit)
+
+
+def _cancel(job_id: str, out: _Out) -> int:
+    record = jobs_dir() / f"{job_id}.pid"
+    if _alive(record):
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(record.read_text().split()[0]), signal.SIGINT)
+    out.emit({"event": "exit", "code": 0})
+    return 0
+
+
+def hello() -> Event:
+    """The first line: what runs here."""
+    from servegate.remote.build import build_id
+
+    return {
+        "event": "hello",
+        "version": __version__,
+        "build": build_id(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+
+
+def _serve(request: dict[str, Any], out: _Out) -> int:
+    op = request.get("op")
+    job_id = str(request.get("id", ""))
+    if op in ("run", "cli") and request.get("command") not in COMMANDS:
+        out.emit({"event": "error", "message": f"unknown command {request.get('command')!r}"})
+        return 2
+    if op in ("run", "cancel") and not _JOB_ID.fullmatch(job_id):
+        out.emit({"event": "error", "message": f"bad job id {job_id!r}", "code": 2})
+        return 2
+    if op == "run":
+        if request.get("command") not in JOB_COMMANDS:
+            out.emit({"event": "error", "message": "only launch and wait run as jobs", "code": 2})
+            return 2
+        _start_job(job_id, request)
+        return _follow(job_id, int(request.get("offset") or 0), out)
+    if op == "cli":
+        return _cli(request, out)
+    if op == "cancel":
+        return _cancel(job_id, out)
+    out.emit({"event": "error", "message": f"unknown op {op!r}", "code": 2})
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The agent (or, with ``--job ID``, a job's runner)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--job"] and len(args) == 2 and _JOB_ID.fullmatch(args[1]):
+        return _runner(args[1])
+    out = _Out(sys.stdout.buffer)
+    if not out.emit(hello()):
+        return 0
+    raw = sys.stdin.buffer.readline()
+    if not raw:
+        return 0  # the local side only asked who is here
+    _prune_jobs()
+    return _serve(json.loads(raw), out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
