@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from tests.remote.conftest import EMPTY_ALIAS, Remote
+from tests.remote.sshd import EMPTY_ALIAS, Remote
 
 from servegate._version import __version__
 from servegate.remote.build import build_id

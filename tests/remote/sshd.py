@@ -1,0 +1,256 @@
+"""A real OpenSSH server on 127.0.0.1 for tests and benchmarks, and the remote side's check.
+
+``start(folder, marker)`` runs ``sshd`` (Debian's openssh-server) on a free port with
+generated host and user keys, a known_hosts and an ssh config of its own in ``folder``
+(the real ~/.ssh is never read). As root it logs in an unprivileged user with a home of
+its own (``servegate-test``, created once); otherwise the current user. The sessions get
+``marker`` in their environment (``SetEnv``), so the processes they start can be found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+SSHD = "/usr/sbin/sshd"
+TEST_USER = "servegate-test"
+ALIAS = "sgtest"  # a Host alias of the generated ssh config
+EMPTY_ALIAS = "sgtest-empty"  # the same host, where servegate is not installed
+MARKER_VAR = "SERVEGATE_TEST_MARKER"
+
+
+@dataclass(frozen=True)
+class Remote:
+    """The SSH host: how to reach it, and where servegate lives there."""
+
+    alias: str
+    url: str  # ssh://user@127.0.0.1:PORT
+    port: int
+    user: str
+    uid: int
+    home: Path
+    folder: Path  # keys, configs, logs
+    config: Path  # the ssh config (SERVEGATE_SSH_CONFIG)
+    unknown_config: Path  # the same with an empty known_hosts
+    host_key_pub: Path
+    daemon_pid: int
+    remote_dir: Path  # SERVEGATE_REMOTE_DIR there
+
+    @property
+    def python(self) -> str:
+        """The venv's python on the host (servegate importable), once installed."""
+        return str(self.remote_dir / "venv" / "bin" / "python")
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """This process's environment for a servegate command that talks to the host."""
+        return {**os.environ, "SERVEGATE_SSH_CONFIG": str(self.config), **extra}
+
+    def sessions(self) -> list[psutil.Process]:
+        """The sshd processes serving connections now: the daemon's children (the
+        privileged monitors) and theirs that are sshd too (``user@notty``); not the
+        commands the sessions run."""
+        found = []
+        try:
+            monitors = psutil.Process(self.daemon_pid).children()
+        except psutil.Error:
+            return []
+        for monitor in monitors:
+            found.append(monitor)
+            with contextlib.suppress(psutil.Error):
+                found += [c for c in monitor.children() if c.name() == "sshd"]
+        return found
+
+    def shared_folder(self, name: str) -> Path:
+        """A folder both sides can write (scripts, stamps)."""
+        path = self.folder.parent / f"{self.folder.name}-{name}"
+        path.mkdir(exist_ok=True)
+        path.chmod(0o777)
+        for parent in (self.folder.parent, *self.folder.parent.parents):
+            if parent == Path("/tmp") or parent == Path("/"):
+                break
+            parent.chmod(parent.stat().st_mode | 0o011)  # traversable by the remote user
+        return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _user() -> tuple[str, int, Path]:
+    """The remote user: servegate-test (created once) as root, else the current user."""
+    if os.geteuid() != 0:
+        entry = pwd.getpwuid(os.geteuid())
+        return entry.pw_name, entry.pw_uid, Path(entry.pw_dir)
+    try:
+        entry = pwd.getpwnam(TEST_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--create-home", "--shell", "/bin/sh", "--password", "*", TEST_USER],
+            check=False,  # a concurrent creation is fine: looked up again below
+            capture_output=True,
+        )
+        entry = pwd.getpwnam(TEST_USER)
+    return entry.pw_name, entry.pw_uid, Path(entry.pw_dir)
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def _wait_listening(port: int, deadline_s: float) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"sshd did not listen on port {port}")
+
+
+def start(folder: Path, marker: str) -> Remote:
+    """Start sshd with everything it needs in ``folder``; see the module's docstring."""
+    if not os.access(SSHD, os.X_OK):
+        raise RuntimeError(f"{SSHD} is missing: apt-get install openssh-server (.ci/run does)")
+    folder.mkdir(parents=True, exist_ok=True)
+    user, uid, home = _user()
+    port = free_port()
+    _keygen(folder / "host_key")
+    _keygen(folder / "user_key")
+    root = os.geteuid() == 0
+    if root:
+        dot_ssh = home / ".ssh"
+        dot_ssh.mkdir(mode=0o700, exist_ok=True)
+        keys = dot_ssh / "authorized_keys"
+        shutil.copy(folder / "user_key.pub", keys)
+        keys.chmod(0o600)
+        for path in (dot_ssh, keys):
+            os.chown(path, uid, uid)
+        remote_dir = home / ".servegate"
+        state = home / ".local" / "state" / "servegate-test"
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    else:
+        keys = folder / "authorized_keys"
+        shutil.copy(folder / "user_key.pub", keys)
+        remote_dir = folder / "remote"
+        state = folder / "remote-state"
+    (folder / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder}/host_key\n"
+        f"PidFile {folder}/sshd.pid\nAuthorizedKeysFile {keys}\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+        f"StrictModes {'yes' if root else 'no'}\nAllowUsers {user}\n"
+        "AcceptEnv SERVEGATE_*\nMaxSessions 64\nMaxStartups 64\nPrintMotd no\n"
+    )
+    host_key = (folder / "host_key.pub").read_text().split()
+    (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
+    (folder / "empty_known_hosts").write_text("")
+    setenv = (
+        f"{MARKER_VAR}={marker} SERVEGATE_REMOTE_DIR={remote_dir} "
+        f"SERVEGATE_STATE_DIR={state} SERVEGATE_HISTORY={state}/history.db"
+    )
+    common = (
+        f"  HostName 127.0.0.1\n  Port {port}\n  User {user}\n"
+        f"  IdentityFile {folder}/user_key\n  IdentitiesOnly yes\n  IdentityAgent none\n"
+        "  GlobalKnownHostsFile /dev/null\n"
+    )
+    empty = setenv.replace(
+        f"SERVEGATE_REMOTE_DIR={remote_dir}", "SERVEGATE_REMOTE_DIR=/nonexistent"
+    )
+    for name, known in (("ssh_config", "known_hosts"), ("unknown_config", "empty_known_hosts")):
+        (folder / name).write_text(
+            f"Host {EMPTY_ALIAS}\n{common}  SetEnv {empty}\n"
+            f"  UserKnownHostsFile {folder}/{known}\n\n"
+            f"Host {ALIAS} 127.0.0.1\n{common}  SetEnv {setenv}\n"
+            f"  UserKnownHostsFile {folder}/{known}\n"
+        )
+    clean_env = {k: v for k, v in os.environ.items() if k != MARKER_VAR}
+    subprocess.run(
+        [SSHD, "-f", str(folder / "sshd_config"), "-E", str(folder / "sshd.log")],
+        check=True,
+        env=clean_env,  # the daemon outlives each test: it must not carry the marker
+    )
+    _wait_listening(port, 10.0)
+    return Remote(
+        alias=ALIAS,
+        url=f"ssh://{user}@127.0.0.1:{port}",
+        port=port,
+        user=user,
+        uid=uid,
+        home=home,
+        folder=folder,
+        config=folder / "ssh_config",
+        unknown_config=folder / "unknown_config",
+        host_key_pub=folder / "host_key.pub",
+        daemon_pid=int((folder / "sshd.pid").read_text()),
+        remote_dir=remote_dir,
+    )
+
+
+def stop(remote: Remote) -> None:
+    """Stop the daemon (and with it every connection it serves)."""
+    with contextlib.suppress(OSError):
+        os.kill(remote.daemon_pid, signal.SIGTERM)
+    with contextlib.suppress(psutil.Error):
+        psutil.Process(remote.daemon_pid).wait(timeout=10)
+
+
+def install(remote: Remote, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``servegate remote install ALIAS --json`` from this side."""
+    return subprocess.run(
+        [sys.executable, "-m", "servegate", "remote", "install", remote.alias, "--json"],
+        capture_output=True,
+        text=True,
+        env={**env, "SERVEGATE_SSH_CONFIG": str(remote.config)},
+        timeout=600,
+        check=False,
+    )
+
+
+def close_masters(env: dict[str, str]) -> None:
+    """End the ssh control masters of ``env``'s control folder."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from servegate.remote.transport import close_masters; close_masters()",
+        ],
+        env=env,
+        check=True,
+        timeout=30,
+    )
+
+
+def remote_leftovers(remote: Remote, grace_s: float = 5.0) -> list[str]:
+    """Processes of the remote user still running after a short grace period (as root
+    only: that user is the tests'; otherwise the marker check sees them)."""
+    if os.geteuid() != 0:
+        return []
+    deadline = time.monotonic() + grace_s
+    while True:
+        alive = []
+        for proc in psutil.process_iter(["pid", "uids", "cmdline", "status"]):
+            uids = proc.info["uids"]
+            if uids is None or uids.real != remote.uid:
+                continue
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            alive.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:120]}")
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
