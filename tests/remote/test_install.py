@@ -57,3 +57,28 @@ def test_missing_servegate_names_the_install_command(host: Remote) -> None:
     assert str(raised.value) == (
         f"servegate is not installed on {EMPTY_ALIAS}: run servegate remote install {EMPTY_ALIAS}."
     )
+
+
+def test_an_unknown_host_key_is_exit_2_with_its_fingerprint(host: Remote) -> None:
+    """Never accepted silently: exit 2, the host's fingerprint, how to accept it; the
+    known_hosts file is left as it was."""
+    listed = subprocess.run(
+        ["ssh-keygen", "-l", "-f", str(host.host_key_pub)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    fingerprint = listed[1]
+    assert fingerprint.startswith("SHA256:")
+    done = subprocess.run(
+        [sys.executable, "-m", "servegate", "remote", "install", host.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=host.env(SERVEGATE_SSH_CONFIG=str(host.unknown_config)),
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"the host key of {host.url} is not known (ssh-ed25519 key {fingerprint})" in done.stderr
+    assert f"ssh -p {host.port} {host.user}@127.0.0.1 true (answer yes)" in done.stderr
+    assert (host.folder / "empty_known_hosts").read_text() == ""
