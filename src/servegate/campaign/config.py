@@ -148,6 +148,9 @@ class Campaign:
     restarts: int = 1  # server starts per configuration ([bench] restarts)
     seed: int = 0  # [bench] seed: the prompts, and the order of the starts
     min_effect: float | None = None  # [campaign] min_effect as a fraction; None: 1 %
+    ray: str | None = None  # [cluster] ray: the Ray cluster's address; None: run here
+    gpus: int = 0  # [server] gpus: GPUs one server needs on a cluster node
+    resources: tuple[tuple[str, float], ...] = ()  # [server] resources: custom, per server
 
     def probe_url(self, *, port: int) -> str | None:
         """The health URL for a server on ``port``, or None for the profile's probe."""
@@ -303,6 +306,9 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
         min_effect=None
         if model.campaign.min_effect is None
         else percentage(model.campaign.min_effect),
+        ray=None if model.cluster is None else model.cluster.ray,
+        gpus=server.gpus,
+        resources=tuple(sorted((k, float(v)) for k, v in server.resources.items())),
     )
 
 

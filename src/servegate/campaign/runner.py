@@ -25,51 +25,41 @@ progress shows each start's ETA and the campaign's time left.
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
-import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from servegate.bench import BenchSettings, PointResult, Progress, run_point
-from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant, check_programs
-from servegate.campaign.crash import TAIL_LINES, classify, log_tail
-from servegate.campaign.gpu import GpuMonitor
+from servegate.bench import PointResult
+from servegate.campaign.config import Campaign, ServerGroup, check_programs
+from servegate.campaign.execute import (
+    Placement,
+    StartExecutor,
+    StartSpec,
+    redactor_for,
+    tasks_of,
+)
+from servegate.campaign.gpu import GpuMemory, GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
-from servegate.campaign.preflight import (
-    Level,
-    PreflightReport,
-    ProcessRef,
-    process_tree,
-    run_preflight,
-)
-from servegate.campaign.progress import CampaignProgress, TimeLeft, duration
-from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
-from servegate.engines import get_profile
-from servegate.errors import (
-    BenchError,
-    GateError,
-    ServegateError,
-    StoreError,
-    UsageError,
-)
-from servegate.gate.verdict import Verdict
-from servegate.launch import Server, launch
-from servegate.redact import Redactor
-from servegate.startup import StartupRecord
-from servegate.startup.eta import Eta, estimate
+from servegate.campaign.preflight import ProcessRef
+from servegate.campaign.progress import CampaignProgress, TimeLeft
+
+if TYPE_CHECKING:
+    from servegate.campaign.cluster import Cluster
+from servegate.errors import ServegateError, StoreError, UsageError
+from servegate.launch import StopReport
+from servegate.startup.eta import estimate
 from servegate.startup.history import History, config_key, gpu_model
-from servegate.startup.session import startup_telemetry
 from servegate.store import AttemptStatus, CampaignStatus, Store
 from servegate.telemetry.model import Snapshot
 
 __all__ = [
     "PrecisionOutcome",
+    "Recorder",
     "RunOptions",
     "RunOutcome",
     "check_programs",
@@ -77,14 +67,13 @@ __all__ = [
     "start_order",
 ]
 
-_DEATH_WAIT_S = 1.0  # after failed requests: how long to wait for a dying server to exit
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunOptions:
     """How to run a campaign (the ``servegate run`` flags)."""
 
     resume: bool = False
+    ray: str | None = None  # a Ray cluster's address: run the starts there ([cluster] ray)
     max_failed_variants: int | None = None  # exit 1 when more variants than this fail
     max_error_rate: float | None = None  # exit 1 when a point's failed fraction is above
     log_dir: Path | None = None  # server logs; None: next to the database
@@ -155,42 +144,145 @@ class _State:
     precision: PrecisionOutcome | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Task:
-    """One measurement still to make."""
+class Recorder:
+    """What executing a start reports, written down: the store, the run's bookkeeping and
+    the progress. The only writer of the store, in the serial and the cluster path."""
 
-    variant: Variant
-    point: LoadPoint
-    repeat: int  # stored repeat number: (start - 1) * repeats + the repeat on this start
+    def __init__(
+        self,
+        store: Store,
+        cid: int,
+        *,
+        campaign: Campaign,
+        state: _State,
+        progress: CampaignProgress,
+        time_left: TimeLeft,
+    ) -> None:
+        self.store = store
+        self.cid = cid
+        self.campaign = campaign
+        self.state = state
+        self.progress = progress
+        self.time_left = time_left
 
+    # --- the store ---------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Start:
-    """One start of a server group: what it runs, what it measures, how it is announced."""
-
-    cid: int
-    group: ServerGroup
-    number: int  # which start of the group: 1, 2, ...
-    tag: str  # its place in the run: "[3/8]"
-    names: str  # the variants it serves, as the progress names them
-    port: int
-    argv: list[str]
-    env: dict[str, str]
-    todo: list[_Task]  # the measurements still to make on it
-    versions: dict[str, Any]  # recorded with each of its attempts, as is
-    commit: str | None  # the git commit of the server's working folder
-
-    @property
-    def owner(self) -> str:
-        """The variant its attempt is recorded under: the first one with work to do."""
-        return self.todo[0].variant.name
-
-    @property
-    def sharing(self) -> list[str]:
-        """The other variants measured on this server (they fail with it)."""
-        return list(
-            dict.fromkeys(t.variant.name for t in self.todo if t.variant.name != self.owner)
+    def attempt(
+        self,
+        *,
+        variant: str,
+        server_key: str,
+        command: list[str],
+        env: dict[str, str],
+        versions: dict[str, Any],
+        commit: str | None,
+        start: int,
+        placement: Placement,
+    ) -> int:
+        """Open an attempt of ``variant`` on a start's server; its id in the store."""
+        return self.store.start_attempt(
+            self.cid,
+            variant=variant,
+            server_key=server_key,
+            command=command,
+            env=env,
+            host=self.campaign.host,
+            versions=versions,
+            git_commit=commit,
+            start=start,
+            node=placement.node,
+            gpu_model=placement.gpu_model,
         )
+
+    def verdict(self, aid: int, data: dict[str, Any], snapshots: Sequence[Snapshot]) -> None:
+        """The gate's verdict (redacted JSON) and the start's telemetry series."""
+        self.store.record_verdict(aid, data)
+        if snapshots:
+            self.store.record_telemetry(aid, snapshots)
+
+    def point(
+        self, aid: int, *, variant: str, load: str, repeat: int, result: PointResult, label: str
+    ) -> None:
+        """One measured point: stored, counted, and said with its warnings."""
+        self.store.record_point(aid, variant=variant, load=load, repeat=repeat, result=result)
+        self.state.measured += 1
+        total = result.completed + result.failed
+        rate = result.failed / total if total else 0.0
+        self.state.error_rates.append((variant, load, repeat, rate))
+        summary = result.summary
+        text = (
+            f"{label}: {summary.get('output_throughput', float('nan')):.1f} tok/s, "
+            f"TTFT p50 {summary.get('ttft_ms_p50', float('nan')):.1f} ms, "
+            f"ITL p50 {summary.get('itl_ms_p50', float('nan')):.2f} ms"
+        )
+        if result.failed:
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items()))
+            self.progress.warning(f"{text}, {result.failed} of {total} requests failed ({kinds})")
+        else:
+            self.progress.good(text)
+        for warning in result.warnings:
+            # the same warning at every point of a variant is said once
+            key = (variant, re.sub(r"[0-9][0-9.,]*", "#", warning))
+            if key not in self.state.warned:
+                self.state.warned.add(key)
+                self.progress.warning(f"{label}: {warning}")
+
+    def stop(self, aid: int, stop: StopReport) -> None:
+        """How the server was stopped."""
+        self.store.record_stop(aid, stop)
+
+    def finish(
+        self,
+        aid: int,
+        status: AttemptStatus,
+        reason: str | None,
+        failed_variants: tuple[str, ...] = (),
+    ) -> None:
+        """Close an attempt."""
+        self.store.finish_attempt(aid, status, reason, failed_variants=failed_variants)
+
+    # --- the run's bookkeeping -----------------------------------------------------------
+
+    def failed(self, names: tuple[str, ...], reason: str) -> None:
+        """These variants failed (the first reason is kept)."""
+        for name in names:
+            self.state.failed.setdefault(name, reason)
+
+    def dead(self, group_key: str, why: str) -> None:
+        """A server configuration is not started again in this run."""
+        self.state.dead[group_key] = why
+
+    def broken(self, name: str) -> None:
+        """A variant whose benchmark cannot run: skipped in later starts."""
+        self.state.broken.add(name)
+
+    def started(self, seconds: float) -> None:
+        """A start reached its verdict after ``seconds`` (for the time left)."""
+        self.time_left.started(seconds)
+
+    def benched(self, seconds: float, tasks: int) -> None:
+        """A start measured ``tasks`` points in ``seconds`` (for the time left)."""
+        self.time_left.benched(seconds, tasks)
+
+    # --- progress ------------------------------------------------------------------------
+
+    def info(self, message: str) -> None:
+        self.progress.info(message)
+
+    def good(self, message: str) -> None:
+        self.progress.good(message)
+
+    def warning(self, message: str) -> None:
+        self.progress.warning(message)
+
+    def failure(self, message: str, tail: tuple[str, ...] = ()) -> None:
+        self.progress.failure(message, tail)
+
+    def activity(self, message: str) -> None:
+        self.progress.activity(message)
+
+    def counts(self, message: str) -> None:
+        self.progress.counts(message)
 
 
 def start_order(count: int, round_: int, seed: int, *, shuffle: bool = True) -> list[int]:
@@ -238,21 +330,33 @@ class _Runner:
         self.progress = progress
         self.interrupts = interrupts
         self.state = _State()
-        self.redactor = _redactor_for(campaign)
+        self.redactor = redactor_for(campaign)
         self.log_dir = options.log_dir or Path(store.path).resolve().parent / (
             Path(store.path).stem + "-logs"
         )
-        self.profile = get_profile(campaign.engine)
         self.gpu: GpuMonitor | None = None
-        self.gpu_idle: tuple[Any, ...] = ()
-        self._ready_offset = 0  # size of the current server's log when it became READY
-        self._died_on = ""  # the variant whose benchmark the current server died in
+        self.gpu_idle: tuple[GpuMemory, ...] = ()
         self.time_left = TimeLeft()
+        self.recorder: Recorder  # once the campaign is open
+        self.cluster: Cluster | None = None
         self._etas: dict[str, float | None] = {}  # group key -> start-up ETA from history
 
     # --- the campaign ------------------------------------------------------------------
 
     def run(self) -> RunOutcome:
+        address = self.options.ray or self.campaign.ray
+        if address is not None:
+            from servegate.campaign.cluster import connect
+
+            self.cluster = connect(address, self.campaign)
+            self.progress.info(self.cluster.describe())
+        try:
+            return self._claimed()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+    def _claimed(self) -> RunOutcome:
         store = self.store
         with self.interrupts.shielded():
             gone = store.claim_runner(campaign=self.campaign.name)
@@ -269,8 +373,16 @@ class _Runner:
     def _run(self) -> RunOutcome:
         store = self.store
         cid = self._open_campaign()
+        self.recorder = Recorder(
+            store,
+            cid,
+            campaign=self.campaign,
+            state=self.state,
+            progress=self.progress,
+            time_left=self.time_left,
+        )
         done = store.done_points(cid) if self.options.resume else set()
-        self.gpu = GpuMonitor.open()
+        self.gpu = GpuMonitor.open() if self.cluster is None else None
         try:
             if self.gpu is not None:
                 self.gpu_idle = self.gpu.idle_memory()
@@ -436,26 +548,94 @@ class _Runner:
             clock = time.monotonic()
             measured = self.state.measured
             order = start_order(len(groups), round_, seed, shuffle=restarts > 1 or round_ > 1)
-            for index in order:
-                number += 1
-                group = groups[index]
-                tag = (
-                    f"[{number}/{len(groups) * restarts}]" if round_ <= restarts else f"[{number}]"
+            if self.cluster is not None:
+                number = self._cluster_round(
+                    cid, round_, order, number=number, restarts=restarts, done=done
                 )
-                self.interrupts.check()
-                names = ", ".join(v.name for v in group.variants)
-                if restarts > 1 or round_ > 1:
-                    names += f" start {round_}" + (f"/{restarts}" if round_ <= restarts else "")
-                why = self.state.dead.get(group.key)
-                if why is not None:
-                    self.progress.info(f"{tag} {names}: not started ({why})")
-                    continue
-                if round_ <= restarts:
-                    self._standing(planned, number - 1, done)
-                self._group(cid, group, tag, done, start=round_, names=names)
+            else:
+                number = self._serial_round(
+                    cid, round_, order, number=number, restarts=restarts, planned=planned, done=done
+                )
             if self.state.measured > measured:
                 longest = max(longest, time.monotonic() - clock)
             round_ += 1
+
+    def _names(self, group: ServerGroup, round_: int, restarts: int) -> str:
+        """The variants of a start as the progress names them: ``a, b start 2/3``."""
+        names = ", ".join(v.name for v in group.variants)
+        if restarts > 1 or round_ > 1:
+            names += f" start {round_}" + (f"/{restarts}" if round_ <= restarts else "")
+        return names
+
+    def _serial_round(
+        self,
+        cid: int,
+        round_: int,
+        order: list[int],
+        *,
+        number: int,
+        restarts: int,
+        planned: list[ServerGroup],
+        done: set[tuple[str, str, int]],
+    ) -> int:
+        """One round of starts, one after the other on this machine; the last start's number."""
+        groups = self.campaign.groups
+        for index in order:
+            number += 1
+            group = groups[index]
+            tag = f"[{number}/{len(groups) * restarts}]" if round_ <= restarts else f"[{number}]"
+            self.interrupts.check()
+            names = self._names(group, round_, restarts)
+            why = self.state.dead.get(group.key)
+            if why is not None:
+                self.progress.info(f"{tag} {names}: not started ({why})")
+                continue
+            if round_ <= restarts:
+                self._standing(planned, number - 1, done)
+            self._group(cid, group, tag, done, start=round_, names=names)
+        return number
+
+    def _cluster_round(
+        self,
+        cid: int,
+        round_: int,
+        order: list[int],
+        *,
+        number: int,
+        restarts: int,
+        done: set[tuple[str, str, int]],
+    ) -> int:
+        """One round of starts, all at once on the Ray cluster; the last start's number.
+
+        With several GPU models the variants' servers are spread over them and the
+        baseline's server is started on every model used (as starts of its own)."""
+        assert self.cluster is not None
+        items = _placed(self.campaign, order, round_, self.cluster.models)
+        total = len(_placed(self.campaign, order, 1, self.cluster.models)) * restarts
+        specs: list[tuple[StartSpec, str | None]] = []
+        for group, start, model in items:
+            number += 1
+            tag = f"[{number}/{total}]" if round_ <= restarts else f"[{number}]"
+            names = self._names(group, round_, restarts)
+            if start != round_:
+                names = ", ".join(v.name for v in group.variants) + f" start {start}"
+            why = self.state.dead.get(group.key)
+            if why is not None:
+                self.progress.info(f"{tag} {names}: not started ({why})")
+                continue
+            spec = self.spec(cid, group, tag, done, start=start, names=names)
+            if spec is not None:
+                specs.append((spec, model))
+        self.interrupts.check()
+        if specs:
+            self.cluster.run_round(
+                specs,
+                self.recorder,
+                self.interrupts,
+                log_dir=self.log_dir,
+                done=lambda: self.store.done_points(cid),
+            )
+        return number
 
     def _precision(
         self, cid: int, starts: int, began: float, longest: float
@@ -538,7 +718,7 @@ class _Runner:
             open_groups.add(group.key)
             tasks = sum(
                 1
-                for t in _tasks(group, start)
+                for t in tasks_of(group, start)
                 if t.variant.name not in self.state.broken
                 and (t.variant.name, t.point.label, t.repeat) not in done
             )
@@ -553,34 +733,6 @@ class _Runner:
             left_s=self.time_left.estimate(upcoming),
         )
 
-    def _startup_record(self, argv: list[str], env: dict[str, str]) -> StartupRecord | None:
-        """The start's cold/warm evidence and ETA (servegate.startup); None if it fails."""
-        try:
-            record = StartupRecord.before(
-                engine=self.campaign.engine, command=argv, env=env, via="campaign"
-            )
-        except Exception as exc:  # the start history must never cost a start
-            self.progress.warning(f"startup record failed: {self.redactor.text(str(exc))}")
-            return None
-        for text in record.warnings:
-            self.progress.warning(self.redactor.text(text))
-        record.warnings.clear()
-        return record
-
-    def _finish_startup(self, record: StartupRecord | None, verdict: Verdict) -> None:
-        """Count the start's time, and add it to the start history (once, at its verdict)."""
-        self.time_left.started(verdict.elapsed_s)
-        if record is None:
-            return
-        try:
-            record.finish(self._redacted(verdict.to_json()), telemetry=startup_telemetry(verdict))
-        except Exception as exc:  # the start history must never cost the campaign
-            self.progress.warning(f"startup record failed: {self.redactor.text(str(exc))}")
-            return
-        for text in record.warnings:
-            self.progress.warning(self.redactor.text(text))
-        record.warnings.clear()
-
     # --- one server group ---------------------------------------------------------------
 
     def _group(
@@ -594,398 +746,47 @@ class _Runner:
         names: str,
     ) -> None:
         """One start of ``group``: preflight, launch, benchmark what is not stored, stop."""
-        todo = self._todo(group, start, done, tag=tag, names=names)
-        if not todo:
+        spec = self.spec(cid, group, tag, done, start=start, names=names)
+        if spec is None:
             return
-        campaign = self.campaign
-        port = campaign.port if campaign.port is not None else _free_port()
-        argv, env = group.render(port=port)
-        report = self._preflight(port, env, lead=f"{tag} {names}", tag=tag)
-        one = _Start(
-            cid=cid,
-            group=group,
-            number=start,
-            tag=tag,
-            names=names,
-            port=port,
-            argv=argv,
-            env=env,
-            todo=todo,
-            versions=self._versions(argv),
-            commit=git_commit(Path(campaign.cwd) if campaign.cwd else None),
+        executor = StartExecutor(
+            self.campaign,
+            self.recorder,
+            self.interrupts,
+            log_dir=self.log_dir,
+            gpu=self.gpu,
+            gpu_idle=self.gpu_idle,
+            previous=self.state.previous,
         )
-        with self.interrupts.shielded():
-            aid = self._start_attempt(one, one.owner)
-        if not report.ok:
-            self._start_failed(
-                one,
-                aid,
-                status=AttemptStatus.FAILED,
-                said=f"preflight failed: {report.reason()}",
-                dead=f"its start {start} failed preflight",
-            )
-            return
-        skipped = [c.name for c in report.checks if c.level is Level.SKIPPED]
-        self.progress.info(
-            f"{tag} {names}: preflight ok in {report.duration_s:.1f}s"
-            + (f" (not checked: {', '.join(skipped)})" if skipped else "")
-        )
-        record = self._startup_record(argv, env)
-        server = self._launch(one, aid, record)
-        if server is None:
-            return
-        self._finish_startup(record, server.verdict)
-        self._serve(aid, server, group=group, todo=todo, tag=tag, names=names)
-        if owners_died := self._died_on:
-            self.state.dead[group.key] = f"its server died during start {start} ({owners_died})"
-            self._died_on = ""
+        self.state.previous = executor.run(spec)
 
-    def _todo(
+    def spec(
         self,
+        cid: int,
         group: ServerGroup,
-        start: int,
+        tag: str,
         done: set[tuple[str, str, int]],
         *,
-        tag: str,
+        start: int,
         names: str,
-    ) -> list[_Task]:
-        """The measurements of this start not stored yet (``--resume``); says what is skipped."""
-        tasks = [t for t in _tasks(group, start) if t.variant.name not in self.state.broken]
+    ) -> StartSpec | None:
+        """Start ``start`` of ``group`` with the measurements not stored yet (``--resume``),
+        saying what is skipped; None when there is nothing left to measure."""
+        tasks = [t for t in tasks_of(group, start) if t.variant.name not in self.state.broken]
         todo = [t for t in tasks if (t.variant.name, t.point.label, t.repeat) not in done]
         self.state.skipped += len(tasks) - len(todo)
         if not todo:
             self.progress.info(f"{tag} {names}: all {len(tasks)} measurements stored; skipped")
-        elif len(todo) < len(tasks):
+            return None
+        if len(todo) < len(tasks):
             self.progress.info(
                 f"{tag} {names}: {len(tasks) - len(todo)} of {len(tasks)} measurements "
                 "already stored; measuring the rest"
             )
-        return todo
-
-    def _versions(self, argv: list[str]) -> dict[str, Any]:
-        """Tool, engine and GPU versions recorded with each attempt of a start."""
-        versions = {**tool_versions(), "engine": self.campaign.engine, **engine_versions(argv)}
-        if self.gpu_idle:
-            versions["gpus"] = [f"{g.index}: {g.name}" for g in self.gpu_idle]
-        return versions
-
-    def _preflight(self, port: int, env: dict[str, str], *, lead: str, tag: str) -> PreflightReport:
-        """Check the machine before a start; warnings said, the report returned."""
-        self.progress.activity(f"{lead}: preflight (port {port})")
-        report = run_preflight(
-            port=port,
-            previous=self.state.previous,
-            gpu=self.gpu,
-            gpu_idle=self.gpu_idle,
-            model=self.campaign.model,
-            env=env,
-            timeout_s=self.campaign.release_timeout_s,
-            on_wait=lambda text: self.progress.activity(f"{lead}: preflight: {text}"),
-        )
-        for check in report.warnings:
-            self.progress.warning(f"{tag} {check.message}")
-        return report
-
-    def _start_attempt(self, one: _Start, variant: str) -> int:
-        """Record an attempt of ``variant`` on this start's server; its id."""
-        return self.store.start_attempt(
-            one.cid,
-            variant=variant,
-            server_key=one.group.key,
-            command=self.redactor.command(one.argv),
-            env=self.redactor.env(one.env),
-            host=self.campaign.host,
-            versions=one.versions,
-            git_commit=one.commit,
-            start=one.number,
-        )
-
-    def _launch(self, one: _Start, aid: int, record: StartupRecord | None) -> Server | None:
-        """Launch and gate the start's server; None when it did not come up (recorded)."""
-        campaign, lead = self.campaign, f"{one.tag} {one.names}"
-        shown = " ".join(self.redactor.command(one.argv))
-        self.progress.activity(f"{lead}: launching {shown}{_eta_note(record)}")
-
-        def note(text: str) -> None:  # a silent server found busy: "slow, still working"
-            self.progress.info(f"{lead}: {self.redactor.text(text)}")
-
-        log_path = self.log_dir / f"{_slug(campaign.name)}-{aid}-{_slug(one.owner)}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            return launch(
-                one.argv,
-                engine=campaign.engine,
-                port=one.port,
-                timeout_s=campaign.timeout_s,
-                stall_s=campaign.stall_s,
-                env=one.env,
-                cwd=campaign.cwd,
-                log_path=str(log_path),
-                name=_slug(f"{campaign.name}-{one.owner}"),
-                keep=False,
-                ready=campaign.ready,
-                crash=campaign.crash,
-                health_url=campaign.probe_url(port=one.port),
-                on_note=note,
-            )
-        except GateError as exc:
-            verdict = exc.verdict
-            self._finish_startup(record, verdict)
-            data = self._redacted(verdict.to_json())
-            self._start_failed(
-                one,
-                aid,
-                status=AttemptStatus(verdict.status),
-                said=self.redactor.text(verdict.line()),
-                dead=f"start {one.number}: {verdict.status.upper()}",
-                verdict=data,
-                snapshots=verdict.snapshots,
-                tail=tuple(data["tail"][-10:]),
-            )
-            self.state.previous = ()
-        except UsageError as exc:  # the port was taken between preflight and launch
-            reason = f"could not launch: {self.redactor.text(str(exc))}"
-            self._start_failed(
-                one,
-                aid,
-                status=AttemptStatus.FAILED,
-                said=reason,
-                dead=f"start {one.number} could not be launched",
-            )
-        except Interrupted:
-            self.interrupts.acknowledge()
-            with self.interrupts.shielded():
-                self.store.finish_attempt(
-                    aid, AttemptStatus.INTERRUPTED, "interrupted while starting"
-                )
-            raise
-        return None
-
-    def _start_failed(
-        self,
-        one: _Start,
-        aid: int,
-        *,
-        status: AttemptStatus,
-        said: str,
-        dead: str,
-        verdict: dict[str, Any] | None = None,
-        snapshots: Sequence[Snapshot] = (),
-        tail: tuple[str, ...] = (),
-    ) -> None:
-        """A start that never served: its attempt closed with ``status``, and one attempt
-        with the same record for each variant sharing its server; those variants failed
-        with ``said``; the group is not started again (``dead`` says why).
-
-        With a ``verdict`` (CRASH, TIMEOUT) the reason is the verdict's; without one it is
-        ``said``."""
-        reason = None if verdict is not None else said
-        with self.interrupts.shielded():
-            for name in (one.owner, *one.sharing):
-                attempt = aid if name == one.owner else self._start_attempt(one, name)
-                if verdict is not None:
-                    self.store.record_verdict(attempt, verdict)
-                    if attempt == aid:
-                        self.store.record_telemetry(aid, snapshots)
-                self.store.finish_attempt(attempt, status, reason)
-        self._fail(one.group.variants, said)
-        self.state.dead[one.group.key] = dead
-        self.progress.failure(f"{one.tag} {one.names}: {said}", tail)
-
-    def _serve(
-        self,
-        aid: int,
-        server: Server,
-        *,
-        group: ServerGroup,
-        todo: list[_Task],
-        tag: str,
-        names: str,
-    ) -> None:
-        """Benchmark a READY server, then stop it, whatever happens in between."""
-        try:  # fatal lines from here on mean the server is dying
-            self._ready_offset = os.path.getsize(server.log_path)
-        except OSError:
-            self._ready_offset = 0
-        with self.interrupts.shielded():
-            self.store.record_verdict(aid, self._redacted(server.verdict.to_json()))
-            self.store.record_telemetry(aid, server.verdict.snapshots)
-        self.progress.good(f"{tag} {names}: {server.verdict.line()} on {server.url}")
-        status: AttemptStatus = AttemptStatus.DONE
-        reason: str | None = None
-        owners: tuple[str, ...] = ()
-        began, measured = time.monotonic(), self.state.measured
-        try:
-            status, reason, owners = self._bench(aid, server, todo, tag)
-            self.time_left.benched(time.monotonic() - began, self.state.measured - measured)
-        except Interrupted:
-            self.interrupts.acknowledge()
-            status, reason = AttemptStatus.INTERRUPTED, "interrupted by the user"
-            raise
-        except BaseException as exc:
-            status = AttemptStatus.FAILED
-            reason = f"internal error while benchmarking: {exc!r}"
-            raise
-        finally:
-            self.state.previous = process_tree(server.pid) if server.pid else ()
-            self.progress.activity(f"{tag} {names}: stopping the server")
-            stop = server.stop(grace_s=self.campaign.stop_grace_s)
-            with self.interrupts.shielded():
-                self.store.record_stop(aid, stop)
-                self.store.finish_attempt(aid, status, reason, failed_variants=owners)
-            port_note = "port free" if stop.port_free else "port STILL IN USE"
-            self.progress.info(
-                f"{tag} {names}: stopped in {stop.duration_s:.1f}s ({port_note}"
-                + (f", killed {len(stop.killed)} process(es)" if stop.killed else "")
-                + ")"
-            )
-
-    def _bench(
-        self, aid: int, server: Server, todo: list[_Task], tag: str
-    ) -> tuple[AttemptStatus, str | None, tuple[str, ...]]:
-        """Measure each task; returns the attempt's final status, its reason and the
-        variants a failure belongs to."""
-        broken: set[str] = set()  # variants whose measurement cannot work on this server
-        warmed: set[tuple[str, str]] = set()  # warmup: each point's first repeat per start
-        for task in todo:
-            name = task.variant.name
-            if name in broken:
-                continue
-            self.interrupts.check()
-            if not server.alive():
-                return self._died(server, task, tag)
-            repeats = task.variant.bench.repeats
-            label = f"{name} {task.point.label} #{task.repeat % repeats + 1}/{repeats}"
-            self.progress.activity(f"{tag} {label}: benchmarking")
-
-            def counts(p: Progress, label: str = label) -> None:
-                self.interrupts.check()  # a stop whose exception Python dropped
-                failed = f", {p.failed} failed" if p.failed else ""
-                eta = "" if p.eta_s is None else f", ETA {duration(p.eta_s)}"
-                self.progress.counts(
-                    f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}{eta}"
-                )
-
-            try:
-                warm = (name, task.point.label) not in warmed
-                warmed.add((name, task.point.label))
-                result = run_point(
-                    _settings(server.url, task, self.campaign.engine, warmup=warm),
-                    progress=counts,
-                )
-            except BenchError as exc:
-                if self._server_failed(server):
-                    return self._died(server, task, tag)
-                reason = f"could not benchmark: {self.redactor.text(str(exc))}"
-                broken.add(name)
-                self.state.broken.add(name)
-                self._fail([task.variant], reason)
-                self.progress.failure(f"{tag} {name}: {reason}")
-                continue
-            with self.interrupts.shielded():
-                self.store.record_point(
-                    aid, variant=name, load=task.point.label, repeat=task.repeat, result=result
-                )
-            self.state.measured += 1
-            self._note_point(label, tag, task, result)
-            if not server.alive() or (result.failed and self._server_failed(server)):
-                return self._died(server, task, tag, measured=True)
-        if broken:
-            failed = f"could not benchmark {', '.join(sorted(broken))}"
-            return AttemptStatus.FAILED, failed, tuple(broken)
-        return AttemptStatus.DONE, None, ()
-
-    def _note_point(self, label: str, tag: str, task: _Task, result: PointResult) -> None:
-        total = result.completed + result.failed
-        rate = result.failed / total if total else 0.0
-        self.state.error_rates.append((task.variant.name, task.point.label, task.repeat, rate))
-        summary = result.summary
-        text = (
-            f"{tag} {label}: {summary.get('output_throughput', float('nan')):.1f} tok/s, "
-            f"TTFT p50 {summary.get('ttft_ms_p50', float('nan')):.1f} ms, "
-            f"ITL p50 {summary.get('itl_ms_p50', float('nan')):.2f} ms"
-        )
-        if result.failed:
-            kinds = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items()))
-            self.progress.warning(f"{text}, {result.failed} of {total} requests failed ({kinds})")
-        else:
-            self.progress.good(text)
-        for warning in result.warnings:
-            # the same warning at every point of a variant is said once
-            key = (task.variant.name, re.sub(r"[0-9][0-9.,]*", "#", warning))
-            if key not in self.state.warned:
-                self.state.warned.add(key)
-                self.progress.warning(f"{tag} {label}: {warning}")
-
-    def _server_failed(self, server: Server) -> bool:
-        """Whether the server is dead or dying: after failed requests, look closer.
-
-        A server whose engine process died may keep its HTTP process up for a moment
-        (or for good: sglang#18421), so wait a little for it to exit, and read the log
-        for a fatal line (the campaign's crash patterns or the engine's signatures).
-        """
-        log = Path(server.log_path)
-        cause = classify(log, self.profile, crash=self.campaign.crash, start=self._ready_offset)
-        if cause is not None:
-            return True
-        deadline = time.monotonic() + _DEATH_WAIT_S
-        while time.monotonic() < deadline:
-            if not server.alive():
-                return True
-            time.sleep(0.05)
-        return False
-
-    def _died(
-        self, server: Server, task: _Task, tag: str, *, measured: bool = False
-    ) -> tuple[AttemptStatus, str, tuple[str, ...]]:
-        """The server died between or during points: record why, with its log tail."""
-        tail = tuple(self.redactor.lines(log_tail(Path(server.log_path), TAIL_LINES)))
-        when = "after" if measured else "before"
-        log = Path(server.log_path)
-        cause = classify(log, self.profile, crash=self.campaign.crash, start=self._ready_offset)
-        reason = (
-            f"server died during the benchmark ({when} {task.variant.name} {task.point.label} "
-            f"repeat {task.repeat + 1})"
-            + (f": {self.redactor.text(cause.summary())}" if cause else "")
-            + ("\n" + "\n".join(tail) if tail else "")
-        )
-        self._fail([task.variant], reason.split("\n", 1)[0])
-        self._died_on = task.variant.name
-        self.progress.failure(f"{tag} {reason.splitlines()[0]}", tail[-10:])
-        return AttemptStatus.FAILED, reason, (task.variant.name,)
-
-    def _fail(self, variants: Any, reason: str) -> None:
-        for variant in variants:
-            self.state.failed.setdefault(variant.name, reason)
-
-    def _redacted(self, verdict: dict[str, Any]) -> dict[str, Any]:
-        data = dict(verdict)
-        for key in ("reason", "matched_line", "hint"):
-            if isinstance(data.get(key), str):
-                data[key] = self.redactor.text(data[key])
-        data["tail"] = self.redactor.lines(data.get("tail") or [])
-        return data
+        return StartSpec(cid=cid, group=group, number=start, tag=tag, names=names, todo=tuple(todo))
 
 
-# --- helpers -----------------------------------------------------------------------------
-
-
-def _tasks(group: ServerGroup, start: int) -> Iterator[_Task]:
-    """The measurements of one start of ``group`` (start 1, 2, ...)."""
-    for variant in group.variants:
-        repeats = variant.bench.repeats
-        for point in variant.bench.points:
-            for repeat in range(repeats):
-                yield _Task(variant=variant, point=point, repeat=(start - 1) * repeats + repeat)
-
-
-def _eta_note(record: StartupRecord | None) -> str:
-    """`` (ETA 41s, warm, from 3 past starts)``; empty without history."""
-    eta: Eta | None = None if record is None else record.eta
-    if eta is None:
-        return ""
-    temp = {True: "cold, ", False: "warm, ", None: ""}[eta.cold]
-    return f" (ETA {duration(eta.total_s)}, {temp}from {eta.based_on} past start(s))"
+# --- helpers -------------------------------------------------------------------------------------
 
 
 def _duration(seconds: float) -> str:
@@ -997,38 +798,28 @@ def _duration(seconds: float) -> str:
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
 
 
-def _settings(url: str, task: _Task, engine: str, *, warmup: bool = True) -> BenchSettings:
-    bench = task.variant.bench
-    return BenchSettings(
-        url=url,
-        api=bench.api,  # type: ignore[arg-type]
-        concurrency=task.point.concurrency,
-        rate=task.point.rate,
-        requests=None if bench.duration_s is not None else bench.requests,
-        duration_s=bench.duration_s,
-        warmup=bench.warmup if warmup else 0,
-        input_len=bench.input_len,
-        output_len=bench.output_len,
-        dataset=bench.dataset,
-        seed=bench.seed + task.repeat,
-        engine=engine,
+def _placed(
+    campaign: Campaign, order: list[int], round_: int, models: Sequence[str | None]
+) -> list[tuple[ServerGroup, int, str | None]]:
+    """The starts of round ``round_`` on a cluster: (group, start number, GPU model).
+
+    One GPU model (or none): each group once, as start ``round_``. Several: the other
+    groups take the models in turn (in the file's order), and the baseline's group is
+    started once on each model they use, its starts numbered on from round to round."""
+    groups = campaign.groups
+    if len(models) <= 1:
+        return [(groups[i], round_, models[0] if models else None) for i in order]
+    base = next(
+        i for i, g in enumerate(groups) if any(v.name == campaign.baseline for v in g.variants)
     )
-
-
-def _redactor_for(campaign: Campaign) -> Redactor:
-    envs, commands = [], []
-    for variant in campaign.variants:
-        argv, env = variant.render(port=0)
-        envs.append(env)
-        commands.append(argv)
-    return Redactor.collect(envs=envs, commands=commands)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")[:60] or "x"
+    others = [i for i in range(len(groups)) if i != base]
+    model_of = {index: models[n % len(models)] for n, index in enumerate(others)}
+    used = [m for m in models if m in model_of.values()] or [models[0]]
+    out: list[tuple[ServerGroup, int, str | None]] = []
+    for index in order:
+        if index != base:
+            out.append((groups[index], round_, model_of[index]))
+            continue
+        for n, model in enumerate(used):
+            out.append((groups[index], (round_ - 1) * len(used) + n + 1, model))
+    return out

@@ -23,6 +23,7 @@ __all__ = [
     "BenchTable",
     "CampaignFile",
     "CampaignTable",
+    "ClusterTable",
     "MatrixTable",
     "Scalar",
     "ServerTable",
@@ -77,6 +78,18 @@ class ServerTable(_Table):
     ready: list[str] = Field(default_factory=list)  # extra ready-line regexes
     crash: list[str] = Field(default_factory=list)  # extra fatal-line regexes
     health_url: str | None = None  # probe this URL (placeholders allowed) instead
+    gpus: int = Field(default=0, ge=0)  # GPUs one server needs (a Ray cluster's GPU resource)
+    resources: dict[str, float | int] = Field(default_factory=dict)  # custom Ray resources
+
+    @field_validator("resources", mode="after")
+    @classmethod
+    def _resources(cls, value: dict[str, float | int]) -> dict[str, float | int]:
+        for name, amount in value.items():
+            if name in ("CPU", "GPU", "memory"):
+                raise ValueError(f"{name} is not a custom resource; set [server] gpus for GPUs")
+            if not name or amount <= 0:
+                raise ValueError("each resource is a name and an amount above 0, e.g. {nvlink = 1}")
+        return value
 
     @field_validator("port", mode="before")
     @classmethod
@@ -144,11 +157,18 @@ class MatrixTable(_Table):
     command: str | None = None
 
 
+class ClusterTable(_Table):
+    """``[cluster]``: run the variants as tasks on a Ray cluster (servegate[ray])."""
+
+    ray: str = Field(min_length=1)  # the cluster's address: "auto", "ray://head:10001", ...
+
+
 class CampaignFile(_Table):
     """The whole file."""
 
     campaign: CampaignTable
     server: ServerTable
+    cluster: ClusterTable | None = None
     bench: BenchTable = Field(default_factory=BenchTable)
     vars: dict[str, Scalar] = Field(default_factory=dict)
     variant: list[VariantTable] = Field(default_factory=list)
@@ -304,6 +324,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "variant": VariantTable,
     "variant.bench": BenchOverride,
     "matrix": MatrixTable,
+    "cluster": ClusterTable,
 }
 
 

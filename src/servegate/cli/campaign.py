@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 import servegate.campaign as campaigns
-from servegate.campaign.config import Campaign, check_programs, load_campaign
+from servegate.campaign import Campaign, check_programs, load_campaign
 from servegate.cli.options import examples, quiet
 from servegate.errors import UsageError
 from servegate.redact import Redactor
@@ -30,6 +30,7 @@ __all__ = ["demo", "run"]
         "servegate run fusion.toml --resume          # after Ctrl-C, a crash or a reboot",
         "servegate run fusion.toml --restarts 5      # start each server 5 times, interleaved",
         "servegate run fusion.toml --restarts 3 --until-precision 2% --max-starts 10 --budget 2h",
+        "servegate run fusion.toml --ray auto       # each server start a task on a Ray cluster",
     )
 )
 @click.argument("campaign_file", metavar="CAMPAIGN.toml", type=click.Path(path_type=Path))
@@ -103,6 +104,14 @@ __all__ = ["demo", "run"]
     help="With --until-precision: add no round that would end later than TIME after the "
     "run began (90s, 30m, 2h).",
 )
+@click.option(
+    "--ray",
+    "ray",
+    default=None,
+    metavar="ADDRESS",
+    help="Run each server start as a task on the Ray cluster at ADDRESS (auto, "
+    "HOST:6379, ray://HOST:10001); needs servegate[ray]. [default: the file's [cluster] ray]",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan (servers, commands, load points).")
 @quiet()
 def run(
@@ -118,6 +127,7 @@ def run(
     until_precision: str | None,
     max_starts: str | None,
     budget: str | None,
+    ray: str | None,
     dry_run: bool,
     quiet: bool,
 ) -> None:
@@ -167,6 +177,7 @@ def run(
         until_precision=target,
         max_starts=most,
         budget_s=budget_s,
+        ray=_address(ray),
     )
     sys.exit(execute(campaign, db, options=options, quiet=quiet))
 
@@ -214,6 +225,15 @@ def execute(
     for breach in outcome.breaches:
         click.echo(f"Error: {breach}.", err=True)
     return outcome.exit_code
+
+
+def _address(text: str | None) -> str | None:
+    """``--ray ADDRESS``, stripped; UsageError for an empty one."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise UsageError("--ray needs the cluster's address, e.g. --ray auto or --ray head:6379.")
+    return text.strip()
 
 
 def _whole(flag: str, text: str | None, *, low: int, example: str) -> int | None:
@@ -289,11 +309,9 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int) -> None:
             loads = ", ".join(p.label for p in bench.points)
             click.echo(f"  variant {variant.name}: {loads} x {bench.repeats} repeats ({bench.api})")
     if restarts > 1:
-        from servegate.campaign.runner import start_order
-
         click.echo(f"{restarts} starts per server, in this order (seed {seed}):")
         for round_ in range(1, restarts + 1):
-            order = start_order(len(campaign.groups), round_, seed)
+            order = campaigns.start_order(len(campaign.groups), round_, seed)
             click.echo(f"  round {round_}: " + ", ".join(f"server {i + 1}" for i in order))
 
 

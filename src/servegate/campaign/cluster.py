@@ -1,0 +1,580 @@
+"""Campaigns on a Ray cluster: each server start runs as a Ray task on a node.
+
+``servegate run FILE --ray ADDRESS`` (or ``[cluster] ray = "ADDRESS"``) runs each round
+of starts in parallel: every start (preflight, launch, gate, benchmark, stop) is a Ray
+task asking for ``[server] gpus`` GPUs and the ``[server] resources``, executed on the
+node by the same ``StartExecutor`` as a local start. The node's sink forwards every
+call (attempt opened, verdict, point with its raw samples, telemetry, stop, progress) to
+a mailbox actor on the driver's node; the driver hands each call to the runner's
+``Recorder``, so the driver stays the only writer of the store.
+
+servegate must be installed on every node (the same version as the driver's: checked
+before anything starts, one small task per node). A node's GPU model is its Ray
+``accelerator_type:MODEL`` resource (set by Ray on GPU nodes). When the cluster has
+several GPU models, the variants' starts are spread over them and the baseline is
+started on every model used, so that each variant has a baseline measured on its own
+GPU model. A node lost during a start marks that start's attempts ``lost`` and the start
+is tried once more on another node, for the measurements it had not sent yet. Ctrl-C
+or SIGTERM cancels every task: each node stops its server (the keeper kills the server
+if the task's worker dies), and the attempts are recorded as interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from servegate._version import __version__
+from servegate.campaign.config import Campaign, ServerGroup
+from servegate.campaign.execute import Placement, StartExecutor, StartSpec
+from servegate.campaign.interrupt import Interrupted, Interrupts
+from servegate.errors import ServegateError, UsageError
+from servegate.store import AttemptStatus
+
+if TYPE_CHECKING:
+    from servegate.campaign.runner import Recorder
+
+__all__ = ["Cluster", "Item", "NodeInfo", "connect"]
+
+_MODEL_PREFIX = "accelerator_type:"
+_PIN = 0.001  # the share of a node's accelerator_type resource that pins a start to it
+_POLL_S = 0.1  # how often the driver collects what the nodes sent
+_CONNECT_S = 5.0  # how long the address may take to accept a TCP connection
+_CANCEL_WAIT_S = 30.0  # after Ctrl-C: how long the nodes get to stop their servers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeInfo:
+    """One alive node of the cluster."""
+
+    node_id: str
+    name: str  # "10.0.0.7/3fa2c1d0": its address and the start of its Ray node id
+    gpu_model: str | None  # its accelerator_type resource; None: no GPU model declared
+    resources: dict[str, float]
+
+    def fits(self, demand: dict[str, float]) -> bool:
+        """Whether the node has (in total) what one start asks for."""
+        return all(self.resources.get(k, 0.0) >= v for k, v in demand.items())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Item:
+    """One start of a round: its group, number, tag and progress name."""
+
+    group: ServerGroup
+    start: int
+    tag: str
+    names: str
+    model: str | None = None  # the GPU model it is pinned to; None: any node that fits
+
+
+@dataclass(kw_only=True)
+class _Flight:
+    """A start submitted to the cluster, as the driver follows it."""
+
+    spec: StartSpec
+    model: str | None
+    token: int  # names the submission in what its node sends
+    tries: int = 1
+    aids: dict[int, int] = field(default_factory=dict)  # the node's attempt id -> the store's
+    open: set[int] = field(default_factory=set)  # store attempt ids not finished yet
+    node: str | None = None
+    phase: str = "queued"
+    ended: bool = False  # the node said its last word
+
+
+def _ray() -> Any:
+    """The ``ray`` module; UsageError naming the extra when it is not installed."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(
+            "running on a Ray cluster needs Ray: install it with pip install 'servegate[ray]'."
+        ) from None
+    return ray
+
+
+def demand_of(campaign: Campaign) -> dict[str, float]:
+    """What one start asks a node for: its GPUs and custom resources (a CPU without either)."""
+    demand = dict(campaign.resources)
+    if campaign.gpus:
+        demand["GPU"] = float(campaign.gpus)
+    if not demand:
+        demand["CPU"] = 1.0
+    return demand
+
+
+def connect(address: str, campaign: Campaign) -> Cluster:
+    """Join the Ray cluster at ``address`` and check it can run ``campaign``.
+
+    Raises UsageError when Ray is missing, the cluster cannot be reached, no node has
+    what a start asks for, or a node has another servegate (or none) installed.
+    """
+    ray = _ray()
+    owned = not ray.is_initialized()
+    if owned:
+        _reachable(address)
+        try:
+            ray.init(
+                address=address,
+                logging_level=logging.WARNING,
+                log_to_driver=False,
+                configure_logging=True,
+            )
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise UsageError(
+                f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0]}; "
+                "start it (ray start --head) or fix --ray / [cluster] ray."
+            ) from None
+    try:
+        cluster = Cluster(ray, address, campaign, owned=owned)
+        cluster.check()
+    except BaseException:
+        if owned:
+            ray.shutdown()
+        raise
+    return cluster
+
+
+def _reachable(address: str) -> None:
+    """Refuse at once a ``HOST:PORT`` (or ``ray://HOST:PORT``) nothing listens on: Ray
+    itself would wait minutes for it."""
+    if address == "auto" or address.startswith("local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(
+            f"--ray {address}: give the cluster's address as HOST:PORT (its GCS, port 6379 by "
+            "default), ray://HOST:10001 or auto."
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT_S).close()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it "
+            "(ray start --head) or fix --ray / [cluster] ray."
+        ) from None
+
+
+class Cluster:
+    """The driver's side of a campaign on a Ray cluster."""
+
+    def __init__(self, ray: Any, address: str, campaign: Campaign, *, owned: bool) -> None:
+        self.ray = ray
+        self.address = address
+        self.campaign = campaign
+        self.owned = owned
+        self.demand = demand_of(campaign)
+        self.nodes = self._alive()
+        fitting = [n for n in self.nodes if n.fits(self.demand)]
+        self.models: tuple[str | None, ...] = tuple(
+            sorted({n.gpu_model for n in fitting}, key=lambda m: (m is None, m or ""))
+        )
+        me = ray.get_runtime_context().get_node_id()
+        self._mailbox = (
+            ray.remote(num_cpus=0)(Mailbox).options(scheduling_strategy=self._on(me)).remote()
+        )
+        self._tokens = 0
+        self._interrupts: Interrupts | None = None
+
+    def close(self) -> None:
+        """Leave the cluster (when this process joined it)."""
+        if self.owned:
+            self.ray.shutdown()
+
+    def _on(self, node_id: str) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+
+    def _alive(self) -> list[NodeInfo]:
+        nodes = []
+        for node in self.ray.nodes():
+            if not node.get("Alive"):
+                continue
+            resources = {str(k): float(v) for k, v in node.get("Resources", {}).items()}
+            models = sorted(
+                k[len(_MODEL_PREFIX) :] for k in resources if k.startswith(_MODEL_PREFIX)
+            )
+            node_id = str(node["NodeID"])
+            nodes.append(
+                NodeInfo(
+                    node_id=node_id,
+                    name=f"{node.get('NodeManagerAddress', '?')}/{node_id[:8]}",
+                    gpu_model=models[0] if models else None,
+                    resources=resources,
+                )
+            )
+        return nodes
+
+    def check(self) -> None:
+        """Refuse a cluster that cannot run the campaign, before anything starts."""
+        asked = ", ".join(f"{k}={v:g}" for k, v in sorted(self.demand.items()))
+        if not any(n.fits(self.demand) for n in self.nodes):
+            raise UsageError(
+                f"no node of the Ray cluster at {self.address} has what one server asks for "
+                f"({asked}); lower [server] gpus / resources or add such a node."
+            )
+        probe = self.ray.remote(num_cpus=0, max_retries=0)(_node_version)
+        refs = [probe.options(scheduling_strategy=self._on(n.node_id)).remote() for n in self.nodes]
+        for node, ref in zip(self.nodes, refs, strict=True):
+            try:
+                version = self.ray.get(ref, timeout=120)
+            except Exception as exc:
+                raise UsageError(
+                    f"node {node.name} of the Ray cluster cannot run servegate "
+                    f"({type(exc).__name__}); install servegate {__version__} on every node."
+                ) from None
+            if version != __version__:
+                raise UsageError(
+                    f"node {node.name} has servegate {version}, this driver {__version__}; "
+                    "install the same version on every node."
+                )
+
+    def describe(self) -> str:
+        """One line: the nodes that fit, by GPU model."""
+        fitting = [n for n in self.nodes if n.fits(self.demand)]
+        by_model = ", ".join(
+            f"{sum(n.gpu_model == m for n in fitting)} x {m or 'no GPU model'}" for m in self.models
+        )
+        asked = ", ".join(f"{k}={v:g}" for k, v in sorted(self.demand.items()))
+        return (
+            f"Ray cluster at {self.address}: {len(self.nodes)} node(s), {len(fitting)} fit a "
+            f"server ({asked}): {by_model}"
+        )
+
+    # --- a round of starts ---------------------------------------------------------------
+
+    def run_round(
+        self,
+        specs: Sequence[tuple[StartSpec, str | None]],
+        recorder: Recorder,
+        interrupts: Interrupts,
+        *,
+        log_dir: Path,
+        done: Callable[[], set[tuple[str, str, int]]],
+    ) -> None:
+        """Run the starts ``specs`` (each with the GPU model it is pinned to) in parallel;
+        every call of the nodes goes to ``recorder``. A start whose node is lost is tried
+        once more; ``done`` gives the measurements stored by then."""
+        self._interrupts = interrupts
+        flights: dict[Any, _Flight] = {}
+        for spec, model in specs:
+            ref, token = self._submit(spec, model, log_dir)
+            flights[ref] = _Flight(spec=spec, model=model, token=token)
+            recorder.info(f"{spec.tag} {spec.names}: queued for a node with {self._asked(model)}")
+        try:
+            while flights:
+                interrupts.check()
+                self._collect(flights, recorder)
+                ready, _ = self.ray.wait(list(flights), num_returns=1, timeout=_POLL_S)
+                for ref in ready:
+                    self._landed(ref, flights, recorder, log_dir=log_dir, done=done)
+        except Interrupted:
+            interrupts.acknowledge()
+            self._cancel(flights, recorder, interrupts)
+            raise
+
+    def _asked(self, model: str | None) -> str:
+        parts = [f"{v:g} {k}" for k, v in sorted(self.demand.items())]
+        return ", ".join(parts) + (f" ({model})" if model else "")
+
+    def _submit(self, spec: StartSpec, model: str | None, log_dir: Path) -> tuple[Any, int]:
+        """Submit one start; its object ref and token."""
+        resources = {k: v for k, v in self.demand.items() if k not in ("CPU", "GPU")}
+        if model is not None and len(self.models) > 1:
+            resources[_MODEL_PREFIX + model] = _PIN
+        task = self.ray.remote(_execute).options(
+            num_gpus=self.demand.get("GPU", 0.0),
+            num_cpus=self.demand.get("CPU", 0.0),
+            resources=resources,
+            max_retries=0,
+            retry_exceptions=False,
+        )
+        names = {n.node_id: (n.name, n.gpu_model) for n in self.nodes}
+        self._tokens += 1
+        ref = task.remote(
+            self.campaign,
+            spec,
+            mailbox=self._mailbox,
+            token=self._tokens,
+            log_dir=str(log_dir),
+            names=names,
+        )
+        return ref, self._tokens
+
+    def _collect(self, flights: dict[Any, _Flight], recorder: Recorder) -> None:
+        """Hand every call the nodes sent to the recorder, in the order each node sent them."""
+        by_token = {f.token: f for f in flights.values()}
+        assert self._interrupts is not None
+        with self._interrupts.shielded():  # a call replayed whole, or not at all
+            for token, method, args, kwargs in self.ray.get(self._mailbox.take.remote()):
+                flight = by_token.get(token)
+                if flight is None:  # a start already given up (lost, then its late words)
+                    continue
+                _replay(flight, method, args, kwargs, recorder)
+
+    def _landed(
+        self,
+        ref: Any,
+        flights: dict[Any, _Flight],
+        recorder: Recorder,
+        *,
+        log_dir: Path,
+        done: Callable[[], set[tuple[str, str, int]]],
+    ) -> None:
+        """A task ended: its last calls recorded; a lost node's start tried once more."""
+        flight = flights[ref]
+        try:
+            self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError as exc:  # servegate itself failed on the node
+            self._collect(flights, recorder)
+            del flights[ref]
+            for aid in sorted(flight.open):
+                recorder.finish(aid, AttemptStatus.FAILED, f"internal error on the node: {exc}")
+            raise ServegateError(
+                f"{flight.spec.tag} {flight.spec.names}: servegate failed on node "
+                f"{flight.node or '?'}: {str(exc).splitlines()[0]}"
+            ) from None
+        except self.ray.exceptions.RayError as exc:  # the node (or its worker) was lost
+            self._collect(flights, recorder)
+            del flights[ref]
+            self._lost(flight, exc, recorder, flights, log_dir=log_dir, done=done)
+            return
+        self._collect(flights, recorder)
+        del flights[ref]
+
+    def _lost(
+        self,
+        flight: _Flight,
+        exc: BaseException,
+        recorder: Recorder,
+        flights: dict[Any, _Flight],
+        *,
+        log_dir: Path,
+        done: Callable[[], set[tuple[str, str, int]]],
+    ) -> None:
+        spec = flight.spec
+        where = flight.node or "its node"
+        why = type(exc).__name__
+        again = flight.tries < 2
+        reason = f"node {where} was lost during this start ({why})" + (
+            "; tried again on another node" if again else ""
+        )
+        for aid in sorted(flight.open):
+            recorder.finish(aid, AttemptStatus.LOST, reason)
+        stored = done()
+        todo = tuple(
+            t for t in spec.todo if (t.variant.name, t.point.label, t.repeat) not in stored
+        )
+        if not todo:
+            recorder.warning(f"{spec.tag} {spec.names}: {reason}; every measurement was stored")
+            return
+        if not again:
+            said = f"lost twice: node {where} was lost ({why})"
+            recorder.failed(tuple(v.name for v in spec.group.variants), said)
+            recorder.dead(spec.group.key, f"its start {spec.number} was lost twice")
+            recorder.failure(f"{spec.tag} {spec.names}: {said}")
+            return
+        recorder.warning(
+            f"{spec.tag} {spec.names}: {reason}; {len(todo)} measurement(s) left, retrying"
+        )
+        retry = replace(spec, todo=todo)
+        ref, token = self._submit(retry, flight.model, log_dir)
+        flights[ref] = _Flight(spec=retry, model=flight.model, token=token, tries=flight.tries + 1)
+
+    def _cancel(
+        self, flights: dict[Any, _Flight], recorder: Recorder, interrupts: Interrupts
+    ) -> None:
+        """Ctrl-C: every node stops its server; what they send meanwhile is recorded."""
+        with interrupts.shielded():
+            recorder.info(f"stopping {len(flights)} start(s) on the cluster")
+            for ref in flights:
+                self.ray.cancel(ref, force=False)
+            deadline = time.monotonic() + self.campaign.stop_grace_s + _CANCEL_WAIT_S
+            while flights and time.monotonic() < deadline:
+                self._collect(flights, recorder)
+                ready, _ = self.ray.wait(list(flights), num_returns=len(flights), timeout=0.2)
+                for ref in ready:
+                    self._collect(flights, recorder)
+                    del flights[ref]
+            for ref in flights:  # the keeper kills a server whose worker dies
+                self.ray.cancel(ref, force=True)
+            for flight in flights.values():
+                for aid in sorted(flight.open):
+                    recorder.finish(aid, AttemptStatus.INTERRUPTED, "interrupted by the user")
+            # closed by the nodes themselves, or just now
+            self._collect(flights, recorder)
+
+
+def _replay(
+    flight: _Flight, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], recorder: Recorder
+) -> None:
+    """One call of a node's sink, made on the recorder (its attempt ids translated)."""
+    if method == "attempt":
+        local = int(kwargs.pop("local"))
+        placement: Placement = kwargs["placement"]
+        aid = recorder.attempt(**kwargs)
+        flight.aids[local] = aid
+        flight.open.add(aid)
+        flight.node = placement.node
+        return
+    if method == "end":
+        flight.ended = True
+        return
+    if method in ("verdict", "point", "stop", "finish"):
+        aid = flight.aids[int(args[0])]
+        args = (aid, *args[1:])
+        if method == "finish":
+            flight.open.discard(aid)
+    if method == "activity":
+        flight.phase = _phase(str(args[0]))
+    getattr(recorder, method)(*args, **kwargs)
+
+
+def _phase(message: str) -> str:
+    for word in ("preflight", "launching", "benchmarking", "stopping"):
+        if word in message:
+            return word
+    return "running"
+
+
+# --- on the node ------------------------------------------------------------------------
+
+
+class Mailbox:
+    """The calls the nodes' sinks sent, until the driver takes them (a Ray actor on the
+    driver's node; calls from one task arrive in the order it made them)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[Any, ...]] = []
+
+    def put(self, item: tuple[Any, ...]) -> None:
+        self._items.append(item)
+
+    def take(self) -> list[tuple[Any, ...]]:
+        items, self._items = self._items, []
+        return items
+
+
+class _Forward:
+    """A node's sink: every call goes to the driver's mailbox, in order."""
+
+    def __init__(self, mailbox: Any, key: int) -> None:
+        self._mailbox = mailbox
+        self._key = key
+        self._next = 0
+        self._last: Any = None
+
+    def _send(self, method: str, *args: Any, **kwargs: Any) -> None:
+        self._last = self._mailbox.put.remote((self._key, method, args, kwargs))
+
+    def flush(self, ray: Any) -> None:
+        """Return once the driver's mailbox holds every call sent so far."""
+        self._send("end")
+        ray.get(self._last)
+
+    def attempt(self, **kwargs: Any) -> int:
+        self._next += 1
+        self._send("attempt", local=self._next, **kwargs)
+        return self._next
+
+    def verdict(self, aid: int, data: dict[str, Any], snapshots: Sequence[Any]) -> None:
+        self._send("verdict", aid, data, tuple(snapshots))
+
+    def point(self, aid: int, **kwargs: Any) -> None:
+        self._send("point", aid, **kwargs)
+
+    def stop(self, aid: int, stop: Any) -> None:
+        self._send("stop", aid, stop)
+
+    def finish(
+        self,
+        aid: int,
+        status: AttemptStatus,
+        reason: str | None,
+        failed_variants: tuple[str, ...] = (),
+    ) -> None:
+        self._send("finish", aid, status, reason, failed_variants)
+
+    def failed(self, names: tuple[str, ...], reason: str) -> None:
+        self._send("failed", names, reason)
+
+    def dead(self, group_key: str, why: str) -> None:
+        self._send("dead", group_key, why)
+
+    def broken(self, name: str) -> None:
+        self._send("broken", name)
+
+    def started(self, seconds: float) -> None:
+        self._send("started", seconds)
+
+    def benched(self, seconds: float, tasks: int) -> None:
+        self._send("benched", seconds, tasks)
+
+    def info(self, message: str) -> None:
+        self._send("info", message)
+
+    def good(self, message: str) -> None:
+        self._send("good", message)
+
+    def warning(self, message: str) -> None:
+        self._send("warning", message)
+
+    def failure(self, message: str, tail: tuple[str, ...] = ()) -> None:
+        self._send("failure", message, tail)
+
+    def activity(self, message: str) -> None:
+        self._send("activity", message)
+
+    def counts(self, message: str) -> None:
+        """Request counts stay on the node: the driver's live line shows the phase."""
+
+
+def _node_version() -> str:
+    """servegate's version on the node a probe task ran on."""
+    return __version__
+
+
+def _execute(
+    campaign: Campaign,
+    spec: StartSpec,
+    *,
+    mailbox: Any,
+    token: int,
+    log_dir: str,
+    names: dict[str, tuple[str, str | None]],
+) -> None:
+    """The Ray task: execute one start on this node, forwarding every call to ``mailbox``."""
+    import ray
+
+    from servegate.campaign.gpu import GpuMonitor
+
+    node_id = ray.get_runtime_context().get_node_id()
+    name, model = names.get(node_id, (node_id[:8], None))
+    sink = _Forward(mailbox, token)
+    gpu = GpuMonitor.open()
+    try:
+        with Interrupts() as interrupts:
+            executor = StartExecutor(
+                campaign,
+                sink,
+                interrupts,
+                log_dir=Path(log_dir),
+                gpu=gpu,
+                gpu_idle=gpu.idle_memory() if gpu is not None else (),
+                placement=Placement(node=name, gpu_model=model),
+            )
+            # stopped by Ctrl-C on the driver: the server is stopped and the attempt closed
+            with suppress(Interrupted, KeyboardInterrupt):
+                executor.run(spec)
+    finally:
+        if gpu is not None:
+            gpu.close()
+        sink.flush(ray)

@@ -1,0 +1,603 @@
+"""One server start, executed: preflight -> launch -> gate -> benchmark -> stop.
+
+Executing a start is kept apart from recording it: ``StartExecutor`` does the work on
+the machine the server runs on and tells a ``Sink`` everything that happens (an
+attempt opened, the verdict, each measured point, the stop, failures, progress lines).
+The runner's ``Recorder`` is the sink that writes it all to the store and the progress;
+on a Ray cluster the node's sink forwards each call to the driver, which hands it to
+the same ``Recorder``, so the serial and the cluster path run the same code.
+
+    previous = StartExecutor(campaign, sink, interrupts, log_dir=...).run(spec)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from servegate.bench import BenchSettings, PointResult, Progress, run_point
+from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant
+from servegate.campaign.crash import TAIL_LINES, classify, log_tail
+from servegate.campaign.gpu import GpuMemory, GpuMonitor
+from servegate.campaign.interrupt import Interrupted, Interrupts
+from servegate.campaign.preflight import Level, PreflightReport, ProcessRef, process_tree
+from servegate.campaign.preflight import run_preflight as _run_preflight
+from servegate.campaign.progress import duration
+from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
+from servegate.engines import get_profile
+from servegate.errors import BenchError, GateError, UsageError
+from servegate.gate.verdict import Verdict
+from servegate.launch import Server, StopReport, launch
+from servegate.redact import Redactor
+from servegate.startup import StartupRecord
+from servegate.startup.eta import Eta
+from servegate.startup.session import startup_telemetry
+from servegate.store import AttemptStatus
+from servegate.telemetry.model import Snapshot
+
+__all__ = [
+    "Placement",
+    "Sink",
+    "StartExecutor",
+    "StartSpec",
+    "Task",
+    "redactor_for",
+    "slug",
+    "tasks_of",
+]
+
+_DEATH_WAIT_S = 1.0  # after failed requests: how long to wait for a dying server to exit
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    """One measurement still to make."""
+
+    variant: Variant
+    point: LoadPoint
+    repeat: int  # stored repeat number: (start - 1) * repeats + the repeat on this start
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartSpec:
+    """One start to execute: which group, which start of it, what it still has to measure."""
+
+    cid: int
+    group: ServerGroup
+    number: int  # which start of the group: 1, 2, ...
+    tag: str  # its place in the run: "[3/8]"
+    names: str  # the variants it serves, as the progress names them
+    todo: tuple[Task, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """Where a start runs: a cluster node and its GPU model (None: here, not known)."""
+
+    node: str | None = None
+    gpu_model: str | None = None
+
+    def where(self) -> str:
+        """`` on 10.0.0.7/3fa2c1d0 (H200)``; empty for a local start."""
+        if self.node is None:
+            return ""
+        return f" on {self.node}" + (f" ({self.gpu_model})" if self.gpu_model else "")
+
+
+class Sink(Protocol):
+    """Everything executing a start reports; an ``attempt`` id is the sink's own."""
+
+    def attempt(
+        self,
+        *,
+        variant: str,
+        server_key: str,
+        command: list[str],
+        env: dict[str, str],
+        versions: dict[str, Any],
+        commit: str | None,
+        start: int,
+        placement: Placement,
+    ) -> int: ...
+    def verdict(self, aid: int, data: dict[str, Any], snapshots: Sequence[Snapshot]) -> None: ...
+    def point(
+        self, aid: int, *, variant: str, load: str, repeat: int, result: PointResult, label: str
+    ) -> None: ...
+    def stop(self, aid: int, stop: StopReport) -> None: ...
+    def finish(
+        self,
+        aid: int,
+        status: AttemptStatus,
+        reason: str | None,
+        failed_variants: tuple[str, ...] = (),
+    ) -> None: ...
+    def failed(self, names: tuple[str, ...], reason: str) -> None: ...
+    def dead(self, group_key: str, why: str) -> None: ...
+    def broken(self, name: str) -> None: ...
+    def started(self, seconds: float) -> None: ...
+    def benched(self, seconds: float, tasks: int) -> None: ...
+    def info(self, message: str) -> None: ...
+    def good(self, message: str) -> None: ...
+    def warning(self, message: str) -> None: ...
+    def failure(self, message: str, tail: tuple[str, ...] = ()) -> None: ...
+    def activity(self, message: str) -> None: ...
+    def counts(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Start:
+    """A start being executed: its spec and what was decided for it on this machine."""
+
+    spec: StartSpec
+    names: str  # the spec's names with the placement: "fusion on 10.0.0.7/3fa2c1d0 (H200)"
+    port: int
+    argv: list[str]
+    env: dict[str, str]
+    versions: dict[str, Any]  # recorded with each of its attempts, as is
+    commit: str | None  # the git commit of the server's working folder
+
+    @property
+    def owner(self) -> str:
+        """The variant its attempt is recorded under: the first one with work to do."""
+        return self.spec.todo[0].variant.name
+
+    @property
+    def sharing(self) -> list[str]:
+        """The other variants measured on this server (they fail with it)."""
+        return list(
+            dict.fromkeys(t.variant.name for t in self.spec.todo if t.variant.name != self.owner)
+        )
+
+    @property
+    def tag(self) -> str:
+        return self.spec.tag
+
+    @property
+    def lead(self) -> str:
+        return f"{self.spec.tag} {self.names}"
+
+
+class StartExecutor:
+    """Executes starts on this machine, one at a time, telling ``sink`` what happens."""
+
+    def __init__(
+        self,
+        campaign: Campaign,
+        sink: Sink,
+        interrupts: Interrupts,
+        *,
+        log_dir: Path,
+        gpu: GpuMonitor | None = None,
+        gpu_idle: tuple[GpuMemory, ...] = (),
+        placement: Placement | None = None,
+        previous: tuple[ProcessRef, ...] = (),
+    ) -> None:
+        self.campaign = campaign
+        self.sink = sink
+        self.interrupts = interrupts
+        self.log_dir = log_dir
+        self.gpu = gpu
+        self.gpu_idle = gpu_idle
+        self.placement = placement or Placement()
+        self.previous = previous  # the last server's processes: preflight waits for them
+        self.redactor = redactor_for(campaign)
+        self.profile = get_profile(campaign.engine)
+        self._ready_offset = 0  # size of the current server's log when it became READY
+        self._died_on = ""  # the variant whose benchmark the current server died in
+
+    def run(self, spec: StartSpec) -> tuple[ProcessRef, ...]:
+        """Preflight, launch, benchmark ``spec.todo`` and stop; the server's processes
+        (for the next start's preflight) are returned."""
+        campaign = self.campaign
+        port = campaign.port if campaign.port is not None else _free_port()
+        argv, env = spec.group.render(port=port)
+        names = spec.names + self.placement.where()
+        report = self._preflight(port, env, lead=f"{spec.tag} {names}", tag=spec.tag)
+        one = _Start(
+            spec=spec,
+            names=names,
+            port=port,
+            argv=argv,
+            env=env,
+            versions=self._versions(argv),
+            commit=git_commit(Path(campaign.cwd) if campaign.cwd else None),
+        )
+        with self.interrupts.shielded():
+            aid = self._start_attempt(one, one.owner)
+        if not report.ok:
+            self._start_failed(
+                one,
+                aid,
+                status=AttemptStatus.FAILED,
+                said=f"preflight failed: {report.reason()}",
+                dead=f"its start {spec.number} failed preflight",
+            )
+            return self.previous
+        skipped = [c.name for c in report.checks if c.level is Level.SKIPPED]
+        self.sink.info(
+            f"{one.lead}: preflight ok in {report.duration_s:.1f}s"
+            + (f" (not checked: {', '.join(skipped)})" if skipped else "")
+        )
+        record = self._startup_record(argv, env)
+        server = self._launch(one, aid, record)
+        if server is None:
+            return self.previous
+        self._finish_startup(record, server.verdict)
+        self._serve(aid, server, one)
+        if owners_died := self._died_on:
+            self.sink.dead(
+                spec.group.key, f"its server died during start {spec.number} ({owners_died})"
+            )
+            self._died_on = ""
+        return self.previous
+
+    # --- before the start --------------------------------------------------------------
+
+    def _versions(self, argv: list[str]) -> dict[str, Any]:
+        """Tool, engine and GPU versions recorded with each attempt of a start."""
+        versions = {**tool_versions(), "engine": self.campaign.engine, **engine_versions(argv)}
+        if self.gpu_idle:
+            versions["gpus"] = [f"{g.index}: {g.name}" for g in self.gpu_idle]
+        return versions
+
+    def _preflight(self, port: int, env: dict[str, str], *, lead: str, tag: str) -> PreflightReport:
+        """Check the machine before a start; warnings said, the report returned."""
+        self.sink.activity(f"{lead}: preflight (port {port})")
+        report = _run_preflight(
+            port=port,
+            previous=self.previous,
+            gpu=self.gpu,
+            gpu_idle=self.gpu_idle,
+            model=self.campaign.model,
+            env=env,
+            timeout_s=self.campaign.release_timeout_s,
+            on_wait=lambda text: self.sink.activity(f"{lead}: preflight: {text}"),
+        )
+        for check in report.warnings:
+            self.sink.warning(f"{tag} {check.message}")
+        return report
+
+    def _start_attempt(self, one: _Start, variant: str) -> int:
+        """Record an attempt of ``variant`` on this start's server; its id."""
+        return self.sink.attempt(
+            variant=variant,
+            server_key=one.spec.group.key,
+            command=self.redactor.command(one.argv),
+            env=self.redactor.env(one.env),
+            versions=one.versions,
+            commit=one.commit,
+            start=one.spec.number,
+            placement=self.placement,
+        )
+
+    def _startup_record(self, argv: list[str], env: dict[str, str]) -> StartupRecord | None:
+        """The start's cold/warm evidence and ETA (servegate.startup); None if it fails."""
+        try:
+            record = StartupRecord.before(
+                engine=self.campaign.engine, command=argv, env=env, via="campaign"
+            )
+        except Exception as exc:  # the start history must never cost a start
+            self.sink.warning(f"startup record failed: {self.redactor.text(str(exc))}")
+            return None
+        for text in record.warnings:
+            self.sink.warning(self.redactor.text(text))
+        record.warnings.clear()
+        return record
+
+    def _finish_startup(self, record: StartupRecord | None, verdict: Verdict) -> None:
+        """Count the start's time, and add it to the start history (once, at its verdict)."""
+        self.sink.started(verdict.elapsed_s)
+        if record is None:
+            return
+        try:
+            record.finish(self._redacted(verdict.to_json()), telemetry=startup_telemetry(verdict))
+        except Exception as exc:  # the start history must never cost the campaign
+            self.sink.warning(f"startup record failed: {self.redactor.text(str(exc))}")
+            return
+        for text in record.warnings:
+            self.sink.warning(self.redactor.text(text))
+        record.warnings.clear()
+
+    # --- the start ---------------------------------------------------------------------
+
+    def _launch(self, one: _Start, aid: int, record: StartupRecord | None) -> Server | None:
+        """Launch and gate the start's server; None when it did not come up (recorded)."""
+        campaign, lead = self.campaign, one.lead
+        shown = " ".join(self.redactor.command(one.argv))
+        self.sink.activity(f"{lead}: launching {shown}{_eta_note(record)}")
+
+        def note(text: str) -> None:  # a silent server found busy: "slow, still working"
+            self.sink.info(f"{lead}: {self.redactor.text(text)}")
+
+        stem = f"{slug(campaign.name)}-{aid}-{slug(one.owner)}"
+        if self.placement.node is not None:  # a node's attempt ids are its own: name the start
+            where = slug(self.placement.node)
+            stem = f"{slug(campaign.name)}-{slug(one.owner)}-start{one.spec.number}-{where}"
+        log_path = self.log_dir / f"{stem}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return launch(
+                one.argv,
+                engine=campaign.engine,
+                port=one.port,
+                timeout_s=campaign.timeout_s,
+                stall_s=campaign.stall_s,
+                env=one.env,
+                cwd=campaign.cwd,
+                log_path=str(log_path),
+                name=slug(f"{campaign.name}-{one.owner}"),
+                keep=False,
+                ready=campaign.ready,
+                crash=campaign.crash,
+                health_url=campaign.probe_url(port=one.port),
+                on_note=note,
+            )
+        except GateError as exc:
+            verdict = exc.verdict
+            self._finish_startup(record, verdict)
+            data = self._redacted(verdict.to_json())
+            self._start_failed(
+                one,
+                aid,
+                status=AttemptStatus(verdict.status),
+                said=self.redactor.text(verdict.line()),
+                dead=f"start {one.spec.number}: {verdict.status.upper()}",
+                verdict=data,
+                snapshots=verdict.snapshots,
+                tail=tuple(data["tail"][-10:]),
+            )
+            self.previous = ()
+        except UsageError as exc:  # the port was taken between preflight and launch
+            reason = f"could not launch: {self.redactor.text(str(exc))}"
+            self._start_failed(
+                one,
+                aid,
+                status=AttemptStatus.FAILED,
+                said=reason,
+                dead=f"start {one.spec.number} could not be launched",
+            )
+        except Interrupted:
+            self.interrupts.acknowledge()
+            with self.interrupts.shielded():
+                self.sink.finish(aid, AttemptStatus.INTERRUPTED, "interrupted while starting")
+            raise
+        return None
+
+    def _start_failed(
+        self,
+        one: _Start,
+        aid: int,
+        *,
+        status: AttemptStatus,
+        said: str,
+        dead: str,
+        verdict: dict[str, Any] | None = None,
+        snapshots: Sequence[Snapshot] = (),
+        tail: tuple[str, ...] = (),
+    ) -> None:
+        """A start that never served: its attempt closed with ``status``, and one attempt
+        with the same record for each variant sharing its server; those variants failed
+        with ``said``; the group is not started again (``dead`` says why).
+
+        With a ``verdict`` (CRASH, TIMEOUT) the reason is the verdict's; without one it is
+        ``said``."""
+        reason = None if verdict is not None else said
+        with self.interrupts.shielded():
+            for name in (one.owner, *one.sharing):
+                attempt = aid if name == one.owner else self._start_attempt(one, name)
+                if verdict is not None:
+                    self.sink.verdict(attempt, verdict, snapshots if attempt == aid else ())
+                self.sink.finish(attempt, status, reason)
+        self.sink.failed(tuple(v.name for v in one.spec.group.variants), said)
+        self.sink.dead(one.spec.group.key, dead)
+        self.sink.failure(f"{one.lead}: {said}", tail)
+
+    def _serve(self, aid: int, server: Server, one: _Start) -> None:
+        """Benchmark a READY server, then stop it, whatever happens in between."""
+        try:  # fatal lines from here on mean the server is dying
+            self._ready_offset = os.path.getsize(server.log_path)
+        except OSError:
+            self._ready_offset = 0
+        with self.interrupts.shielded():
+            self.sink.verdict(
+                aid, self._redacted(server.verdict.to_json()), server.verdict.snapshots
+            )
+        self.sink.good(f"{one.lead}: {server.verdict.line()} on {server.url}")
+        status: AttemptStatus = AttemptStatus.DONE
+        reason: str | None = None
+        owners: tuple[str, ...] = ()
+        began, measured = time.monotonic(), 0
+        try:
+            status, reason, owners, measured = self._bench(aid, server, one)
+            self.sink.benched(time.monotonic() - began, measured)
+        except Interrupted:
+            self.interrupts.acknowledge()
+            status, reason = AttemptStatus.INTERRUPTED, "interrupted by the user"
+            raise
+        except BaseException as exc:
+            status = AttemptStatus.FAILED
+            reason = f"internal error while benchmarking: {exc!r}"
+            raise
+        finally:
+            self.previous = process_tree(server.pid) if server.pid else ()
+            self.sink.activity(f"{one.lead}: stopping the server")
+            stop = server.stop(grace_s=self.campaign.stop_grace_s)
+            with self.interrupts.shielded():
+                self.sink.stop(aid, stop)
+                self.sink.finish(aid, status, reason, owners)
+            port_note = "port free" if stop.port_free else "port STILL IN USE"
+            self.sink.info(
+                f"{one.lead}: stopped in {stop.duration_s:.1f}s ({port_note}"
+                + (f", killed {len(stop.killed)} process(es)" if stop.killed else "")
+                + ")"
+            )
+
+    def _bench(
+        self, aid: int, server: Server, one: _Start
+    ) -> tuple[AttemptStatus, str | None, tuple[str, ...], int]:
+        """Measure each task; returns the attempt's final status, its reason, the
+        variants a failure belongs to, and how many points were measured."""
+        broken: set[str] = set()  # variants whose measurement cannot work on this server
+        warmed: set[tuple[str, str]] = set()  # warmup: each point's first repeat per start
+        measured = 0
+        tag = one.tag
+        for task in one.spec.todo:
+            name = task.variant.name
+            if name in broken:
+                continue
+            self.interrupts.check()
+            if not server.alive():
+                return (*self._died(server, task, tag), measured)
+            repeats = task.variant.bench.repeats
+            label = f"{name} {task.point.label} #{task.repeat % repeats + 1}/{repeats}"
+            self.sink.activity(f"{tag} {label}: benchmarking")
+
+            def counts(p: Progress, label: str = label) -> None:
+                self.interrupts.check()  # a stop whose exception Python dropped
+                failed = f", {p.failed} failed" if p.failed else ""
+                eta = "" if p.eta_s is None else f", ETA {duration(p.eta_s)}"
+                self.sink.counts(f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}{eta}")
+
+            try:
+                warm = (name, task.point.label) not in warmed
+                warmed.add((name, task.point.label))
+                result = run_point(
+                    _settings(server.url, task, self.campaign.engine, warmup=warm),
+                    progress=counts,
+                )
+            except BenchError as exc:
+                if self._server_failed(server):
+                    return (*self._died(server, task, tag), measured)
+                reason = f"could not benchmark: {self.redactor.text(str(exc))}"
+                broken.add(name)
+                self.sink.broken(name)
+                self.sink.failed((name,), reason)
+                self.sink.failure(f"{tag} {name}: {reason}")
+                continue
+            with self.interrupts.shielded():
+                self.sink.point(
+                    aid,
+                    variant=name,
+                    load=task.point.label,
+                    repeat=task.repeat,
+                    result=result,
+                    label=f"{tag} {label}",
+                )
+            measured += 1
+            if not server.alive() or (result.failed and self._server_failed(server)):
+                return (*self._died(server, task, tag, measured=True), measured)
+        if broken:
+            failed = f"could not benchmark {', '.join(sorted(broken))}"
+            return AttemptStatus.FAILED, failed, tuple(broken), measured
+        return AttemptStatus.DONE, None, (), measured
+
+    def _server_failed(self, server: Server) -> bool:
+        """Whether the server is dead or dying: after failed requests, look closer.
+
+        A server whose engine process died may keep its HTTP process up for a moment
+        (or for good: sglang#18421), so wait a little for it to exit, and read the log
+        for a fatal line (the campaign's crash patterns or the engine's signatures).
+        """
+        log = Path(server.log_path)
+        cause = classify(log, self.profile, crash=self.campaign.crash, start=self._ready_offset)
+        if cause is not None:
+            return True
+        deadline = time.monotonic() + _DEATH_WAIT_S
+        while time.monotonic() < deadline:
+            if not server.alive():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def _died(
+        self, server: Server, task: Task, tag: str, *, measured: bool = False
+    ) -> tuple[AttemptStatus, str, tuple[str, ...]]:
+        """The server died between or during points: record why, with its log tail."""
+        tail = tuple(self.redactor.lines(log_tail(Path(server.log_path), TAIL_LINES)))
+        when = "after" if measured else "before"
+        log = Path(server.log_path)
+        cause = classify(log, self.profile, crash=self.campaign.crash, start=self._ready_offset)
+        reason = (
+            f"server died during the benchmark ({when} {task.variant.name} {task.point.label} "
+            f"repeat {task.repeat + 1})"
+            + (f": {self.redactor.text(cause.summary())}" if cause else "")
+            + ("\n" + "\n".join(tail) if tail else "")
+        )
+        self.sink.failed((task.variant.name,), reason.split("\n", 1)[0])
+        self._died_on = task.variant.name
+        self.sink.failure(f"{tag} {reason.splitlines()[0]}", tail[-10:])
+        return AttemptStatus.FAILED, reason, (task.variant.name,)
+
+    def _redacted(self, verdict: dict[str, Any]) -> dict[str, Any]:
+        data = dict(verdict)
+        for key in ("reason", "matched_line", "hint"):
+            if isinstance(data.get(key), str):
+                data[key] = self.redactor.text(data[key])
+        data["tail"] = self.redactor.lines(data.get("tail") or [])
+        return data
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def tasks_of(group: ServerGroup, start: int) -> Iterator[Task]:
+    """The measurements of one start of ``group`` (start 1, 2, ...)."""
+    for variant in group.variants:
+        repeats = variant.bench.repeats
+        for point in variant.bench.points:
+            for repeat in range(repeats):
+                yield Task(variant=variant, point=point, repeat=(start - 1) * repeats + repeat)
+
+
+def _eta_note(record: StartupRecord | None) -> str:
+    """`` (ETA 41s, warm, from 3 past starts)``; empty without history."""
+    eta: Eta | None = None if record is None else record.eta
+    if eta is None:
+        return ""
+    temp = {True: "cold, ", False: "warm, ", None: ""}[eta.cold]
+    return f" (ETA {duration(eta.total_s)}, {temp}from {eta.based_on} past start(s))"
+
+
+def _settings(url: str, task: Task, engine: str, *, warmup: bool = True) -> BenchSettings:
+    bench = task.variant.bench
+    return BenchSettings(
+        url=url,
+        api=bench.api,  # type: ignore[arg-type]
+        concurrency=task.point.concurrency,
+        rate=task.point.rate,
+        requests=None if bench.duration_s is not None else bench.requests,
+        duration_s=bench.duration_s,
+        warmup=bench.warmup if warmup else 0,
+        input_len=bench.input_len,
+        output_len=bench.output_len,
+        dataset=bench.dataset,
+        seed=bench.seed + task.repeat,
+        engine=engine,
+    )
+
+
+def redactor_for(campaign: Campaign) -> Redactor:
+    """The redactor of a campaign: its variants' secret env values and flag values."""
+    envs, commands = [], []
+    for variant in campaign.variants:
+        argv, env = variant.render(port=0)
+        envs.append(env)
+        commands.append(argv)
+    return Redactor.collect(envs=envs, commands=commands)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def slug(name: str) -> str:
+    """``name`` as a file name part."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")[:60] or "x"
