@@ -8,10 +8,14 @@ would print there, with the same exit code.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
@@ -86,6 +90,90 @@ def run_remote(
         code = run_cli(target, command, argv, env=env, output=output, foreground=foreground)
     sys.stdout.flush()
     sys.exit(code)
+
+
+def run_bench(
+    host: str,
+    ctx: click.Context,
+    *,
+    bench_from: str,
+    as_json: bool,
+    json_file: Path | None,
+    api_key: str | None,
+) -> NoReturn:
+    """``bench --host``: the load generator on the host (``bench_from`` remote), or here
+    through the URL or an SSH tunnel (local). The results record which (``bench_from``,
+    ``host``, ``via``) and hold the raw samples, copied back from the host."""
+    from servegate.remote import Output, parse_host, run_cli
+    from servegate.remote.tunnel import Tunnel, needs_tunnel
+
+    target = parse_host(host)
+    drop = ("host", "bench_from", "as_json", "json_file", "api_key")
+    argv = forward_args(ctx, drop=drop)
+    env = {"OPENAI_API_KEY": api_key} if api_key else {}  # never in a process list
+    document = as_json or json_file is not None
+    collected: list[str] = []
+    out = collected.append if document else click.echo
+    extra: dict[str, Any] = {"bench_from": bench_from, "host": target.spec}
+    if bench_from == "remote":
+        output = Output(out=out, err=lambda text: click.echo(text, err=True))
+        code = run_cli(
+            target, "bench", ["--json", *argv] if document else argv, env=env, output=output
+        )
+    else:
+        url = str(ctx.params["url"])
+        tunnel = Tunnel(target, url) if needs_tunnel(url) else None
+        extra["via"] = "tunnel" if tunnel else "url"
+        with tunnel or contextlib.nullcontext():
+            if tunnel is not None:
+                argv = [tunnel.rewrite(a) if a == url else a for a in argv]
+                metrics = ctx.params.get("metrics_url")
+                if metrics and needs_tunnel(metrics):
+                    argv = [tunnel.rewrite(a) if a == metrics else a for a in argv]
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "servegate",
+                    "bench",
+                    *(["--json"] if document else []),
+                    *argv,
+                ],
+                stdout=subprocess.PIPE if document else None,
+                text=True,
+                env={**os.environ, **env},
+                check=False,
+            )
+        code = done.returncode
+        if document:
+            collected.extend(done.stdout.splitlines())
+    if document:
+        results = _results(collected)
+        if results is not None:
+            results.update(extra)
+            text = json.dumps(results)
+            if json_file is not None:
+                tmp = json_file.with_name(f".{json_file.name}.tmp")
+                tmp.write_text(text + "\n", encoding="utf-8")
+                os.replace(tmp, json_file)
+            if as_json:
+                click.echo(text)
+        elif as_json:
+            click.echo("\n".join(collected))  # the error object, as the command printed it
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def _results(lines: list[str]) -> dict[str, Any] | None:
+    """The bench results document among the command's stdout lines; None if it failed
+    before one (its error object then stands as it is)."""
+    for line in reversed(lines):
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                data = json.loads(line)
+                if isinstance(data, dict) and "points" in data:
+                    return data
+    return None
 
 
 @click.group(

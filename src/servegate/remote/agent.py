@@ -43,7 +43,7 @@ from servegate._version import __version__
 __all__ = ["COMMANDS", "jobs_dir", "main", "remote_dir"]
 
 # the commands a request may run; everything else is refused
-COMMANDS = ("launch", "wait", "stop", "ps", "dump")
+COMMANDS = ("launch", "wait", "stop", "ps", "dump", "bench")
 JOB_COMMANDS = ("launch", "wait")
 POLL_S = 0.005  # how often a followed job file is read while it is quiet
 KEEP_JOBS_S = 7 * 86400.0  # job files older than this are removed

@@ -21,6 +21,7 @@ import re
 import subprocess
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -61,8 +62,15 @@ def _config_args() -> list[str]:
     return ["-F", config] if config else []
 
 
-def ssh_argv(host: Host, command: str, *, master: bool = True, verbose: bool = False) -> list[str]:
-    """The ssh command line that runs ``command`` (a shell line) on ``host``."""
+def ssh_argv(
+    host: Host,
+    command: str | None,
+    *,
+    master: bool = True,
+    verbose: bool = False,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The ssh command line that runs ``command`` (a shell line) on ``host``; none: ``-N``."""
     args = ["ssh", *_config_args(), "-T", "-o", "BatchMode=yes"]
     args += ["-o", "StrictHostKeyChecking=yes", "-o", "ServerAliveInterval=5"]
     args += ["-o", "ServerAliveCountMax=3"]
@@ -73,6 +81,9 @@ def ssh_argv(host: Host, command: str, *, master: bool = True, verbose: bool = F
         args += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
     if verbose:
         args.append("-v")
+    args += list(extra)
+    if command is None:
+        return [*args, "-N", *host.ssh_args()]
     return [*args, *host.ssh_args(), command]
 
 
