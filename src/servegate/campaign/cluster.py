@@ -21,8 +21,16 @@ if the task's worker dies), and the attempts are recorded as interrupted.
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
+import pickle
+import select
+import signal
 import socket
+import struct
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -33,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from servegate._version import __version__
 from servegate.campaign.config import Campaign, ServerGroup
 from servegate.campaign.execute import Placement, StartExecutor, StartSpec
+from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.errors import ServegateError, UsageError
 from servegate.store import AttemptStatus
@@ -45,6 +54,8 @@ __all__ = ["Cluster", "Item", "NodeInfo", "connect"]
 _MODEL_PREFIX = "accelerator_type:"
 _PIN = 0.001  # the share of a node's accelerator_type resource that pins a start to it
 _POLL_S = 0.1  # how often the driver collects what the nodes sent
+_PR_SET_PDEATHSIG = 1
+_STOP_POLL_S = 0.5  # how often a node's task asks whether the driver wants it to stop
 _CONNECT_S = 5.0  # how long the address may take to accept a TCP connection
 _CANCEL_WAIT_S = 30.0  # after Ctrl-C: how long the nodes get to stop their servers
 
@@ -86,7 +97,7 @@ class _Flight:
     open: set[int] = field(default_factory=set)  # store attempt ids not finished yet
     node: str | None = None
     phase: str = "queued"
-    ended: bool = False  # the node said its last word
+    code: int | None = None  # the exit status of the start's process on the node, at its end
 
 
 def _ray() -> Any:
@@ -120,6 +131,8 @@ def connect(address: str, campaign: Campaign) -> Cluster:
     owned = not ray.is_initialized()
     if owned:
         _reachable(address)
+        # Ray installs handlers of its own; the runner's (Ctrl-C stops cleanly) stay
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             ray.init(
                 address=address,
@@ -132,6 +145,10 @@ def connect(address: str, campaign: Campaign) -> Cluster:
                 f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0]}; "
                 "start it (ray start --head) or fix --ray / [cluster] ray."
             ) from None
+        finally:
+            for sig, handler in handlers.items():
+                if handler is not None:
+                    signal.signal(sig, handler)
     try:
         cluster = Cluster(ray, address, campaign, owned=owned)
         cluster.check()
@@ -276,10 +293,14 @@ class Cluster:
                 ready, _ = self.ray.wait(list(flights), num_returns=1, timeout=_POLL_S)
                 for ref in ready:
                     self._landed(ref, flights, recorder, log_dir=log_dir, done=done)
-        except Interrupted:
+        except KeyboardInterrupt as exc:  # Ray's waits turn the runner's Interrupted into this
+            if interrupts.signum is None:
+                raise
             interrupts.acknowledge()
             self._cancel(flights, recorder, interrupts)
-            raise
+            if isinstance(exc, Interrupted):
+                raise
+            raise Interrupted(interrupts.signum) from None
 
     def _asked(self, model: str | None) -> str:
         parts = [f"{v:g} {k}" for k, v in sorted(self.demand.items())]
@@ -314,10 +335,11 @@ class Cluster:
         by_token = {f.token: f for f in flights.values()}
         assert self._interrupts is not None
         with self._interrupts.shielded():  # a call replayed whole, or not at all
-            for token, method, args, kwargs in self.ray.get(self._mailbox.take.remote()):
+            for token, frame in self.ray.get(self._mailbox.take.remote()):
                 flight = by_token.get(token)
                 if flight is None:  # a start already given up (lost, then its late words)
                     continue
+                method, args, kwargs = pickle.loads(frame)  # noqa: S301 (our own nodes)
                 _replay(flight, method, args, kwargs, recorder)
 
     def _landed(
@@ -349,6 +371,14 @@ class Cluster:
             return
         self._collect(flights, recorder)
         del flights[ref]
+        if flight.code:  # servegate itself failed on the node (its traceback: the Ray log)
+            for aid in sorted(flight.open):
+                recorder.finish(aid, AttemptStatus.FAILED, "internal error on the node")
+            raise ServegateError(
+                f"{flight.spec.tag} {flight.spec.names}: servegate failed on node "
+                f"{flight.node or '?'} (exit status {flight.code}); its traceback is in the "
+                "node's Ray worker log."
+            )
 
     def _lost(
         self,
@@ -395,8 +425,7 @@ class Cluster:
         """Ctrl-C: every node stops its server; what they send meanwhile is recorded."""
         with interrupts.shielded():
             recorder.info(f"stopping {len(flights)} start(s) on the cluster")
-            for ref in flights:
-                self.ray.cancel(ref, force=False)
+            self.ray.get(self._mailbox.stop.remote())
             deadline = time.monotonic() + self.campaign.stop_grace_s + _CANCEL_WAIT_S
             while flights and time.monotonic() < deadline:
                 self._collect(flights, recorder)
@@ -426,7 +455,7 @@ def _replay(
         flight.node = placement.node
         return
     if method == "end":
-        flight.ended = True
+        flight.code = int(args[0])
         return
     if method in ("verdict", "point", "stop", "finish"):
         aid = flight.aids[int(args[0])]
@@ -454,6 +483,7 @@ class Mailbox:
 
     def __init__(self) -> None:
         self._items: list[tuple[Any, ...]] = []
+        self._stop = False
 
     def put(self, item: tuple[Any, ...]) -> None:
         self._items.append(item)
@@ -462,23 +492,24 @@ class Mailbox:
         items, self._items = self._items, []
         return items
 
+    def stop(self) -> None:
+        """Ask every start to stop its server (Ctrl-C on the driver)."""
+        self._stop = True
 
-class _Forward:
-    """A node's sink: every call goes to the driver's mailbox, in order."""
+    def stopping(self) -> bool:
+        return self._stop
 
-    def __init__(self, mailbox: Any, key: int) -> None:
-        self._mailbox = mailbox
-        self._key = key
+
+class _Calls:
+    """A node's sink: every call, pickled, one frame each on a pipe to the Ray task."""
+
+    def __init__(self, fd: int) -> None:
+        self._out = os.fdopen(fd, "wb", buffering=0)
         self._next = 0
-        self._last: Any = None
 
     def _send(self, method: str, *args: Any, **kwargs: Any) -> None:
-        self._last = self._mailbox.put.remote((self._key, method, args, kwargs))
-
-    def flush(self, ray: Any) -> None:
-        """Return once the driver's mailbox holds every call sent so far."""
-        self._send("end")
-        ray.get(self._last)
+        frame = pickle.dumps((method, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        self._out.write(struct.pack("!I", len(frame)) + frame)
 
     def attempt(self, **kwargs: Any) -> int:
         self._next += 1
@@ -551,14 +582,80 @@ def _execute(
     log_dir: str,
     names: dict[str, tuple[str, str | None]],
 ) -> None:
-    """The Ray task: execute one start on this node, forwarding every call to ``mailbox``."""
-    import ray
+    """The Ray task: execute one start on this node, every call forwarded to ``mailbox``.
 
-    from servegate.campaign.gpu import GpuMonitor
+    The start runs in a child process (``python -m servegate.campaign.cluster``), so that
+    the server's keeper is not a child of the Ray worker: Ray kills a dead worker's
+    children with SIGKILL, which the keeper would not survive to stop its server. A stop
+    asked for by the driver becomes SIGINT to the child, which stops its server and says
+    so; should this worker be killed, the child is killed with it and its keeper, seeing
+    the end of its pipe, stops the server; should the worker die otherwise (its node
+    lost), the child gets SIGTERM (its parent-death signal).
+    """
+    import ray
 
     node_id = ray.get_runtime_context().get_node_id()
     name, model = names.get(node_id, (node_id[:8], None))
-    sink = _Forward(mailbox, token)
+    job = pickle.dumps((campaign, spec, log_dir, Placement(node=name, gpu_model=model)))
+    calls_r, calls_w = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "servegate.campaign.cluster", str(calls_w)],
+        stdin=subprocess.PIPE,
+        pass_fds=(calls_w,),
+        close_fds=True,
+    )
+    os.close(calls_w)
+
+    with os.fdopen(calls_r, "rb", buffering=0) as calls:
+        assert child.stdin is not None
+        child.stdin.write(job)
+        child.stdin.close()
+        _forward(calls, child, mailbox, token)
+    child.wait()
+    ray.get(mailbox.put.remote((token, pickle.dumps(("end", (child.returncode,), {})))))
+
+
+def _forward(calls: Any, child: subprocess.Popen[bytes], mailbox: Any, token: int) -> None:
+    """Every frame of the child's pipe to the mailbox, until its end; a stop asked for
+    by the driver (checked every ``_STOP_POLL_S``) becomes SIGINT to the child."""
+    import ray
+
+    buffer = b""
+    stopping = False
+    checked = time.monotonic()
+    while True:
+        readable, _, _ = select.select([calls], [], [], _STOP_POLL_S)
+        if readable:
+            chunk = calls.read(1 << 16)
+            if not chunk:
+                return
+            buffer += chunk
+            while len(buffer) >= 4:
+                size = struct.unpack("!I", buffer[:4])[0]
+                if len(buffer) < 4 + size:
+                    break
+                mailbox.put.remote((token, buffer[4 : 4 + size]))
+                buffer = buffer[4 + size :]
+        if not stopping and time.monotonic() - checked >= _STOP_POLL_S:
+            checked = time.monotonic()
+            if ray.get(mailbox.stopping.remote()):
+                stopping = True
+                with suppress(ProcessLookupError):
+                    child.send_signal(signal.SIGINT)
+
+
+def _node_main(fd: int) -> int:
+    """The child process of a Ray task: execute the start it is given on stdin."""
+    # a Ray worker blocks (and ignores) SIGINT, and its children inherit that: undo it,
+    # for this process (Ctrl-C on the driver arrives as SIGINT) and for the server
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() == 1:  # the task's worker died before the line above
+        return 1
+    campaign, spec, log_dir, placement = pickle.loads(sys.stdin.buffer.read())  # noqa: S301
+    sink = _Calls(fd)
     gpu = GpuMonitor.open()
     try:
         with Interrupts() as interrupts:
@@ -569,12 +666,16 @@ def _execute(
                 log_dir=Path(log_dir),
                 gpu=gpu,
                 gpu_idle=gpu.idle_memory() if gpu is not None else (),
-                placement=Placement(node=name, gpu_model=model),
+                placement=placement,
             )
             # stopped by Ctrl-C on the driver: the server is stopped and the attempt closed
-            with suppress(Interrupted, KeyboardInterrupt):
+            with suppress(Interrupted):
                 executor.run(spec)
     finally:
         if gpu is not None:
             gpu.close()
-        sink.flush(ray)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_node_main(int(sys.argv[1])))
