@@ -101,3 +101,13 @@ def serving(port: int) -> list[psutil.Process]:
         if listening and conn.pid is not None:
             found.append(psutil.Process(conn.pid))
     return found
+
+
+def simulators(port: int) -> list[psutil.Process]:
+    """The simulator processes started for ``port`` (any user), bound or not yet."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if "sim" in cmd and "--port" in cmd and str(port) in cmd and "launch" not in cmd:
+            found.append(proc)
+    return found

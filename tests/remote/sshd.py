@@ -56,6 +56,16 @@ class Remote:
         """This process's environment for a servegate command that talks to the host."""
         return {**os.environ, "SERVEGATE_SSH_CONFIG": str(self.config), **extra}
 
+    def drop_connections(self) -> None:
+        """Kill the sshd processes serving every connection (not the commands they run),
+        as a network failure would end them, and wait until they are gone."""
+        sessions = self.sessions()
+        assert sessions, "no connection to drop"
+        for session in reversed(sessions):  # the unprivileged children first
+            with contextlib.suppress(psutil.Error):
+                session.kill()
+        psutil.wait_procs(sessions, timeout=10)
+
     def sessions(self) -> list[psutil.Process]:
         """The sshd processes serving connections now: the daemon's children (the
         privileged monitors) and theirs that are sshd too (``user@notty``); not the
@@ -186,6 +196,12 @@ def start(folder: Path, marker: str) -> Remote:
         env=clean_env,  # the daemon outlives each test: it must not carry the marker
     )
     _wait_listening(port, 10.0)
+    pid_file = folder / "sshd.pid"
+    deadline = time.monotonic() + 10.0
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"sshd wrote no {pid_file}")
+        time.sleep(0.02)
     return Remote(
         alias=ALIAS,
         url=f"ssh://{user}@127.0.0.1:{port}",
@@ -197,7 +213,7 @@ def start(folder: Path, marker: str) -> Remote:
         config=folder / "ssh_config",
         unknown_config=folder / "unknown_config",
         host_key_pub=folder / "host_key.pub",
-        daemon_pid=int((folder / "sshd.pid").read_text()),
+        daemon_pid=int(pid_file.read_text()),
         remote_dir=remote_dir,
     )
 
@@ -250,7 +266,11 @@ def remote_leftovers(remote: Remote, grace_s: float = 5.0) -> list[str]:
                 continue
             if proc.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
-            alive.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:120]}")
+            with contextlib.suppress(psutil.Error):
+                alive.append(
+                    f"{proc.pid} (parent {proc.ppid()}) "
+                    f"{' '.join(proc.info['cmdline'] or [])[:120]}"
+                )
         if not alive or time.monotonic() > deadline:
             return alive
         time.sleep(0.05)

@@ -12,7 +12,7 @@ import sys
 
 import psutil
 from tests.conftest import free_port
-from tests.remote.helpers import drive, run, serving, sim
+from tests.remote.helpers import drive, run, serving, sim, simulators
 from tests.remote.sshd import Remote
 
 
@@ -181,10 +181,7 @@ def test_a_dropped_connection_is_reopened_and_the_wait_goes_on(host: Remote) -> 
         *sim(host, port, "--startup", "4"),
     )
     launching.wait_for(r"^phase load_weights")  # the job runs, its output flows
-    sessions = host.sessions()
-    assert sessions
-    for session in sessions:
-        session.kill()
+    host.drop_connections()
     launching.wait_for(r"connection to sgtest lost; reconnecting")
     assert launching.finish() == 0, (launching.out, launching.err)
     assert launching.out[0].startswith("SERVER READY after "), launching.out
@@ -218,3 +215,27 @@ def test_foreground_dies_with_the_local_side_even_by_sigkill(host: Remote) -> No
     assert not alive, alive
     code, out, _ = run(host, "cli", "ps")
     assert (code, out) == (0, [])
+
+
+def test_ctrl_c_here_interrupts_the_launch_there(host: Remote) -> None:
+    """Ctrl-C during a launch over SSH: the tree on the host is stopped, exit 130, as a
+    local launch does."""
+    port = free_port()
+    launching = drive(
+        host,
+        "job",
+        "launch",
+        "--engine",
+        "sglang",
+        "--port",
+        str(port),
+        "--",
+        *sim(host, port, "--startup", "60"),
+    )
+    launching.wait_for(r"^phase load_weights")
+    (server,) = simulators(port)
+    tree = [server, *server.children(recursive=True)]
+    launching.proc.send_signal(signal.SIGINT)
+    assert launching.finish() == 130, (launching.out, launching.err)
+    _, alive = psutil.wait_procs(tree, timeout=60)
+    assert not alive, alive

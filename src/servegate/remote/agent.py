@@ -197,6 +197,7 @@ def _follow(job_id: str, offset: int, out: _Out) -> int:
     """Stream the job's events from byte ``offset`` until its ``exit``; then remove it."""
     jobs = jobs_dir()
     path = jobs / f"{job_id}.events"
+    parent = os.getppid()  # sshd's session: when it dies, the connection is gone
     try:
         stream = path.open("rb")
     except FileNotFoundError:
@@ -210,7 +211,10 @@ def _follow(job_id: str, offset: int, out: _Out) -> int:
             chunk = stream.read(1 << 16)
             if not chunk:
                 quiet_checks += 1
-                # every ~0.2 s of quiet: a runner that died without an exit event
+                # every ~0.2 s of quiet: a connection gone (the job goes on), or a runner
+                # that died without an exit event
+                if quiet_checks % 40 == 0 and os.getppid() != parent:
+                    return 0
                 if quiet_checks % 40 == 0 and not _alive(jobs / f"{job_id}.runner"):
                     if stream.read(1):
                         stream.seek(-1, os.SEEK_CUR)
