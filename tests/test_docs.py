@@ -9,14 +9,13 @@ the repository; nothing points outside it.
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
 import click
 import pytest
-
-from servegate.cli import COMMANDS
+from tests.cli.test_grammar import NAMES
+from tests.cli.test_grammar import command as cli_command
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "servegate"
@@ -40,9 +39,7 @@ def page_text(page: Path) -> str:
 
 def options_of(name: str) -> list[str]:
     """The long spellings of command ``name``'s options (``--json``, ``--no-x``)."""
-    module_name, attr = COMMANDS[name][0].split(":")
-    command = getattr(importlib.import_module(module_name), attr)
-    assert isinstance(command, click.Command)
+    command = cli_command(name)
     spelled = []
     for param in command.params:
         if isinstance(param, click.Option):
@@ -73,7 +70,7 @@ def repo_like(mention: str) -> bool:
     return first == ".." or first in TOP or first in LAYERS or "/" not in mention
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("name", NAMES)
 def test_every_command_and_option_is_documented(name: str) -> None:
     """Each command is named as ``servegate NAME``; each of its options is written in a
     page that names the command."""

@@ -1,6 +1,7 @@
 """Every command speaks the grammar of ``servegate.cli.options``.
 
-Each command of the command table is imported and its click parameters read: ``--json``
+Each command of the command table (and each subcommand of its groups, ``remote install``)
+is imported and its click parameters read: ``--json``
 is a flag (JSON on stdout), an option that writes a file is spelled ``--...-file``, a
 long-running command has ``-q/--quiet``, ``--engine`` is a choice of the profiles,
 defaults are shown one way, and every help ends with examples, after the options.
@@ -21,10 +22,10 @@ from servegate.cli.options import json_file
 from servegate.engines import ENGINE_NAMES
 from servegate.sim.config import ENGINES as SIMULATED_ENGINES
 
-# Commands that run for long (a server's start, a benchmark, a campaign) and print
-# progress while they do. ``sim`` is not one of them: it is a server, and what it prints
-# is the simulated engine's own log, which a gate reads.
-LONG_RUNNING = ("launch", "wait", "bench", "run", "demo")
+# Commands that run for long (a server's start, a benchmark, a campaign, an install on a
+# host) and print progress while they do. ``sim`` is not one of them: it is a server, and
+# what it prints is the simulated engine's own log, which a gate reads.
+LONG_RUNNING = ("launch", "wait", "bench", "run", "demo", "remote install")
 
 # ``--engine`` offers every profile, except where a command serves only some of them.
 ENGINE_CHOICES = {"sim": SIMULATED_ENGINES}
@@ -38,11 +39,30 @@ WRITES = re.compile(r"^(also )?(write|append)s?\b", re.IGNORECASE)
 
 
 def command(name: str) -> click.Command:
-    """The click command of ``name``, imported from the command table."""
-    module_name, attr = COMMANDS[name][0].split(":")
+    """The click command of ``name`` (``"stop"``, or ``"remote install"`` in a group),
+    imported from the command table."""
+    first, *rest = name.split()
+    module_name, attr = COMMANDS[first][0].split(":")
     found = getattr(importlib.import_module(module_name), attr)
-    assert isinstance(found, click.Command), f"{COMMANDS[name][0]} is not a click command"
+    for sub in rest:
+        assert isinstance(found, click.Group), f"servegate {first} has no subcommands"
+        found = found.commands[sub]
+    assert isinstance(found, click.Command), f"{COMMANDS[first][0]} is not a click command"
     return found
+
+
+def command_names() -> list[str]:
+    """Every command a user can run: the table's, and the subcommands of its groups."""
+    names = []
+    for name in COMMANDS:
+        names.append(name)
+        group = command(name)
+        if isinstance(group, click.Group):
+            names += [f"{name} {sub}" for sub in group.commands]
+    return names
+
+
+NAMES = command_names()
 
 
 def options(name: str) -> list[click.Option]:
@@ -57,12 +77,12 @@ def long_name(option: click.Option) -> str:
 
 def test_the_table_names_every_command() -> None:
     """The walk below covers the commands users see: each entry imports."""
-    assert set(COMMANDS) >= {*LONG_RUNNING, "stop", "ps", "report", "check", "sim"}
-    for name in COMMANDS:
+    assert set(NAMES) >= {*LONG_RUNNING, "stop", "ps", "report", "check", "sim"}
+    for name in NAMES:
         command(name)
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("name", NAMES)
 def test_json_is_a_flag(name: str) -> None:
     """``--json``, where a command has it, is a flag: JSON on stdout, never a FILE."""
     for option in options(name):
@@ -71,7 +91,7 @@ def test_json_is_a_flag(name: str) -> None:
             assert option.name == "as_json", f"servegate {name}: --json's parameter is as_json"
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("name", NAMES)
 def test_options_that_write_a_file_end_in_file(name: str) -> None:
     """An option whose help says it writes (or appends to) a file is spelled ``--...-file``."""
     wrong = [
@@ -92,7 +112,7 @@ def test_long_running_commands_have_quiet(name: str) -> None:
     assert "-q" in quiet[0].opts and quiet[0].is_flag, f"servegate {name}: spell it -q/--quiet"
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("name", NAMES)
 def test_engine_is_a_choice_of_the_profiles(name: str) -> None:
     """``--engine``, where present, is a click.Choice built from the engine profiles."""
     for option in options(name):
@@ -105,7 +125,7 @@ def test_engine_is_a_choice_of_the_profiles(name: str) -> None:
             assert set(expected) <= set(ENGINE_NAMES)
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("name", NAMES)
 def test_defaults_are_shown_one_way(name: str) -> None:
     """A fixed default is shown by click (``show_default``); a computed one says so at the
     end of its help in click's brackets, ``[default: ...]``; never ``(default ...)``."""
@@ -126,7 +146,7 @@ def test_defaults_are_shown_one_way(name: str) -> None:
     assert not wrong, "; ".join(wrong)
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("name", NAMES)
 def test_help_ends_with_examples_after_the_options(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,7 +156,7 @@ def test_help_ends_with_examples_after_the_options(
         f"servegate {name}: its epilog has no Examples:; use options.examples"
     )
     try:
-        code = main([name, "--help"])  # click's --help returns its exit code here
+        code = main([*name.split(), "--help"])  # click's --help returns its exit code here
     except SystemExit as exited:
         code = exited.code
     assert code in (0, None)
