@@ -1,10 +1,10 @@
 """Every command speaks the grammar of ``servegate.cli.options``.
 
 Each command of the command table (and each subcommand of its groups, ``remote install``)
-is imported and its click parameters read: ``--json``
-is a flag (JSON on stdout), an option that writes a file is spelled ``--...-file``, a
-long-running command has ``-q/--quiet``, ``--engine`` is a choice of the profiles,
-defaults are shown one way, and every help ends with examples, after the options.
+is imported and its click parameters read: ``--json`` is a flag (JSON on stdout), an
+option that writes a file is spelled ``--...-file``, a long-running command has
+``-q/--quiet``, ``--engine`` is a choice of the profiles, defaults are shown one way,
+and every help ends with examples, after the options.
 """
 
 from __future__ import annotations
