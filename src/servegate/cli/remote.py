@@ -13,15 +13,40 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from servegate.cli.options import examples, json_flag, quiet
 
-__all__ = ["forward_args", "remote", "run_remote"]
+__all__ = ["bench_from_option", "forward_args", "host_option", "remote", "run_bench", "run_remote"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def host_option(what: str = "it") -> Callable[[F], F]:
+    """``--host HOST``: where the command runs (parameter ``host``)."""
+    return click.option(
+        "--host",
+        default="local",
+        show_default=True,
+        metavar="HOST",
+        help=f"Where {what} runs: local, ssh://[user@]host[:port] or a Host alias of "
+        "~/.ssh/config (servegate remote install HOST first).",
+    )
+
+
+def bench_from_option() -> Callable[[F], F]:
+    """``--bench-from remote|local``: where the load generator runs with --host."""
+    return click.option(
+        "--bench-from",
+        type=click.Choice(["remote", "local"]),
+        default=None,
+        help="With --host: run the load generator on the host (no network in the "
+        "measurement) or here, through the URL or an SSH tunnel. [default: remote]",
+    )
 
 
 def forward_args(ctx: click.Context, *, drop: Iterable[str] = ()) -> list[str]:
