@@ -305,14 +305,18 @@ def run_campaign(
     options: RunOptions,
     progress: CampaignProgress,
     interrupts: Interrupts,
+    cluster: Cluster | None = None,
 ) -> RunOutcome:
     """Run (or resume) ``campaign`` into ``store``; return what happened.
 
-    Raises only for internal errors; server crashes, timeouts, failed preflights and
-    unreachable servers are recorded and the campaign goes on.
+    With ``cluster`` (joined by the caller), or else a cluster address in ``options.ray``
+    or the file's ``[cluster] ray`` (joined here, left at the end), each start runs on
+    the Ray cluster. Raises only for internal errors and a cluster that cannot run the
+    campaign; server crashes, timeouts, failed preflights and unreachable servers are
+    recorded and the campaign goes on.
     """
     check_programs(campaign)
-    return _Runner(campaign, store, options, progress, interrupts).run()
+    return _Runner(campaign, store, options, progress, interrupts, cluster=cluster).run()
 
 
 class _Runner:
@@ -323,6 +327,8 @@ class _Runner:
         options: RunOptions,
         progress: CampaignProgress,
         interrupts: Interrupts,
+        *,
+        cluster: Cluster | None = None,
     ) -> None:
         self.campaign = campaign
         self.store = store
@@ -338,22 +344,25 @@ class _Runner:
         self.gpu_idle: tuple[GpuMemory, ...] = ()
         self.time_left = TimeLeft()
         self.recorder: Recorder  # once the campaign is open
-        self.cluster: Cluster | None = None
+        self.cluster = cluster
         self._etas: dict[str, float | None] = {}  # group key -> start-up ETA from history
 
     # --- the campaign ------------------------------------------------------------------
 
     def run(self) -> RunOutcome:
         address = self.options.ray or self.campaign.ray
-        if address is not None:
+        joined = self.cluster is None and address is not None
+        if joined:
             from servegate.campaign.cluster import connect
 
+            assert address is not None
             self.cluster = connect(address, self.campaign)
+        if self.cluster is not None:
             self.progress.info(self.cluster.describe())
         try:
             return self._claimed()
         finally:
-            if self.cluster is not None:
+            if joined and self.cluster is not None:
                 self.cluster.close()
 
     def _claimed(self) -> RunOutcome:

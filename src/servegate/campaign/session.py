@@ -11,6 +11,7 @@ the comparison table on stdout, exactly as ``servegate report`` prints it later.
 
 from __future__ import annotations
 
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,20 +47,33 @@ def run(
     """Run ``campaign`` into the database ``db`` and print the results table on stdout.
 
     Progress goes to stderr (``progress``, or a new one; ``quiet``: warnings and
-    failures only). Raises UsageError for a folder given as ``db`` or a missing program,
-    before anything starts; crashes and timeouts of servers are results, not errors.
+    failures only). With a Ray cluster's address (``options.ray``, else the file's
+    ``[cluster] ray``) the starts run on the cluster, joined and checked first. Raises
+    UsageError for a folder given as ``db``, a missing program or a cluster that cannot
+    run the campaign, before anything starts; crashes and timeouts of servers are
+    results, not errors.
     """
     if db.is_dir():
         raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
     check_programs(campaign)
     progress = progress or CampaignProgress(quiet=quiet)
-    with Store.open(db) as store, Interrupts() as interrupts:
+    options = options or RunOptions()
+    address = options.ray or campaign.ray
+    with ExitStack() as stack:
+        cluster = None
+        if address is not None:  # joined (and checked) before the database is touched
+            from servegate.campaign.cluster import connect
+
+            cluster = stack.enter_context(closing(connect(address, campaign)))
+        store = stack.enter_context(Store.open(db))
+        interrupts = stack.enter_context(Interrupts())
         outcome = run_campaign(
             campaign,
             store,
-            options=options or RunOptions(),
+            options=options,
             progress=progress,
             interrupts=interrupts,
+            cluster=cluster,
         )
         report = print_results(store, outcome.campaign_id)
     return CampaignRun(outcome=outcome, report=report, db=db)

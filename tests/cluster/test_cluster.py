@@ -1,0 +1,136 @@
+"""Campaigns on a real Ray cluster (a head and two GPU nodes on this machine).
+
+Parallel starts on distinct nodes, the same comparisons as a serial run of the same
+campaign, Ctrl-C on the driver (every server gone, the attempts interrupted) and
+``--resume`` after it, and bad input refused before anything starts.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.cluster.conftest import RayCluster, servegate_processes, start_cluster, wait_none_left
+from tests.cluster.helpers import attempts, calls, points, report, servegate, write_campaign
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    yield from start_cluster(["H200", "H200"], tmp_path_factory)
+
+
+def test_starts_run_in_parallel_and_compare_as_a_serial_run(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """Three starts on two GPU nodes: two servers are up at once, on distinct nodes, each
+    attempt records its node and GPU model, and the comparisons (which variant is compared
+    with what, and the calls on TPOT) are those of the same campaign run serially."""
+    file = write_campaign(tmp_path, startup_s=3.0)
+    ray_db, serial_db = tmp_path / "ray.db", tmp_path / "serial.db"
+    done = servegate("run", file, "--ray", cluster.address, "--db", ray_db)
+    assert done.returncode == 0, done.stderr
+    rows = attempts(ray_db)
+    assert [r["status"] for r in rows] == ["done"] * 3
+    workers = {f"/{node.node_id[:8]}" for node in cluster.workers}
+    assert all(r["node"][-9:] in workers and r["gpu_model"] == "H200" for r in rows)
+    both_up = [
+        (a, b)
+        for a in rows
+        for b in rows
+        if a["id"] < b["id"]
+        and a["node"] != b["node"]
+        # each server was READY before the other one ended: they served at the same time
+        and a["ready"] < b["ended"]
+        and b["ready"] < a["ended"]
+    ]
+    assert both_up, rows
+    # progress names the node and GPU model of each start, and its phases
+    assert "queued for a node with 1 GPU (H200)" in done.stderr
+    for row in rows:
+        assert f"{row['variant']} on {row['node']} (H200): launching" in done.stderr
+
+    serial = servegate("run", file, "--db", serial_db)
+    assert serial.returncode == 0, serial.stderr
+    assert points(ray_db) == points(serial_db)
+    on_ray, alone = report(ray_db, "ray"), report(serial_db, "ray")
+    keys = {(c["variant"], c["reference"], c["load"], c["metric"]) for c in on_ray["comparisons"]}
+    assert keys == {
+        (c["variant"], c["reference"], c["load"], c["metric"]) for c in alone["comparisons"]
+    }
+    tpot = calls(on_ray, "tpot_ms_p50")
+    assert tpot == calls(alone, "tpot_ms_p50")
+    assert {v: tpot[(v, "baseline", "c=1")] for v in ("fast", "slow")} == {
+        "fast": "better",
+        "slow": "worse",
+    }
+
+
+def test_ctrl_c_stops_every_server_on_every_node_and_resume_finishes(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """Ctrl-C while both nodes start their servers: exit 130, every server gone, the
+    attempts and the campaign interrupted; --resume measures everything, once."""
+    file = write_campaign(tmp_path, variants={"baseline": "", "fast": "--itl-ms 2"}, startup_s=6)
+    db = tmp_path / "s.db"
+    argv = ["run", str(file), "--ray", cluster.address, "--db", str(db)]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "servegate", *argv],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            sims = [p for p in servegate_processes() if "servegate sim" in " ".join(p.cmdline())]
+            if len(sims) == 2:
+                break
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.1)
+        else:
+            pytest.fail("the two servers never started")
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == 130, err
+    assert "stopping 2 start(s) on the cluster" in err
+    assert wait_none_left() == []
+    rows = attempts(db)
+    assert [r["status"] for r in rows] == ["interrupted", "interrupted"], rows
+    assert points(db) == set()
+
+    done = servegate("run", file, "--ray", cluster.address, "--db", db, "--resume")
+    assert done.returncode == 0, done.stderr
+    assert len(points(db)) == 2 * 2 * 2  # variants x loads x repeats
+    assert [r["status"] for r in attempts(db)][2:] == ["done", "done"]
+
+
+def test_bad_cluster_input_is_refused_before_anything_starts(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """An address nothing listens on, and servers no node can hold, exit 2 with one
+    sentence naming the fix; no database row, no process."""
+    file = write_campaign(tmp_path)
+    nowhere = servegate("run", file, "--ray", "127.0.0.1:1", "--db", tmp_path / "a.db")
+    assert nowhere.returncode == 2
+    assert nowhere.stderr.startswith("Error: cannot reach the Ray cluster at 127.0.0.1:1")
+    assert "ray start --head" in nowhere.stderr
+    big = write_campaign(tmp_path, name="big", extra_server="resources = { nvlink = 1 }")
+    refused = servegate("run", big, "--ray", cluster.address, "--db", tmp_path / "b.db")
+    assert refused.returncode == 2
+    assert "no node of the Ray cluster" in refused.stderr
+    assert "(GPU=1, nvlink=1)" in refused.stderr
+    assert not (tmp_path / "a.db").exists()
+    assert not (tmp_path / "b.db").exists()
+    assert servegate_processes() == []
