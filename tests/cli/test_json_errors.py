@@ -19,7 +19,7 @@ from typing import Any
 import click
 import pytest
 
-from servegate.cli import COMMANDS, OLD_JSON_SPELLING, main
+from servegate.cli import COMMANDS, main, old_spelling
 from servegate.errors import BenchError
 
 PY = sys.executable
@@ -33,6 +33,18 @@ def servegate(*args: str | Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
         check=False,
+    )
+
+
+def servegate_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m servegate ARGS`` to completion in ``folder``."""
+    return subprocess.run(
+        [PY, "-m", "servegate", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=folder,
     )
 
 
@@ -68,7 +80,7 @@ def only_object(stdout: str) -> dict[str, Any]:
     ],
 )
 def test_usage_errors_print_one_error_object(args: list[str], message: str) -> None:
-    """A usage error under --json (or --json -) prints one error object and exits 2."""
+    """A usage error under --json prints one error object and exits 2."""
     result = servegate(*args)
     assert result.returncode == 2, result.stderr
     data = only_object(result.stdout)
@@ -87,8 +99,8 @@ def test_usage_errors_print_one_error_object(args: list[str], message: str) -> N
     ],
 )
 def test_without_json_on_stdout_errors_stay_on_stderr(args: list[str]) -> None:
-    """Without --json (or with --json FILE, or --json in the server's own command after
-    --), an error writes nothing on stdout."""
+    """Without --json (or with --json-file FILE, or --json in the server's own command
+    after --), an error writes nothing on stdout."""
     result = servegate(*args)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith(("Error: ", "Usage: "))
@@ -106,27 +118,44 @@ def test_without_json_on_stdout_errors_stay_on_stderr(args: list[str]) -> None:
         ["dump", "nobody", "--json", "out.json"],
         ["bench", "--url", "http://127.0.0.1:9", "--json", "out.json"],
         ["bench", "--url", "http://127.0.0.1:9", "--json", "-"],
+        ["report", "--json", "out.json", "--db", "x.db"],
+        ["report", "--markdown", "out.md", "--json", "--db", "x.db"],
+        ["check", "--json", "-"],
     ],
 )
 def test_old_json_file_spelling_names_json_file(args: list[str], tmp_path: Path) -> None:
     """``--json FILE`` (or ``--json -``) is the old spelling: one sentence naming
     ``--json-file FILE``, exit 2, one error object on stdout, and no file written."""
-    result = subprocess.run(
-        [PY, "-m", "servegate", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=tmp_path,
-    )
+    result = servegate_in(tmp_path, *args)
+    flag = next(arg.partition("=")[0] for arg in args if arg.startswith(("--json", "--markdown")))
+    message = old_spelling(flag)
     assert result.returncode == 2, result.stderr
-    assert result.stderr == f"Error: {OLD_JSON_SPELLING}\n"
-    assert "--json-file FILE" in OLD_JSON_SPELLING and OLD_JSON_SPELLING.count(". ") == 0
+    assert result.stderr == f"Error: {message}\n"
+    assert f"{flag}-file FILE" in message and message.count(". ") == 0
     assert only_object(result.stdout) == {
         "schema": "servegate.error/1",
-        "error": OLD_JSON_SPELLING,
+        "error": message,
         "exit_code": 2,
     }
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "--markdown", "out.md", "--db", "x.db"],
+        ["report", "--csv", "-"],
+        ["check", "--markdown=summary.md"],
+    ],
+)
+def test_old_markdown_and_csv_file_spellings(args: list[str], tmp_path: Path) -> None:
+    """``--markdown FILE`` and ``--csv FILE`` name their ``-file`` spelling the same way;
+    without --json, nothing goes to stdout."""
+    result = servegate_in(tmp_path, *args)
+    flag = args[1].partition("=")[0]
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"Error: {old_spelling(flag)}\n"
+    assert f"{flag}-file FILE" in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 

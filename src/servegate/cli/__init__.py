@@ -91,9 +91,18 @@ def cli() -> None:
     """
 
 
-OLD_JSON_SPELLING = (
-    "--json takes no value: it prints JSON on stdout; write JSON to a file with --json-file FILE."
-)
+# the flags that print a format on stdout, and what they print
+FORMATS = {"--json": "JSON", "--markdown": "markdown", "--csv": "CSV"}
+_SUFFIXES = (".json", ".md", ".markdown", ".csv", ".html")  # what an old FILE value ends in
+
+
+def old_spelling(flag: str) -> str:
+    """The usage error of an old ``--json FILE`` (``--markdown FILE``, ...) spelling."""
+    what = FORMATS.get(flag, flag.removeprefix("--"))
+    return (
+        f"{flag} takes no value: it prints {what} on stdout; "
+        f"write {what} to a file with {flag}-file FILE."
+    )
 
 
 def error(message: str) -> None:
@@ -112,11 +121,12 @@ def json_requested(args: Sequence[str]) -> bool:
 
 
 def _scan(args: Sequence[str]) -> tuple[bool, str | None]:
-    """``(json_requested(args), the value of an old --json FILE)``.
+    """``(json_requested(args), the flag given a value in an old spelling, or None)``.
 
-    The old spelling (``--json FILE``, ``--json -``, ``--json=FILE``) is recognised only
-    where ``--json`` is a flag; after a command that takes arguments, a value is the old
-    spelling only when it is ``-`` or ends in ``.json`` (``stop --json NAME`` names a server).
+    The old spellings (``--json FILE``, ``--json -``, ``--json=FILE``; the same for
+    ``--markdown`` and ``--csv``) are recognised where the flag takes no value; after a
+    command that takes arguments, a value is an old spelling only when it is ``-`` or
+    ends like a file of a format (``stop --json NAME`` names a server).
     """
     index = 0
     while index < len(args) and args[index].startswith("-") and args[index] != "--":
@@ -141,29 +151,31 @@ def _scan(args: Sequence[str]) -> tuple[bool, str | None]:
         interspersed = command.context_settings.get(
             "allow_interspersed_args", command.allow_interspersed_args
         )
-    flag = arity.get("--json") == 0
+    requested, old = False, None
     rest = args[index + 1 :]
     index = 0
     while index < len(rest):
         arg = rest[index]
         if arg == "--":
             break
-        if arg.startswith("--json="):
-            return True, arg.partition("=")[2] if flag else None
-        if arg == "--json":
-            value = rest[index + 1] if index + 1 < len(rest) else ""
+        name, equals, value = arg.partition("=")
+        if name in FORMATS and arg.startswith("--"):
+            requested = requested or name == "--json"
+            if not equals:
+                value = rest[index + 1] if index + 1 < len(rest) else ""
             stray = value == "-" or (
-                value[:1] not in ("", "-") and (value.endswith(".json") or not takes_arguments)
+                value[:1] not in ("", "-") and (value.endswith(_SUFFIXES) or not takes_arguments)
             )
-            return True, value if flag and stray else None
-        if arg.startswith("--") and "=" in arg:
+            if old is None and arity.get(name) == 0 and (equals or stray):
+                old = name
+        elif arg.startswith("--") and equals:
             pass  # an option and its value in one argument
         elif arg.startswith("-") and arg != "-":
             index += arity.get(arg, 0)
         elif not interspersed:
             break  # the first argument ends the options (launch's COMMAND)
         index += 1
-    return False, None
+    return requested, old
 
 
 class _WatchedStdout:
@@ -195,18 +207,18 @@ def main(argv: list[str] | None = None) -> Any:
     human message goes to stderr either way.
     """
     args = sys.argv[1:] if argv is None else list(argv)
-    requested, old_json_value = _scan(args)
+    requested, old_flag = _scan(args)
     watched = _WatchedStdout(sys.stdout) if requested else None
     if watched is not None:
         sys.stdout = cast(TextIO, watched)
     try:
-        return _main(args, watched, old_spelling=old_json_value is not None)
+        return _main(args, watched, old_flag=old_flag)
     finally:
         if watched is not None and sys.stdout is cast(TextIO, watched):
             sys.stdout = watched.stream
 
 
-def _main(args: list[str], watched: _WatchedStdout | None, *, old_spelling: bool) -> Any:
+def _main(args: list[str], watched: _WatchedStdout | None, *, old_flag: str | None) -> Any:
     def fail(code: int, message: str, data: dict[str, Any] | None = None) -> NoReturn:
         # the one object of --json, unless the command already printed its result
         if watched is not None and not watched.written:
@@ -215,8 +227,8 @@ def _main(args: list[str], watched: _WatchedStdout | None, *, old_spelling: bool
         sys.exit(code)
 
     try:
-        if old_spelling:
-            raise click.UsageError(OLD_JSON_SPELLING)
+        if old_flag is not None:
+            raise click.UsageError(old_spelling(old_flag))
         return cli.main(args=args, prog_name="servegate", standalone_mode=False)
     except click.exceptions.Abort:
         error("interrupted.")
