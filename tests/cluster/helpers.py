@@ -24,6 +24,7 @@ def write_campaign(
     variants: dict[str, str] | None = None,
     startup_s: float = 2.0,
     repeats: int = 2,
+    requests: int = 8,
     extra_server: str = "",
 ) -> Path:
     """A campaign of simulator variants (``name -> args``), one GPU per server."""
@@ -48,7 +49,7 @@ def write_campaign(
         input_len = 32
         output_len = 8
         concurrency = [1, 4]
-        requests = 8
+        requests = {requests}
         repeats = {repeats}
         """
     )

@@ -194,6 +194,7 @@ class Cluster:
             sorted({n.gpu_model for n in fitting}, key=lambda m: (m is None, m or ""))
         )
         me = ray.get_runtime_context().get_node_id()
+        self.driver_node = next((n.name for n in self.nodes if n.node_id == me), me[:8])
         self._mailbox = (
             ray.remote(num_cpus=0)(Mailbox).options(scheduling_strategy=self._on(me)).remote()
         )
@@ -263,7 +264,7 @@ class Cluster:
         asked = ", ".join(f"{k}={v:g}" for k, v in sorted(self.demand.items()))
         return (
             f"Ray cluster at {self.address}: {len(self.nodes)} node(s), {len(fitting)} fit a "
-            f"server ({asked}): {by_model}"
+            f"server ({asked}): {by_model}; the driver is on {self.driver_node}"
         )
 
     # --- a round of starts ---------------------------------------------------------------
