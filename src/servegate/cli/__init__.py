@@ -135,22 +135,7 @@ def _scan(args: Sequence[str]) -> tuple[bool, str | None]:
         index += 1  # the group's own options (--help, --version) take no value
     if index >= len(args) or args[index] == "--":
         return False, None
-    try:
-        command = _load(args[index])
-    except Exception:  # an unimportable command fails later, as an internal error
-        command = None
-    arity: dict[str, int] = {}  # option spelling -> how many values follow it
-    interspersed = True
-    takes_arguments = False
-    if command is not None:
-        for param in command.params:
-            if isinstance(param, click.Option):
-                values = 0 if param.is_flag or param.count else param.nargs
-                arity.update(dict.fromkeys((*param.opts, *param.secondary_opts), values))
-            takes_arguments = takes_arguments or isinstance(param, click.Argument)
-        interspersed = command.context_settings.get(
-            "allow_interspersed_args", command.allow_interspersed_args
-        )
+    arity, interspersed, takes_arguments = _option_table(args[index])
     requested, old = False, None
     rest = args[index + 1 :]
     index = 0
@@ -176,6 +161,27 @@ def _scan(args: Sequence[str]) -> tuple[bool, str | None]:
             break  # the first argument ends the options (launch's COMMAND)
         index += 1
     return requested, old
+
+
+def _option_table(name: str) -> tuple[dict[str, int], bool, bool]:
+    """Command ``name``'s options (spelling -> how many values follow it), whether options
+    may follow its arguments, and whether it takes arguments; unknown: no options."""
+    try:
+        command = _load(name)
+    except Exception:  # an unimportable command fails later, as an internal error
+        command = None
+    if command is None:
+        return {}, True, False
+    arity: dict[str, int] = {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            values = 0 if param.is_flag or param.count else param.nargs
+            arity.update(dict.fromkeys((*param.opts, *param.secondary_opts), values))
+    interspersed = command.context_settings.get(
+        "allow_interspersed_args", command.allow_interspersed_args
+    )
+    takes_arguments = any(isinstance(param, click.Argument) for param in command.params)
+    return arity, bool(interspersed), takes_arguments
 
 
 class _WatchedStdout:
