@@ -7,6 +7,7 @@ campaign, Ctrl-C on the driver (every server gone, the attempts interrupted) and
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -55,6 +56,9 @@ def test_starts_run_in_parallel_and_compare_as_a_serial_run(
     assert "queued for a node with 1 GPU (H200)" in done.stderr
     for row in rows:
         assert f"{row['variant']} on {row['node']} (H200): launching" in done.stderr
+    # when a start ends, where the others stand: "cluster: slow on NODE: benchmarking"
+    phases = "queued|preflight|launching|benchmarking|stopping"
+    assert re.search(rf"^cluster: \w+( on \S+)?: ({phases})", done.stderr, re.M), done.stderr
 
     serial = servegate("run", file, "--db", serial_db)
     assert serial.returncode == 0, serial.stderr

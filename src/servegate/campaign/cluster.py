@@ -32,7 +32,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,6 +55,7 @@ _MODEL_PREFIX = "accelerator_type:"
 _PIN = 0.001  # the share of a node's accelerator_type resource that pins a start to it
 _POLL_S = 0.1  # how often the driver collects what the nodes sent
 _PR_SET_PDEATHSIG = 1
+_STANDING_S = 30.0  # how often the driver says which starts run where, in which phase
 _STOP_POLL_S = 0.5  # how often a node's task asks whether the driver wants it to stop
 _CONNECT_S = 5.0  # how long the address may take to accept a TCP connection
 _CANCEL_WAIT_S = 30.0  # after Ctrl-C: how long the nodes get to stop their servers
@@ -287,6 +288,7 @@ class Cluster:
             ref, token = self._submit(spec, model, log_dir)
             flights[ref] = _Flight(spec=spec, model=model, token=token)
             recorder.info(f"{spec.tag} {spec.names}: queued for a node with {self._asked(model)}")
+        said = time.monotonic()
         try:
             while flights:
                 interrupts.check()
@@ -294,6 +296,9 @@ class Cluster:
                 ready, _ = self.ray.wait(list(flights), num_returns=1, timeout=_POLL_S)
                 for ref in ready:
                     self._landed(ref, flights, recorder, log_dir=log_dir, done=done)
+                if flights and (ready or time.monotonic() - said >= _STANDING_S):
+                    said = time.monotonic()
+                    recorder.info(_standing(flights.values()))
         except KeyboardInterrupt as exc:  # Ray's waits turn the runner's Interrupted into this
             if interrupts.signum is None:
                 raise
@@ -466,6 +471,15 @@ def _replay(
     if method == "activity":
         flight.phase = _phase(str(args[0]))
     getattr(recorder, method)(*args, **kwargs)
+
+
+def _standing(flights: Iterable[_Flight]) -> str:
+    """``cluster: baseline on 10.0.0.2/3fa2c1d0: benchmarking; fusion: queued``."""
+    parts = []
+    for flight in sorted(flights, key=lambda f: f.token):
+        where = f" on {flight.node}" if flight.node else ""
+        parts.append(f"{flight.spec.names}{where}: {flight.phase}")
+    return "cluster: " + "; ".join(parts)
 
 
 def _phase(message: str) -> str:
