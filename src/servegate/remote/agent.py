@@ -12,7 +12,14 @@ reads one request line on stdin:
   command runs inside this connection and its output streams as it comes. With
   ``foreground``, the end of stdin (the connection closed, or the local command died,
   SIGKILL included) sends it SIGTERM; and it dies with the agent (``PR_SET_PDEATHSIG``).
+- ``{"op": "run", "id": ID, "kind": "node", "job": BASE64, "offset": N}``: a campaign's
+  start as a job: ``python -m servegate.campaign.cluster`` runs the pickled start it is
+  given on stdin (as on a cluster node) and writes its calls to the campaign's recorder
+  as frames, relayed as ``{"event": "frame", "data": BASE64}``.
 - ``{"op": "cancel", "id": ID}``: SIGINT to a job's command (Ctrl-C on the local side).
+- ``{"op": "fetch", "folder": PATH, "have": {NAME: SIZE}}``: the files of a folder under
+  the remote folder (``campaigns/NAME``) that ``have`` lacks or has at another size, as
+  ``{"event": "file", "name": ..., "data": BASE64}`` in chunks, then ``exit``.
 
 Events: ``{"event": "out" | "err", "text": LINE}`` (the command's stdout and stderr, line
 by line), ``{"event": "exit", "code": N}`` last; ``{"event": "error", "message": ...,
@@ -22,6 +29,7 @@ be seen in a process list (``--env HF_TOKEN=...``): never argv, never a file.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -116,8 +124,35 @@ def _spawn(request: dict[str, Any], *, die_with_parent: bool) -> subprocess.Pope
     )
 
 
-def _relay(proc: subprocess.Popen[bytes], emit: Callable[[Event], object]) -> int:
-    """The command's output as ``out`` / ``err`` events as it comes, then ``exit``."""
+def _spawn_node(request: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int]:
+    """A campaign's start (``servegate.campaign.cluster``); it and its frames' pipe."""
+    frames_r, frames_w = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servegate.campaign.cluster", str(frames_w)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=(frames_w,),
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=str(Path.home()),
+    )
+    os.close(frames_w)
+    assert proc.stdin is not None
+    proc.stdin.write(base64.b64decode(request["job"]))
+    proc.stdin.close()
+    return proc, frames_r
+
+
+def _relay(
+    proc: subprocess.Popen[bytes], emit: Callable[[Event], object], frames: int | None = None
+) -> int:
+    """The command's output as ``out`` / ``err`` events as it comes (and the bytes of its
+    frames' pipe as ``frame`` events), then ``exit``."""
+
+    def pump_frames(fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as stream:
+            while chunk := stream.read(1 << 16):
+                emit({"event": "frame", "data": base64.b64encode(chunk).decode()})
 
     def pump(stream: IO[bytes] | None, event: str) -> None:
         assert stream is not None
@@ -129,6 +164,8 @@ def _relay(proc: subprocess.Popen[bytes], emit: Callable[[Event], object]) -> in
         threading.Thread(target=pump, args=(proc.stdout, "out"), daemon=True),
         threading.Thread(target=pump, args=(proc.stderr, "err"), daemon=True),
     ]
+    if frames is not None:
+        threads.append(threading.Thread(target=pump_frames, args=(frames,), daemon=True))
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -149,14 +186,18 @@ def _runner(job_id: str) -> int:
         with lock:
             os.write(fd, _line(event))
 
+    frames: int | None = None
     try:
-        proc = _spawn(request, die_with_parent=False)
+        if request.get("kind") == "node":
+            proc, frames = _spawn_node(request)
+        else:
+            proc = _spawn(request, die_with_parent=False)
     except OSError as exc:
         append({"event": "err", "text": f"Error: cannot run servegate: {exc}"})
         append({"event": "exit", "code": 3})
         return 3
     (jobs / f"{job_id}.pid").write_text(f"{proc.pid} {psutil.Process(proc.pid).create_time()}")
-    return _relay(proc, append)
+    return _relay(proc, append, frames)
 
 
 def _alive(record: Path) -> bool:
@@ -293,20 +334,45 @@ def hello() -> Event:
         "build": build_id(),
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "dir": str(remote_dir()),
     }
+
+
+def _fetch(request: dict[str, Any], out: _Out) -> int:
+    """The files of a folder under the remote folder that the other side lacks."""
+    base = remote_dir().resolve()
+    folder = (base / str(request.get("folder", ""))).resolve()
+    if not folder.is_relative_to(base / "campaigns"):
+        out.emit({"event": "error", "message": f"{folder} is not a campaign's folder", "code": 2})
+        return 2
+    have = request.get("have") or {}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not path.is_file() or have.get(path.name) == path.stat().st_size:
+            continue
+        with path.open("rb") as stream:
+            first = True
+            while (chunk := stream.read(1 << 20)) or first:
+                event = {"event": "file", "name": path.name, "first": first}
+                if not out.emit({**event, "data": base64.b64encode(chunk).decode()}):
+                    return 0
+                first = False
+    out.emit({"event": "exit", "code": 0})
+    return 0
 
 
 def _serve(request: dict[str, Any], out: _Out) -> int:
     op = request.get("op")
     job_id = str(request.get("id", ""))
-    if op in ("run", "cli") and request.get("command") not in COMMANDS:
-        out.emit({"event": "error", "message": f"unknown command {request.get('command')!r}"})
+    node = op == "run" and request.get("kind") == "node"
+    if op in ("run", "cli") and not node and request.get("command") not in COMMANDS:
+        message = f"unknown command {request.get('command')!r}"
+        out.emit({"event": "error", "message": message, "code": 2})
         return 2
     if op in ("run", "cancel") and not _JOB_ID.fullmatch(job_id):
         out.emit({"event": "error", "message": f"bad job id {job_id!r}", "code": 2})
         return 2
     if op == "run":
-        if request.get("command") not in JOB_COMMANDS:
+        if not node and request.get("command") not in JOB_COMMANDS:
             out.emit({"event": "error", "message": "only launch and wait run as jobs", "code": 2})
             return 2
         _start_job(job_id, request)
@@ -315,6 +381,8 @@ def _serve(request: dict[str, Any], out: _Out) -> int:
         return _cli(request, out)
     if op == "cancel":
         return _cancel(job_id, out)
+    if op == "fetch":
+        return _fetch(request, out)
     out.emit({"event": "error", "message": f"unknown op {op!r}", "code": 2})
     return 2
 

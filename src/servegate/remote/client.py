@@ -14,11 +14,13 @@ from other code (an edited source tree) is a warning naming that command.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
 import shlex
 import signal
+import struct
 import sys
 import time
 import uuid
@@ -38,8 +40,10 @@ __all__ = [
     "RemoteVersionError",
     "cancel",
     "connect",
+    "fetch",
     "run_cli",
     "run_job",
+    "run_node",
 ]
 
 # the remote shell line: servegate's own venv, or a hello that says it is missing
@@ -73,9 +77,10 @@ def _install_hint(host: Host) -> str:
 class Agent:
     """One connection to the remote agent, past its ``hello``."""
 
-    def __init__(self, host: Host, session: Session) -> None:
+    def __init__(self, host: Host, session: Session, hello: dict[str, Any]) -> None:
         self.host = host
         self.session = session
+        self.hello = hello  # version, build, python, machine, dir (servegate's folder there)
 
     def send(self, request: Mapping[str, Any], *, keep_input: bool = False) -> None:
         """Send the request; close stdin unless the remote side should watch it."""
@@ -132,12 +137,11 @@ def connect(host: Host) -> Agent:
             f"this one's (build {build_id()}), same version {__version__}: "
             f"{_install_hint(host)} updates it\n"
         )
-    return Agent(host, session)
+    return Agent(host, session, hello)
 
 
-def _relay(raw: bytes, output: Output) -> int | None:
+def _relay(event: dict[str, Any], output: Output) -> int | None:
     """Pass one event on; the exit code when it is the last."""
-    event = json.loads(raw)
     kind = event.get("event")
     if kind == "out":
         output.out(event["text"])
@@ -164,16 +168,57 @@ def run_job(
     A dropped connection is opened again, and the output continues where it stopped.
     Ctrl-C here interrupts the remote command (as Ctrl-C would there) and waits for its end.
     """
-    if reconnect_s is None:
-        reconnect_s = float(os.environ.get("SERVEGATE_SSH_RECONNECT_S", RECONNECT_S))
-    job_id = uuid.uuid4().hex
     request: dict[str, Any] = {
         "op": "run",
-        "id": job_id,
         "command": command,
         "argv": list(argv),
         "env": dict(env or {}),
     }
+    return _job(host, request, lambda event: _relay(event, output), output.note, reconnect_s)
+
+
+def run_node(
+    host: Host,
+    job: bytes,
+    *,
+    on_frame: Callable[[bytes], None],
+    output: Output,
+    reconnect_s: float | None = None,
+) -> int:
+    """Run a campaign's start on ``host`` (``servegate.campaign.cluster``, given the
+    pickled ``job``), as a job that outlives a dropped connection; each frame it writes
+    (its calls to the campaign's recorder) to ``on_frame``; its exit code."""
+    pending = bytearray()
+
+    def handle(event: dict[str, Any]) -> int | None:
+        if event.get("event") != "frame":
+            return _relay(event, output)
+        pending.extend(base64.b64decode(event["data"]))
+        while len(pending) >= 4:
+            size = struct.unpack("!I", pending[:4])[0]
+            if len(pending) < 4 + size:
+                break
+            frame = bytes(pending[4 : 4 + size])
+            del pending[: 4 + size]
+            on_frame(frame)
+        return None
+
+    request = {"op": "run", "kind": "node", "job": base64.b64encode(job).decode()}
+    return _job(host, request, handle, output.note, reconnect_s)
+
+
+def _job(
+    host: Host,
+    request: dict[str, Any],
+    handle: Callable[[dict[str, Any]], int | None],
+    note: Callable[[str], None] | None,
+    reconnect_s: float | None,
+) -> int:
+    """Start a job (or find it again) and follow its events to its exit code."""
+    if reconnect_s is None:
+        reconnect_s = float(os.environ.get("SERVEGATE_SSH_RECONNECT_S", RECONNECT_S))
+    job_id = uuid.uuid4().hex
+    request = {**request, "id": job_id}
     offset = 0
     lost_at: float | None = None
     attempt = 0
@@ -193,7 +238,7 @@ def run_job(
             agent.send({**request, "offset": offset})
             for raw in agent.lines():
                 offset += len(raw)
-                code = _relay(raw, output)
+                code = handle(json.loads(raw))
                 if code is not None:
                     agent.close()
                     return code
@@ -207,8 +252,26 @@ def run_job(
             continue  # the command's last lines and exit code, through a new connection
         agent.close()
         lost_at = time.monotonic()
-        if output.note is not None:
-            output.note(f"connection to {host.spec} lost; reconnecting")
+        if note is not None:
+            note(f"connection to {host.spec} lost; reconnecting")
+
+
+def fetch(host: Host, folder: str, have: Mapping[str, int]) -> dict[str, bytes]:
+    """The files of ``folder`` (under the host's servegate folder) that ``have`` (name ->
+    size) lacks or has at another size."""
+    agent = connect(host)
+    agent.send({"op": "fetch", "folder": folder, "have": dict(have)})
+    files: dict[str, bytearray] = {}
+    for raw in agent.lines():
+        event = json.loads(raw)
+        if event.get("event") == "file":
+            if event.get("first"):
+                files[event["name"]] = bytearray()
+            files[event["name"]].extend(base64.b64decode(event["data"]))
+        elif event.get("event") in ("exit", "error"):
+            break
+    agent.close()
+    return {name: bytes(data) for name, data in files.items()}
 
 
 def cancel(host: Host, job_id: str) -> None:
@@ -256,7 +319,7 @@ def run_cli(
         while True:
             try:
                 for raw in lines:
-                    code = _relay(raw, output)
+                    code = _relay(json.loads(raw), output)
                     if code is not None:
                         return code
                 break
