@@ -82,3 +82,12 @@ def test_an_unknown_host_key_is_exit_2_with_its_fingerprint(host: Remote) -> Non
     assert f"the host key of {host.url} is not known (ssh-ed25519 key {fingerprint})" in done.stderr
     assert f"ssh -p {host.port} {host.user}@127.0.0.1 true (answer yes)" in done.stderr
     assert (host.folder / "empty_known_hosts").read_text() == ""
+
+
+def test_a_python_that_does_not_run_there_names_python(host: Remote) -> None:
+    """--python naming nothing on the host: exit 2, one sentence naming --python."""
+    done = servegate(host, "remote", "install", host.alias, "--python", "no-such-python3")
+    assert done.returncode == 2, done.stderr
+    assert "no-such-python3 did not run on sgtest (" in done.stderr
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert done.stderr.rstrip().endswith(f"pass --python with the path of a Python {minor} there.")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servegate._version import __version__
-from servegate.errors import UsageError
+from servegate.errors import ServegateError, UsageError
 from servegate.remote.build import PACKAGE, build_id, normalize, wheels
 from servegate.remote.client import connect
 from servegate.remote.hosts import Host
@@ -115,8 +115,16 @@ def install(
     started = time.monotonic()
     note = on_note or (lambda text: None)
     py = shlex.quote(python)
-    probe = json.loads(run(host, _sh(f'exec {py} -c {shlex.quote(_PROBE)} "$d"')))
     here = (_minor(platform.python_version()), platform.machine())
+    try:
+        probe = json.loads(run(host, _sh(f'exec {py} -c {shlex.quote(_PROBE)} "$d"')))
+    except UsageError:
+        raise  # ssh's own failures (host key, login) say what to do
+    except (ServegateError, ValueError) as exc:
+        raise UsageError(
+            f"{python} did not run on {host.spec} ({exc}): pass --python with the path of "
+            f"a Python {here[0]} there."
+        ) from None
     there = (_minor(probe["python"]), probe["machine"])
     if here != there:
         raise UsageError(
