@@ -27,6 +27,8 @@ SSHD = "/usr/sbin/sshd"
 TEST_USER = "servegate-test"
 ALIAS = "sgtest"  # a Host alias of the generated ssh config
 EMPTY_ALIAS = "sgtest-empty"  # the same host, where servegate is not installed
+OLD_ALIAS = "sgtest-old"  # the same host, where an older servegate answers
+OLD_VERSION = "0.0.1"
 MARKER_VAR = "SERVEGATE_TEST_MARKER"
 
 
@@ -86,11 +88,16 @@ class Remote:
         path = self.folder.parent / f"{self.folder.name}-{name}"
         path.mkdir(exist_ok=True)
         path.chmod(0o777)
-        for parent in (self.folder.parent, *self.folder.parent.parents):
-            if parent == Path("/tmp") or parent == Path("/"):
-                break
-            parent.chmod(parent.stat().st_mode | 0o011)  # traversable by the remote user
+        _traversable(path)
         return path
+
+
+def _traversable(path: Path) -> None:
+    """Let the remote user enter the folders above ``path`` (not list them), up to /tmp."""
+    for parent in path.parents:
+        if parent in (Path("/tmp"), Path("/")):
+            return
+        parent.chmod(parent.stat().st_mode | 0o011)
 
 
 def free_port() -> int:
@@ -182,9 +189,21 @@ def start(folder: Path, marker: str) -> Remote:
     empty = setenv.replace(
         f"SERVEGATE_REMOTE_DIR={remote_dir}", "SERVEGATE_REMOTE_DIR=/nonexistent"
     )
+    old = folder.parent / f"{folder.name}-old"  # a "venv" whose python says hello, older
+    (old / "venv" / "bin").mkdir(parents=True, exist_ok=True)
+    fake = old / "venv" / "bin" / "python"
+    hello = f'{{"event":"hello","version":"{OLD_VERSION}","build":"0","dir":"{old}"}}'
+    fake.write_text(f"#!/bin/sh\necho '{hello}'\n")
+    fake.chmod(0o755)
+    for path in (old, old / "venv", old / "venv" / "bin"):
+        path.chmod(path.stat().st_mode | 0o055)  # the remote user reads and enters them
+    _traversable(old)
+    older = setenv.replace(f"SERVEGATE_REMOTE_DIR={remote_dir}", f"SERVEGATE_REMOTE_DIR={old}")
     for name, known in (("ssh_config", "known_hosts"), ("unknown_config", "empty_known_hosts")):
         (folder / name).write_text(
             f"Host {EMPTY_ALIAS}\n{common}  SetEnv {empty}\n"
+            f"  UserKnownHostsFile {folder}/{known}\n\n"
+            f"Host {OLD_ALIAS}\n{common}  SetEnv {older}\n"
             f"  UserKnownHostsFile {folder}/{known}\n\n"
             f"Host {ALIAS} 127.0.0.1\n{common}  SetEnv {setenv}\n"
             f"  UserKnownHostsFile {folder}/{known}\n"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from tests.remote.sshd import EMPTY_ALIAS, Remote
+from tests.remote.sshd import EMPTY_ALIAS, OLD_ALIAS, OLD_VERSION, Remote
 
 from servegate._version import __version__
 from servegate.remote.build import build_id
@@ -91,3 +91,14 @@ def test_a_python_that_does_not_run_there_names_python(host: Remote) -> None:
     assert "no-such-python3 did not run on sgtest (" in done.stderr
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert done.stderr.rstrip().endswith(f"pass --python with the path of a Python {minor} there.")
+
+
+def test_another_version_there_names_the_install_command(host: Remote) -> None:
+    """A host whose servegate is another version: exit 2, both versions, the fix."""
+    with pytest.raises(RemoteVersionError) as raised:
+        connect(parse_host(OLD_ALIAS))
+    assert raised.value.exit_code == 2
+    assert str(raised.value) == (
+        f"{OLD_ALIAS} runs servegate {OLD_VERSION}, this is {__version__}: "
+        f"run servegate remote install {OLD_ALIAS}."
+    )
