@@ -26,6 +26,7 @@ def write_campaign(
     repeats: int = 2,
     requests: int = 8,
     extra_server: str = "",
+    ray: str | None = None,
 ) -> Path:
     """A campaign of simulator variants (``name -> args``), one GPU per server."""
     text = textwrap.dedent(
@@ -53,6 +54,8 @@ def write_campaign(
         repeats = {repeats}
         """
     )
+    if ray is not None:
+        text += f'\n[cluster]\nray = "{ray}"\n'
     for variant, args in (variants or VARIANTS).items():
         text += f'\n[[variant]]\nname = "{variant}"\nargs = "{args}"\n'
     path = folder / f"{name}.toml"

@@ -23,10 +23,11 @@ def test_the_baseline_runs_on_every_gpu_model_and_variants_compare_on_their_own(
 ) -> None:
     """The two variants are spread over the two GPU models, the baseline is started on
     both, and each variant is compared with the baseline measured on its GPU model only
-    (one baseline start, its values those of that start)."""
-    file = write_campaign(tmp_path, startup_s=1)
+    (one baseline start, its values those of that start). The cluster is named by the
+    file's [cluster] table."""
+    file = write_campaign(tmp_path, startup_s=1, ray=cluster.address)
     db = tmp_path / "s.db"
-    done = servegate("run", file, "--ray", cluster.address, "--db", db)
+    done = servegate("run", file, "--db", db)
     assert done.returncode == 0, done.stderr
     rows = attempts(db)
     assert all(r["status"] == "done" for r in rows), rows

@@ -1,0 +1,69 @@
+"""The campaign file's cluster keys: [cluster] ray, [server] gpus and resources.
+
+No Ray needed: these run in the main suite."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from servegate.campaign import parse_campaign
+from servegate.campaign.cluster import demand_of
+from servegate.errors import ConfigError
+
+FILE = textwrap.dedent(
+    """\
+    [campaign]
+    name = "c"
+    baseline = "b"
+
+    [server]
+    command = "serve --port {{port}}"
+    {server}
+
+    {cluster}
+
+    [[variant]]
+    name = "b"
+    """
+)
+
+
+def _parse(server: str = "", cluster: str = "") -> object:
+    return parse_campaign(FILE.format(server=server, cluster=cluster), path=Path("c.toml"))
+
+
+def test_cluster_keys_are_read() -> None:
+    """The address, the GPUs and custom resources one server asks a node for."""
+    plan = parse_campaign(
+        FILE.format(
+            server="gpus = 8\nresources = { nvlink = 1, disk_tb = 0.5 }",
+            cluster='[cluster]\nray = "10.0.0.1:6379"',
+        )
+    )
+    assert plan.ray == "10.0.0.1:6379"
+    assert (plan.gpus, plan.resources) == (8, (("disk_tb", 0.5), ("nvlink", 1.0)))
+    assert demand_of(plan) == {"GPU": 8.0, "disk_tb": 0.5, "nvlink": 1.0}
+    local = parse_campaign(FILE.format(server="", cluster=""))
+    assert (local.ray, local.gpus, local.resources) == (None, 0, ())
+    assert demand_of(local) == {"CPU": 1.0}  # a server asking for nothing takes a CPU
+
+
+@pytest.mark.parametrize(
+    ("server", "cluster", "said"),
+    [
+        ("gpus = -1", "", "c.toml:7: server.gpus: Input should be greater than or equal to 0"),
+        ("gpus = 1.5", "", "c.toml:7: server.gpus: Input should be a valid integer (got 1.5)"),
+        ("resources = { GPU = 2 }", "", "GPU is not a custom resource; set [server] gpus"),
+        ("resources = { nvlink = 0 }", "", "an amount above 0"),
+        ("", '[cluster]\nray = ""', "cluster.ray"),
+        ("", '[cluster]\nray = "auto"\nnodes = 4', "unknown key cluster.nodes"),
+    ],
+)
+def test_mistakes_in_cluster_keys_are_one_sentence(server: str, cluster: str, said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _parse(server, cluster)
+    assert said in str(caught.value)
+    assert str(caught.value).count("\n") == 0
