@@ -67,3 +67,16 @@ def test_mistakes_in_cluster_keys_are_one_sentence(server: str, cluster: str, sa
         _parse(server, cluster)
     assert said in str(caught.value)
     assert str(caught.value).count("\n") == 0
+
+
+def test_dry_run_names_the_cluster_and_what_a_start_asks_for(tmp_path: Path) -> None:
+    """--dry-run says where the starts would run, without contacting the cluster."""
+    from tests.cluster.helpers import servegate, write_campaign
+
+    file = write_campaign(tmp_path, extra_server="resources = { nvlink = 1 }")
+    done = servegate("run", file, "--ray", "10.255.255.1:6379", "--dry-run", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "on the Ray cluster at 10.255.255.1:6379: each server start a task asking a node "
+        "for GPU=1, nvlink=1" in done.stdout
+    )

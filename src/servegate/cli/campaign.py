@@ -163,7 +163,10 @@ def run(
     check_programs(campaign)
     if dry_run:
         _print_plan(
-            campaign, restarts=first, seed=campaign.seed if order_seed is None else order_seed
+            campaign,
+            restarts=first,
+            seed=campaign.seed if order_seed is None else order_seed,
+            ray=_address(ray) or campaign.ray,
         )
         return
     # imported once the file is known to be good: a mistake is reported without the
@@ -279,7 +282,7 @@ def _budget(text: str | None) -> float | None:
     return value
 
 
-def _print_plan(campaign: Campaign, *, restarts: int, seed: int) -> None:
+def _print_plan(campaign: Campaign, *, restarts: int, seed: int, ray: str | None) -> None:
     """The servers and measurements a run would make, without starting anything."""
     redactor = Redactor.collect(
         envs=[v.render(port=0)[1] for v in campaign.variants],
@@ -287,6 +290,13 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int) -> None:
     )
     port_text = str(campaign.port) if campaign.port is not None else "auto"
     click.echo(f"campaign {campaign.name} (baseline {campaign.baseline}), port {port_text}")
+    if ray is not None:
+        asked = [f"GPU={campaign.gpus}"] if campaign.gpus else []
+        asked += [f"{name}={amount:g}" for name, amount in campaign.resources]
+        click.echo(
+            f"on the Ray cluster at {ray}: each server start a task asking a node for "
+            f"{', '.join(asked) or 'CPU=1'} (the cluster is not contacted by --dry-run)"
+        )
     if campaign.port is not None:
         from servegate.launch.tree import describe_holders, named_port_holders, port_is_free
 
