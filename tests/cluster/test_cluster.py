@@ -138,3 +138,24 @@ def test_bad_cluster_input_is_refused_before_anything_starts(
     assert not (tmp_path / "a.db").exists()
     assert not (tmp_path / "b.db").exists()
     assert servegate_processes() == []
+
+
+def test_a_node_with_another_servegate_is_refused(
+    cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each node's servegate version is asked by a task on it before anything starts; a
+    driver of another version is refused, naming the node and both versions."""
+    import ray
+
+    from servegate._version import __version__ as installed
+    from servegate.campaign import cluster as cluster_module
+    from servegate.campaign import load_campaign
+    from servegate.errors import UsageError
+
+    plan = load_campaign(write_campaign(tmp_path))
+    monkeypatch.setattr(cluster_module, "__version__", "0.0.1")
+    with pytest.raises(UsageError) as caught:
+        cluster_module.connect(cluster.address, plan)
+    said = f"has servegate {installed}, this driver 0.0.1; install the same version on every node"
+    assert said in str(caught.value)
+    assert not ray.is_initialized()  # the driver left the cluster it joined
