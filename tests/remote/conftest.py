@@ -10,6 +10,7 @@ test session's marker, so the suite's own leak check sees their processes as wel
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -35,9 +36,10 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remote]:
     try:
         done = sshd.install(server, env)
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout)["path"] == f"{server.remote_dir}/venv"
+        installed = json.loads(done.stdout)
+        assert installed["path"] == f"{server.remote_dir}/venv"
         sshd.close_masters(env)  # the tests each start from no connection
-        yield server
+        yield dataclasses.replace(server, installed_build=installed["build"])
     finally:
         sshd.close_masters(env)
         shutil.rmtree(control, ignore_errors=True)

@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,8 @@ class Remote:
     host_key_pub: Path
     daemon_pid: int
     remote_dir: Path  # SERVEGATE_REMOTE_DIR there
+    old_dir: Path  # where an older servegate answers (OLD_ALIAS)
+    installed_build: str = ""  # the build servegate remote install put there
 
     @property
     def python(self) -> str:
@@ -189,15 +192,15 @@ def start(folder: Path, marker: str) -> Remote:
     empty = setenv.replace(
         f"SERVEGATE_REMOTE_DIR={remote_dir}", "SERVEGATE_REMOTE_DIR=/nonexistent"
     )
-    old = folder.parent / f"{folder.name}-old"  # a "venv" whose python says hello, older
-    (old / "venv" / "bin").mkdir(parents=True, exist_ok=True)
+    # a "venv" whose python says hello as an older servegate; outside pytest's folders,
+    # whose modes other pytest sessions reset: the remote user must read it
+    old = Path(tempfile.mkdtemp(prefix="servegate-old-"))
+    (old / "venv" / "bin").mkdir(parents=True)
     fake = old / "venv" / "bin" / "python"
     hello = f'{{"event":"hello","version":"{OLD_VERSION}","build":"0","dir":"{old}"}}'
     fake.write_text(f"#!/bin/sh\necho '{hello}'\n")
-    fake.chmod(0o755)
-    for path in (old, old / "venv", old / "venv" / "bin"):
-        path.chmod(path.stat().st_mode | 0o055)  # the remote user reads and enters them
-    _traversable(old)
+    for path in (old, old / "venv", old / "venv" / "bin", fake):
+        path.chmod(0o755)
     older = setenv.replace(f"SERVEGATE_REMOTE_DIR={remote_dir}", f"SERVEGATE_REMOTE_DIR={old}")
     for name, known in (("ssh_config", "known_hosts"), ("unknown_config", "empty_known_hosts")):
         (folder / name).write_text(
@@ -234,6 +237,7 @@ def start(folder: Path, marker: str) -> Remote:
         host_key_pub=folder / "host_key.pub",
         daemon_pid=int(pid_file.read_text()),
         remote_dir=remote_dir,
+        old_dir=old,
     )
 
 
@@ -243,6 +247,7 @@ def stop(remote: Remote) -> None:
         os.kill(remote.daemon_pid, signal.SIGTERM)
     with contextlib.suppress(psutil.Error):
         psutil.Process(remote.daemon_pid).wait(timeout=10)
+    shutil.rmtree(remote.old_dir, ignore_errors=True)
 
 
 def install(remote: Remote, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,6 @@ import pytest
 from tests.remote.sshd import EMPTY_ALIAS, OLD_ALIAS, OLD_VERSION, Remote
 
 from servegate._version import __version__
-from servegate.remote.build import build_id
 from servegate.remote.client import RemoteVersionError, connect
 from servegate.remote.hosts import parse_host
 
@@ -30,8 +29,21 @@ def servegate(
 
 
 def test_install_puts_this_build_there(host: Remote) -> None:
-    """The venv on the host runs this very build; a second install copies only servegate
-    and pip (the dependencies there are the same versions)."""
+    """The venv on the host runs the build that was installed; a second install copies
+    only servegate and pip (the dependencies there are the same versions), and the host
+    then runs the second install's build."""
+    first = hello_of(host)
+    assert (first["event"], first["version"]) == ("hello", __version__)
+    assert first["build"] == host.installed_build
+    again = servegate(host, "remote", "install", host.url, "--json")
+    assert again.returncode == 0, again.stderr
+    done = json.loads(again.stdout)
+    assert sorted(name.split("-")[0] for name in done["copied"]) == ["pip", "servegate"]
+    assert hello_of(host)["build"] == done["build"]
+
+
+def hello_of(host: Remote) -> dict[str, str]:
+    """The first line the agent of the host's venv prints."""
     hello = subprocess.run(
         [host.python, "-m", "servegate.remote.agent"],
         input="",
@@ -40,13 +52,7 @@ def test_install_puts_this_build_there(host: Remote) -> None:
         timeout=60,
         check=True,
     )
-    first = json.loads(hello.stdout.splitlines()[0])
-    assert (first["event"], first["version"], first["build"]) == ("hello", __version__, build_id())
-    again = servegate(host, "remote", "install", host.url, "--json")
-    assert again.returncode == 0, again.stderr
-    done = json.loads(again.stdout)
-    assert done["build"] == build_id()
-    assert sorted(name.split("-")[0] for name in done["copied"]) == ["pip", "servegate"]
+    return dict(json.loads(hello.stdout.splitlines()[0]))
 
 
 def test_missing_servegate_names_the_install_command(host: Remote) -> None:
