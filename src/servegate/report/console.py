@@ -103,6 +103,8 @@ def render_console(report: Report, console: Console | None = None) -> None:
             )
     for line in text.noise_lines(report):
         out.print(Text(line, style="dim" if line.startswith(" ") else ""), soft_wrap=True)
+    for line in text.placement_lines(report):
+        out.print(Text(line, style="dim" if line.startswith(" ") else ""), soft_wrap=True)
     note = text.single_start_note(report)
     if note is not None:
         out.print(Text(note, style="yellow"), soft_wrap=True)

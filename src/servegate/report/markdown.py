@@ -38,6 +38,7 @@ def render_markdown(report: Report) -> str:
         *_noise_floor(report),
         *_not_compared(report),
         *_not_finished(report),
+        *_placement(report),
     ]
     note = text.single_start_note(report)
     if note is not None:
@@ -166,6 +167,14 @@ def _not_compared(report: Report) -> list[str]:
     if not skipped:
         return []
     return ["## Not compared", "", *(f"- {row.name}: {row.not_compared}" for row in skipped), ""]
+
+
+def _placement(report: Report) -> list[str]:
+    """Which node measured what (a campaign on a cluster only)."""
+    lines = text.placement_lines(report)
+    if not lines:
+        return []
+    return ["## Where each start ran", "", *(f"- {line.strip()}" for line in lines[1:]), ""]
 
 
 def _not_finished(report: Report) -> list[str]:

@@ -200,6 +200,29 @@ def noise_words(floor: NoiseFloor) -> str:
     return delta(floor.estimate)
 
 
+def placement_lines(report: Report) -> list[str]:
+    """Which node measured what, when the campaign ran on a cluster: one line per variant,
+    each start's node, GPU model and start number (none for a campaign run on one host)."""
+    data = report.data
+    if not any(a.node for a in data.attempts):
+        return []
+    by_id = {a.id: a for a in data.attempts}
+    lines = ["Measured on:"]
+    for row in report.variants:
+        hosts = {p.attempt_id for p in data.points if p.variant == row.name}
+        starts = sorted({a.id for a in data.attempts_of(row.name)} | (hosts & set(by_id)))
+        parts = []
+        for aid in starts:
+            a = by_id[aid]
+            where = f"{a.node or 'this host'} ({a.gpu_model or 'GPU model not known'})"
+            start = f", start {a.start}" if a.start is not None else ""
+            status = "" if a.status == "done" else f", {a.status}"
+            parts.append(f"{where}{start}{status}")
+        if parts:
+            lines.append(f"  {row.name}: {'; '.join(parts)}")
+    return lines
+
+
 def single_start_note(report: Report) -> str | None:
     """A warning when intervals rest on one server start per side."""
     if not report.single_start:
