@@ -48,7 +48,8 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remote]:
 
 @pytest.fixture
 def host(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> Iterator[Remote]:
-    """The remote host for one test; afterwards nothing of it may run on either side."""
+    """The remote host for one test; afterwards nothing of it may run on either side, and
+    no job may be left in the remote folder."""
     monkeypatch.setenv("SERVEGATE_SSH_CONFIG", str(remote.config))
     control = tempfile.mkdtemp(prefix="sgc-")  # short: a socket path has ~100 bytes
     monkeypatch.setenv("SERVEGATE_SSH_CONTROL_DIR", control)
@@ -61,3 +62,6 @@ def host(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> Iterator[Remote]:
             with contextlib.suppress(OSError):
                 os.kill(int(line.split()[0]), signal.SIGKILL)
         pytest.fail("processes left running on the remote side:\n" + "\n".join(alive))
+    jobs = remote.remote_dir / "jobs"
+    left = sorted(p.name for p in jobs.iterdir()) if jobs.is_dir() else []
+    assert not left, f"job files left on the remote side: {left}"
