@@ -1,6 +1,6 @@
 """How fast a verdict over SSH reaches this side, measured from the event on the host.
 
-    python benchmarks/remote_latency.py [--trials 20] [--via library|cli]
+    python benchmarks/remote_latency.py [--trials 20] [--via library|cli|local] [--json]
 
 A real sshd on 127.0.0.1 (``tests/remote/sshd.py``: its own keys, config and user) with
 servegate installed behind it by ``servegate remote install``. Each trial launches a
@@ -18,7 +18,9 @@ back over ssh (the runner's event file, the agent, the connection) and read here
 over SSH (the JSON object is printed after the start's record is written, the line
 before it). One clock: the host is this machine. ``--via library`` reads the verdict from
 ``servegate.remote.run_job``
-in this process; ``--via cli`` from the stdout of a ``servegate launch --host`` process.
+in this process; ``--via cli`` from the stdout of a ``servegate launch --host`` process;
+``--via local`` is the baseline: the same launch without ``--host`` (a local
+``servegate launch`` process, its state in a folder of its own).
 """
 
 from __future__ import annotations
@@ -65,9 +67,10 @@ def launch(
 ) -> tuple[int, dict[str, object], float]:
     """Launch on the host with -q; (exit code, verdict (or its line), arrival time here)."""
     argv = ["--json", "-q", *args] if as_json else ["-q", *args]
-    if via == "cli":
+    if via in ("cli", "local"):
+        host = ["--host", remote.alias] if via == "cli" else []
         proc = subprocess.Popen(
-            [sys.executable, "-m", "servegate", "launch", "--host", remote.alias, *argv],
+            [sys.executable, "-m", "servegate", "launch", *host, *argv],
             stdout=subprocess.PIPE,
             text=True,
             env=remote.env(),
@@ -130,8 +133,13 @@ def ready_trial(remote: sshd.Remote, shared: Path, via: str, as_json: bool) -> t
     written = stamp_of(stamp)
     from servegate.remote import Output, parse_host, run_cli
 
-    quiet = Output(out=lambda text: None, err=lambda text: None)
-    assert run_cli(parse_host(remote.alias), "stop", [name], output=quiet) == 0
+    if via == "local":
+        subprocess.run(
+            [sys.executable, "-m", "servegate", "stop", name], check=True, capture_output=True
+        )
+    else:
+        quiet = Output(out=lambda text: None, err=lambda text: None)
+        assert run_cli(parse_host(remote.alias), "stop", [name], output=quiet) == 0
     return decided(verdict) - written, arrived - written
 
 
@@ -171,10 +179,12 @@ def show(label: str, values: list[float]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--via", choices=("library", "cli"), default="library")
+    parser.add_argument("--via", choices=("library", "cli", "local"), default="library")
     parser.add_argument("--json", action="store_true", help="the verdict as JSON, with decided_at")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="sg-remote-bench-"))
+    os.environ["SERVEGATE_STATE_DIR"] = str(folder / "state")  # --via local: not the user's
+    os.environ["SERVEGATE_HISTORY"] = str(folder / "history.db")
     control = tempfile.mkdtemp(prefix="sgc-")
     os.environ["SERVEGATE_SSH_CONTROL_DIR"] = control
     remote = sshd.start(folder / "ssh", uuid.uuid4().hex)
