@@ -7,7 +7,11 @@ agent, ``known_hosts``, ``ProxyJump``): servegate adds only what it must be sure
 - ``StrictHostKeyChecking=yes``: an unknown host key is never accepted, whatever the
   configuration says (``accept-new`` included); servegate says how to accept it;
 - ``ControlMaster=auto`` with ``ControlPersist``: the connections to one host share one
-  SSH session, so ``ps`` or a reconnect does not pay the handshake again.
+  SSH session, so ``ps`` or a reconnect does not pay the handshake again;
+- ``RemoteCommand=none``, ``ClearAllForwardings=yes`` (but for a tunnel) and
+  ``LogLevel=ERROR``: a ``RemoteCommand``, ``LocalForward`` or ``LogLevel QUIET`` of the
+  user's configuration would replace servegate's command, clash between its connections,
+  or hide the errors it reads.
 
 ``SERVEGATE_SSH_CONFIG`` names a configuration file to use instead of ``~/.ssh/config``
 (``ssh -F``); ``SERVEGATE_SSH_CONTROL_DIR`` the folder of the control sockets.
@@ -73,7 +77,11 @@ def ssh_argv(
     """The ssh command line that runs ``command`` (a shell line) on ``host``; none: ``-N``."""
     args = ["ssh", *_config_args(), "-T", "-o", "BatchMode=yes"]
     args += ["-o", "StrictHostKeyChecking=yes", "-o", "ServerAliveInterval=5"]
-    args += ["-o", "ServerAliveCountMax=3"]
+    args += ["-o", "ServerAliveCountMax=3", "-o", "RemoteCommand=none"]
+    if command is not None:  # a LocalForward of the user's would clash between connections
+        args += ["-o", "ClearAllForwardings=yes"]
+    if not verbose:  # ssh's errors are read (a LogLevel QUIET of the user's would hide them)
+        args += ["-o", "LogLevel=ERROR"]
     if master:
         args += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir()}/%C"]
         args += ["-o", f"ControlPersist={CONTROL_PERSIST_S}"]
