@@ -12,10 +12,14 @@ least ``min_effect``. Before anything is compared the report decides what may be
   compared with a variant measured on that workload on the baseline's server, or not
   at all, and the report says which;
 - a variant measured on the baseline's own server (a benchmark-only change) has no
-  startup comparison: it was the same start.
+  startup comparison: it was the same start;
+- on a cluster of several GPU models, a variant is compared only with what its
+  reference measured on the same GPU models (each attempt records its model), or not
+  at all when they share none, and the report says so.
 
 The baseline is also compared with itself, its starts split in two halves, at every
-load and metric: the A/A noise floor shown with every campaign.
+load and metric (on its most measured GPU model): the A/A noise floor shown with every
+campaign.
 """
 
 from __future__ import annotations
@@ -640,7 +644,48 @@ def _rows(data: CampaignData) -> tuple[VariantSummary, ...]:
     """Every variant's row, with the variant it is compared with (or why none)."""
     first = {name: summarize_variant(data, name) for name in data.variants}
     refs = _references(data, first)
+    for name, (reference, _, on_base) in refs.items():
+        why = None if reference is None else _across_gpus(data, name, reference)
+        if why is not None:
+            refs[name] = (None, why, on_base)
     return tuple(_with_reference(first[name], *refs[name]) for name in data.variants)
+
+
+def gpu_models(data: CampaignData, points: Sequence[PointInfo]) -> set[str | None]:
+    """The GPU models ``points`` were measured on (None: not recorded, a local run)."""
+    model = {a.id: a.gpu_model for a in data.attempts}
+    return {model.get(p.attempt_id) for p in points}
+
+
+def _across_gpus(data: CampaignData, name: str, reference: str) -> str | None:
+    """Why ``name`` cannot be compared with ``reference``: no GPU model measured both
+    (None when one does, or either has no points yet)."""
+    mine = gpu_models(data, [p for p in data.points if p.variant == name])
+    theirs = gpu_models(data, [p for p in data.points if p.variant == reference])
+    if not mine or not theirs or mine & theirs:
+        return None
+
+    def words(models: set[str | None]) -> str:
+        return ", ".join(sorted(m or "a GPU model not recorded" for m in models))
+
+    return (
+        f"not compared: measured on {words(mine)}, {reference} only on {words(theirs)}; no "
+        f"comparison across GPU models is possible (measure {reference} on {words(mine)} too)"
+    )
+
+
+def _same_gpus(
+    data: CampaignData, reference: str, name: str, load: str
+) -> tuple[list[PointInfo], list[PointInfo]]:
+    """The reference's and the variant's points at ``load`` on the GPU models both were
+    measured on: a variant is compared only with a baseline of its own GPU model."""
+    model = {a.id: a.gpu_model for a in data.attempts}
+    ref, mine = data.points_of(reference, load), data.points_of(name, load)
+    common = gpu_models(data, ref) & gpu_models(data, mine)
+    return (
+        [p for p in ref if model.get(p.attempt_id) in common],
+        [p for p in mine if model.get(p.attempt_id) in common],
+    )
 
 
 def _metric_comparisons(
@@ -650,9 +695,10 @@ def _metric_comparisons(
     reference = row.reference or ""
     out = []
     for load in data.loads if reference else ():
+        ref_points, points = _same_gpus(data, reference, row.name, load)
         for m in metrics:
-            a = m.nested(data, reference, load)
-            b = m.nested(data, row.name, load)
+            a = nested_values(m, data, ref_points)
+            b = nested_values(m, data, points)
             if a.size == 0 and b.size == 0:
                 continue
             est = estimate_nested(
@@ -717,7 +763,7 @@ def _noise_floor(
         return ()
     out = []
     for load in data.loads:
-        a_points, b_points, split = _split_halves(data.points_of(base.name, load))
+        a_points, b_points, split = _split_halves(_one_gpu(data, data.points_of(base.name, load)))
         if not split:
             continue
         for m in metrics:
@@ -743,6 +789,18 @@ def _noise_floor(
                 )
             )
     return tuple(out)
+
+
+def _one_gpu(data: CampaignData, points: Sequence[PointInfo]) -> list[PointInfo]:
+    """The points of the GPU model with the most of them: the A/A halves on one model."""
+    model = {a.id: a.gpu_model for a in data.attempts}
+    counts: dict[str | None, int] = {}
+    for p in points:
+        counts[model.get(p.attempt_id)] = counts.get(model.get(p.attempt_id), 0) + 1
+    if len(counts) <= 1:
+        return list(points)
+    most = max(counts, key=lambda m: (counts[m], m or ""))
+    return [p for p in points if model.get(p.attempt_id) == most]
 
 
 def _with_reference(

@@ -67,6 +67,8 @@ def _variant(report: Report, row: VariantSummary) -> dict[str, Any]:
             "command": list(a.command),
             "env": a.env,
             "host": a.host,
+            "node": a.node,
+            "gpu_model": a.gpu_model,
             "versions": a.versions,
             "git_commit": a.git_commit,
             "server_key": a.server_key,
