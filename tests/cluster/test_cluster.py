@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.campaign.helpers import query
 from tests.cluster.conftest import RayCluster, servegate_processes, start_cluster, wait_none_left
 from tests.cluster.helpers import attempts, calls, points, report, servegate, write_campaign
 
@@ -76,12 +77,18 @@ def test_starts_run_in_parallel_and_compare_as_a_serial_run(
     }
 
 
-def test_ctrl_c_stops_every_server_on_every_node_and_resume_finishes(
-    cluster: RayCluster, tmp_path: Path
+@pytest.mark.parametrize(
+    ("signum", "when"), [(signal.SIGINT, "launching"), (signal.SIGTERM, "benchmarking")]
+)
+def test_ctrl_c_or_sigterm_stops_every_server_on_every_node_and_resume_finishes(
+    cluster: RayCluster, tmp_path: Path, signum: int, when: str
 ) -> None:
-    """Ctrl-C while both nodes start their servers: exit 130, every server gone, the
-    attempts and the campaign interrupted; --resume measures everything, once."""
-    file = write_campaign(tmp_path, variants={"baseline": "", "fast": "--itl-ms 2"}, startup_s=6)
+    """Ctrl-C while both nodes start their servers, or SIGTERM once a point is stored:
+    exit 128 + the signal, every server on every node gone, the running attempts and the
+    campaign interrupted, what was measured kept; --resume measures the rest, once."""
+    file = write_campaign(
+        tmp_path, variants={"baseline": "", "fast": "--itl-ms 2"}, startup_s=6, requests=40
+    )
     db = tmp_path / "s.db"
     argv = ["run", str(file), "--ray", cluster.address, "--db", str(db)]
     run = subprocess.Popen(
@@ -93,31 +100,40 @@ def test_ctrl_c_stops_every_server_on_every_node_and_resume_finishes(
     )
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            sims = [p for p in servegate_processes() if "servegate sim" in " ".join(p.cmdline())]
-            if len(sims) == 2:
-                break
+        while not _reached(when, db):
             assert run.poll() is None, run.communicate()
-            time.sleep(0.1)
-        else:
-            pytest.fail("the two servers never started")
-        run.send_signal(signal.SIGINT)
+            assert time.monotonic() < deadline, f"the campaign never reached {when}"
+            time.sleep(0.05)
+        run.send_signal(signum)
         _, err = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
             run.kill()
             run.communicate()
-    assert run.returncode == 130, err
-    assert "stopping 2 start(s) on the cluster" in err
+    assert run.returncode == 128 + signum, err
+    assert "start(s) on the cluster" in err
     assert wait_none_left() == []
-    rows = attempts(db)
-    assert [r["status"] for r in rows] == ["interrupted", "interrupted"], rows
-    assert points(db) == set()
+    statuses = [r["status"] for r in attempts(db)]
+    assert "interrupted" in statuses and set(statuses) <= {"interrupted", "done"}, statuses
+    assert query(db, "SELECT status FROM campaign") == [("interrupted",)]
+    kept = points(db)
+    assert (len(kept) > 0) == (when == "benchmarking")
 
     done = servegate("run", file, "--ray", cluster.address, "--db", db, "--resume")
     assert done.returncode == 0, done.stderr
     assert len(points(db)) == 2 * 2 * 2  # variants x loads x repeats
-    assert [r["status"] for r in attempts(db)][2:] == ["done", "done"]
+    assert f"({8 - len(kept)} measured, {len(kept)} already stored)" in done.stderr
+
+
+def _reached(when: str, db: Path) -> bool:
+    """Both servers are starting (``launching``), or a point is stored (``benchmarking``)."""
+    if when == "launching":
+        sims = [p for p in servegate_processes() if "servegate sim" in " ".join(p.cmdline())]
+        return len(sims) == 2
+    try:
+        return bool(points(db))
+    except Exception:  # no database, or its schema, yet
+        return False
 
 
 def test_bad_cluster_input_is_refused_before_anything_starts(
