@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servegate.report import build_report, render_json, render_markdown
+from servegate.report import build_report, render_html, render_json, render_markdown
 from servegate.report.console import console_text
 from servegate.store import Store
 
@@ -103,6 +103,11 @@ def test_the_reports_say_which_node_measured_what(db: Path) -> None:
     }
     assert placed == {(v, node, model) for v, model, node, _ in _STARTS}
     text, markdown = console_text(report, width=200), render_markdown(report)
+    page = render_html(report)
+    assert "Measured on:" in text and "## Where each start ran" in markdown
+    assert "<h2>Where each start ran</h2>" in page
     for _, model, node, _ in _STARTS:
         assert f"{node} ({model})" in text
         assert f"{node} ({model})" in markdown
+        assert f"{node} ({model})" in page
+    assert "a100: 10.0.0.3/9b01e77a (A100), start 1" in text

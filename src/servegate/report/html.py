@@ -493,6 +493,15 @@ def _not_compared(report: Report) -> str:
     return f"<h2>Not compared</h2><ul>{items}</ul>"
 
 
+def _placement(report: Report) -> str:
+    """Which node measured what (a campaign on a cluster only)."""
+    lines = text.placement_lines(report)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line.strip())}</li>" for line in lines[1:])
+    return f"<h2>Where each start ran</h2><ul>{items}</ul>"
+
+
 def _failures(report: Report) -> str:
     parts = []
     for row in report.variants:
@@ -563,6 +572,7 @@ def render_html(report: Report) -> str:
 {_noise_table(report)}
 {_not_compared(report)}
 {_failures(report)}
+{_placement(report)}
 {note}
 <p class="note">{html.escape(text.method_note(report))}</p>
 </body></html>
