@@ -31,6 +31,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
@@ -671,6 +672,7 @@ def _node_main(fd: int) -> int:
         return 1
     campaign, spec, log_dir, placement = pickle.loads(sys.stdin.buffer.read())  # noqa: S301
     sink = _Calls(fd)
+    logs = _log_dir(Path(log_dir), sink, spec)
     gpu = GpuMonitor.open()
     try:
         with Interrupts() as interrupts:
@@ -678,7 +680,7 @@ def _node_main(fd: int) -> int:
                 campaign,
                 sink,
                 interrupts,
-                log_dir=Path(log_dir),
+                log_dir=logs,
                 gpu=gpu,
                 gpu_idle=gpu.idle_memory() if gpu is not None else (),
                 placement=placement,
@@ -690,6 +692,24 @@ def _node_main(fd: int) -> int:
         if gpu is not None:
             gpu.close()
     return 0
+
+
+def _log_dir(wanted: Path, sink: _Calls, spec: StartSpec) -> Path:
+    """The driver's log folder when this node can write it (a shared or same-named
+    path), else one in the node's temporary folder, said in a warning."""
+    try:
+        wanted.mkdir(parents=True, exist_ok=True)
+        if os.access(wanted, os.W_OK):
+            return wanted
+    except OSError:
+        pass
+    fallback = Path(tempfile.gettempdir()) / "servegate-logs"
+    fallback.mkdir(parents=True, exist_ok=True)
+    sink.warning(
+        f"{spec.tag} {spec.names}: {wanted} cannot be written on {socket.gethostname()}; "
+        f"the server's log is kept there in {fallback}"
+    )
+    return fallback
 
 
 if __name__ == "__main__":
