@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.cluster.helpers import write_campaign
+import pytest
+from tests.cluster.helpers import servegate, write_campaign
 
 from servegate.campaign import parse_campaign
 from servegate.campaign.cluster import _Calls, _log_dir
@@ -83,4 +84,25 @@ def test_a_driver_without_ray_is_told_to_install_the_extra(tmp_path: Path) -> No
     assert done.stderr.strip() == (
         "Error: running on a Ray cluster needs Ray: install it with pip install 'servegate[ray]'."
     )
+    assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("address", "said"),
+    [
+        ("ray://head:10001", "Ray Client addresses are not supported; run servegate on a node"),
+        ("head", "give the cluster's address as HOST:PORT (its GCS, port 6379 by default)"),
+        ("head:port", "give the cluster's address as HOST:PORT"),
+    ],
+)
+def test_addresses_ray_cannot_use_are_refused_first(
+    tmp_path: Path, address: str, said: str
+) -> None:
+    """Exit 2 with one sentence, before Ray is imported or a database is made."""
+    file = write_campaign(tmp_path)
+    done = servegate("run", file, "--ray", address, "--db", tmp_path / "x.db", timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"Error: --ray {address}: ")
+    assert said in done.stderr
+    assert done.stderr.count("\n") == 1
     assert not (tmp_path / "x.db").exists()

@@ -129,10 +129,12 @@ def connect(address: str, campaign: Campaign) -> Cluster:
     Raises UsageError when Ray is missing, the cluster cannot be reached, no node has
     what a start asks for, or a node has another servegate (or none) installed.
     """
+    where = _check_address(address)
     ray = _ray()
     owned = not ray.is_initialized()
     if owned:
-        _reachable(address)
+        if where is not None:
+            _reachable(address, where)
         # Ray installs handlers of its own; the runner's (Ctrl-C stops cleanly) stay
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -161,19 +163,29 @@ def connect(address: str, campaign: Campaign) -> Cluster:
     return cluster
 
 
-def _reachable(address: str) -> None:
-    """Refuse at once a ``HOST:PORT`` (or ``ray://HOST:PORT``) nothing listens on: Ray
-    itself would wait minutes for it."""
+def _check_address(address: str) -> tuple[str, int] | None:
+    """The (host, port) of a GCS address, None for ``auto``; UsageError for a Ray Client
+    address (``ray://``: the driver must run on a node) or one that is neither."""
     if address == "auto" or address.startswith("local"):
-        return
-    host, _, port = address.removeprefix("ray://").rpartition(":")
+        return None
+    if address.startswith("ray://"):
+        raise UsageError(
+            f"--ray {address}: Ray Client addresses are not supported; run servegate on a "
+            "node of the cluster (the head, say) with --ray auto or --ray HOST:6379."
+        )
+    host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise UsageError(
             f"--ray {address}: give the cluster's address as HOST:PORT (its GCS, port 6379 by "
-            "default), ray://HOST:10001 or auto."
+            "default) or auto."
         )
+    return host.strip("[]"), int(port)
+
+
+def _reachable(address: str, where: tuple[str, int]) -> None:
+    """Refuse at once an address nothing listens on: Ray itself would wait minutes."""
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT_S).close()
+        socket.create_connection(where, timeout=_CONNECT_S).close()
     except OSError as exc:
         raise UsageError(
             f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it "

@@ -160,7 +160,7 @@ class MatrixTable(_Table):
 class ClusterTable(_Table):
     """``[cluster]``: run the variants as tasks on a Ray cluster (servegate[ray])."""
 
-    ray: str = Field(min_length=1)  # the cluster's address: "auto", "ray://head:10001", ...
+    ray: str = Field(min_length=1)  # the cluster's address: "auto" or its GCS "HOST:6379"
 
 
 class CampaignFile(_Table):

@@ -109,8 +109,9 @@ __all__ = ["demo", "run"]
     "ray",
     default=None,
     metavar="ADDRESS",
-    help="Run each server start as a task on the Ray cluster at ADDRESS (auto, "
-    "HOST:6379, ray://HOST:10001); needs servegate[ray]. [default: the file's [cluster] ray]",
+    help="Run each server start as a task on the Ray cluster at ADDRESS (auto, or its GCS "
+    "HOST:6379; this machine must be a node of it); needs servegate[ray]. "
+    "[default: the file's [cluster] ray]",
 )
 @click.option("--dry-run", is_flag=True, help="Print the plan (servers, commands, load points).")
 @quiet()
