@@ -119,8 +119,10 @@ def test_ctrl_c_or_sigterm_stops_every_server_on_every_node_and_resume_finishes(
     kept = points(db)
     assert (len(kept) > 0) == (when == "benchmarking")
 
-    done = servegate("run", file, "--ray", cluster.address, "--db", db, "--resume")
+    # the cluster this machine belongs to, found by Ray
+    done = servegate("run", file, "--ray", "auto", "--db", db, "--resume")
     assert done.returncode == 0, done.stderr
+    assert "Ray cluster at auto: 3 node(s), 2 fit a server (GPU=1): 2 x H200" in done.stderr
     assert len(points(db)) == 2 * 2 * 2  # variants x loads x repeats
     assert f"({8 - len(kept)} measured, {len(kept)} already stored)" in done.stderr
 
