@@ -21,18 +21,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
 def test_the_baseline_runs_on_every_gpu_model_and_variants_compare_on_their_own(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
-    """The two variants are spread over the two GPU models, the baseline is started on
+    """The three variants are spread over the two GPU models, the baseline is started on
     both, and each variant is compared with the baseline measured on its GPU model only
     (one baseline start, its values those of that start). The cluster is named by the
     file's [cluster] table."""
-    file = write_campaign(tmp_path, startup_s=1, ray=cluster.address)
+    variants = {"baseline": "", "fast": "--itl-ms 2", "slow": "--itl-ms 20", "mid": "--itl-ms 12"}
+    file = write_campaign(tmp_path, variants=variants, startup_s=1, ray=cluster.address)
     db = tmp_path / "s.db"
     done = servegate("run", file, "--db", db)
     assert done.returncode == 0, done.stderr
     rows = attempts(db)
     assert all(r["status"] == "done" for r in rows), rows
     model_of = {r["variant"]: r["gpu_model"] for r in rows if r["variant"] != "baseline"}
-    assert sorted(model_of.values()) == ["A100", "H200"]
+    # spread in proportion to the nodes (2 H200, 1 A100), the baseline's start on each
+    assert sorted(model_of.values()) == ["A100", "H200", "H200"]
     baseline = {r["gpu_model"]: r for r in rows if r["variant"] == "baseline"}
     assert sorted(baseline) == ["A100", "H200"]
     assert sorted(r["start"] for r in baseline.values()) == [1, 2]

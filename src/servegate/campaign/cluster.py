@@ -207,6 +207,8 @@ class Cluster:
         self.models: tuple[str | None, ...] = tuple(
             sorted({n.gpu_model for n in fitting}, key=lambda m: (m is None, m or ""))
         )
+        # nodes that can hold a server, by GPU model: the starts are spread in proportion
+        self.capacity = {m: sum(n.gpu_model == m for n in fitting) for m in self.models}
         me = ray.get_runtime_context().get_node_id()
         self.driver_node = next((n.name for n in self.nodes if n.node_id == me), me[:8])
         self._mailbox = (

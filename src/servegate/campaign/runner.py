@@ -619,8 +619,8 @@ class _Runner:
         With several GPU models the variants' servers are spread over them and the
         baseline's server is started on every model used (as starts of its own)."""
         assert self.cluster is not None
-        items = _placed(self.campaign, order, round_, self.cluster.models)
-        total = len(_placed(self.campaign, order, 1, self.cluster.models)) * restarts
+        items = _placed(self.campaign, order, round_, self.cluster.capacity)
+        total = len(_placed(self.campaign, order, 1, self.cluster.capacity)) * restarts
         specs: list[tuple[StartSpec, str | None]] = []
         for group, start, model in items:
             number += 1
@@ -808,21 +808,28 @@ def _duration(seconds: float) -> str:
 
 
 def _placed(
-    campaign: Campaign, order: list[int], round_: int, models: Sequence[str | None]
+    campaign: Campaign, order: list[int], round_: int, capacity: dict[str | None, int]
 ) -> list[tuple[ServerGroup, int, str | None]]:
     """The starts of round ``round_`` on a cluster: (group, start number, GPU model).
 
-    One GPU model (or none): each group once, as start ``round_``. Several: the other
-    groups take the models in turn (in the file's order), and the baseline's group is
-    started once on each model they use, its starts numbered on from round to round."""
+    One GPU model (or none): each group once, as start ``round_``. Several (``capacity``:
+    the nodes of each model that can hold a server): the other groups are spread over
+    the models in proportion to their nodes (in the file's order, the same every round),
+    and the baseline's group is started once on each model they use, its starts
+    numbered on from round to round."""
     groups = campaign.groups
+    models = list(capacity)
     if len(models) <= 1:
         return [(groups[i], round_, models[0] if models else None) for i in order]
     base = next(
         i for i, g in enumerate(groups) if any(v.name == campaign.baseline for v in g.variants)
     )
-    others = [i for i in range(len(groups)) if i != base]
-    model_of = {index: models[n % len(models)] for n, index in enumerate(others)}
+    taken = dict.fromkeys(models, 1)  # the baseline's start on each
+    model_of: dict[int, str | None] = {}
+    for index in (i for i in range(len(groups)) if i != base):
+        model = min(models, key=lambda m: ((taken[m] + 1) / capacity[m], models.index(m)))
+        model_of[index] = model
+        taken[model] += 1
     used = [m for m in models if m in model_of.values()] or [models[0]]
     out: list[tuple[ServerGroup, int, str | None]] = []
     for index in order:
