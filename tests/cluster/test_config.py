@@ -80,3 +80,32 @@ def test_dry_run_names_the_cluster_and_what_a_start_asks_for(tmp_path: Path) -> 
         "on the Ray cluster at 10.255.255.1:6379: each server start a task asking a node "
         "for GPU=1, nvlink=1" in done.stdout
     )
+
+
+def test_starts_are_spread_over_gpu_models_by_their_nodes(tmp_path: Path) -> None:
+    """Several GPU models: the variants in proportion to each model's nodes, the baseline
+    on every model used, its starts numbered on from round to round; one model: each
+    server once per round, unpinned placement left to Ray."""
+    from tests.cluster.helpers import write_campaign
+
+    from servegate.campaign.runner import _placed
+
+    variants = {"baseline": "", **{f"v{n}": f"--itl-ms {n + 2}" for n in range(1, 6)}}
+    plan = parse_campaign(write_campaign(tmp_path, variants=variants).read_text())
+    order = list(range(len(plan.groups)))
+    capacity = {"A100": 1, "H200": 3}
+    first = _placed(plan, order, 1, capacity)
+    models = {g.variants[0].name: m for g, _, m in first if g.variants[0].name != "baseline"}
+    assert sorted(models.values()) == ["A100", "H200", "H200", "H200", "H200"]
+    baseline = [(start, m) for g, start, m in first if g.variants[0].name == "baseline"]
+    assert baseline == [(1, "A100"), (2, "H200")]
+    second = _placed(plan, order, 2, capacity)
+    assert [(s, m) for g, s, m in second if g.variants[0].name == "baseline"] == [
+        (3, "A100"),
+        (4, "H200"),
+    ]
+    assert {g.variants[0].name: m for g, _, m in second if g.variants[0].name != "baseline"} == (
+        models
+    )
+    alone = _placed(plan, order, 2, {"H200": 4})
+    assert [(s, m) for _, s, m in alone] == [(2, "H200")] * len(plan.groups)
