@@ -55,6 +55,7 @@ def test_starts_run_in_parallel_and_compare_as_a_serial_run(
     assert both_up, rows
     # progress names the node and GPU model of each start, and its phases
     assert "queued for a node with 1 GPU (H200)" in done.stderr
+    assert "round 1: 3 start(s) on the cluster at once, 12 measurement(s)" in done.stderr
     for row in rows:
         assert f"{row['variant']} on {row['node']} (H200): launching" in done.stderr
     # when a start ends, where the others stand: "cluster: slow on NODE: benchmarking"

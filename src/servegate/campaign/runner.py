@@ -637,6 +637,11 @@ class _Runner:
                 specs.append((spec, model))
         self.interrupts.check()
         if specs:
+            tasks = sum(len(spec.todo) for spec, _ in specs)
+            self.progress.info(
+                f"round {round_}: {len(specs)} start(s) on the cluster at once, "
+                f"{tasks} measurement(s)"
+            )
             self.cluster.run_round(
                 specs,
                 self.recorder,
