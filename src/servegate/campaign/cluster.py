@@ -202,7 +202,7 @@ class Cluster:
         self.campaign = campaign
         self.owned = owned
         self.demand = demand_of(campaign)
-        self.nodes = self._alive()
+        self.nodes = _nodes(ray)
         fitting = [n for n in self.nodes if n.fits(self.demand)]
         self.models: tuple[str | None, ...] = tuple(
             sorted({n.gpu_model for n in fitting}, key=lambda m: (m is None, m or ""))
@@ -227,26 +227,6 @@ class Cluster:
 
         return NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
 
-    def _alive(self) -> list[NodeInfo]:
-        nodes = []
-        for node in self.ray.nodes():
-            if not node.get("Alive"):
-                continue
-            resources = {str(k): float(v) for k, v in node.get("Resources", {}).items()}
-            models = sorted(
-                k[len(_MODEL_PREFIX) :] for k in resources if k.startswith(_MODEL_PREFIX)
-            )
-            node_id = str(node["NodeID"])
-            nodes.append(
-                NodeInfo(
-                    node_id=node_id,
-                    name=f"{node.get('NodeManagerAddress', '?')}/{node_id[:8]}",
-                    gpu_model=models[0] if models else None,
-                    resources=resources,
-                )
-            )
-        return nodes
-
     def check(self) -> None:
         """Refuse a cluster that cannot run the campaign, before anything starts."""
         asked = ", ".join(f"{k}={v:g}" for k, v in sorted(self.demand.items()))
@@ -255,9 +235,11 @@ class Cluster:
                 f"no node of the Ray cluster at {self.address} has what one server asks for "
                 f"({asked}); lower [server] gpus / resources or add such a node."
             )
+        # the nodes a start may run on (the driver's runs servegate already)
+        fitting = [n for n in self.nodes if n.fits(self.demand)]
         probe = self.ray.remote(num_cpus=0, max_retries=0)(_node_version)
-        refs = [probe.options(scheduling_strategy=self._on(n.node_id)).remote() for n in self.nodes]
-        for node, ref in zip(self.nodes, refs, strict=True):
+        refs = [probe.options(scheduling_strategy=self._on(n.node_id)).remote() for n in fitting]
+        for node, ref in zip(fitting, refs, strict=True):
             try:
                 version = self.ray.get(ref, timeout=120)
             except Exception as exc:
@@ -488,6 +470,28 @@ def _replay(
     getattr(recorder, method)(*args, **kwargs)
 
 
+def _nodes(ray: Any) -> list[NodeInfo]:
+    """The cluster's alive nodes, each with its name and GPU model."""
+    nodes = []
+    for node in ray.nodes():
+        if not node.get("Alive"):
+            continue
+        resources = {str(k): float(v) for k, v in node.get("Resources", {}).items()}
+        models = sorted(
+            k.removeprefix(_MODEL_PREFIX) for k in resources if k.startswith(_MODEL_PREFIX)
+        )
+        node_id = str(node["NodeID"])
+        nodes.append(
+            NodeInfo(
+                node_id=node_id,
+                name=f"{node.get('NodeManagerAddress', '?')}/{node_id[:8]}",
+                gpu_model=models[0] if models else None,
+                resources=resources,
+            )
+        )
+    return nodes
+
+
 def _standing(flights: Iterable[_Flight]) -> str:
     """``cluster: baseline on 10.0.0.2/3fa2c1d0: benchmarking; fusion: queued``."""
     parts = []
@@ -625,6 +629,8 @@ def _execute(
     import ray
 
     node_id = ray.get_runtime_context().get_node_id()
+    if node_id not in names:  # a node that joined the cluster after the driver looked
+        names = {n.node_id: (n.name, n.gpu_model) for n in _nodes(ray)}
     name, model = names.get(node_id, (node_id[:8], None))
     job = pickle.dumps((campaign, spec, log_dir, Placement(node=name, gpu_model=model)))
     calls_r, calls_w = os.pipe()
