@@ -17,6 +17,11 @@ stored with its attempt, and each start joins the per-user start history
 (servegate.startup) as plain launches do, so that start-up ETAs are shared: the
 progress shows each start's ETA and the campaign's time left.
 
+Executing a start (``campaign/execute.py``) is kept apart from recording it: the
+``Recorder`` here is the only writer of the store. On a Ray cluster (``[cluster] ray``
+or ``RunOptions(ray=...)``, ``campaign/cluster.py``) the starts of a round run at once,
+one Ray task each, and their calls reach the same ``Recorder`` on the driver.
+
     with Store.open("servegate.db") as store, Interrupts() as interrupts:
         outcome = run_campaign(campaign, store, options=RunOptions(), progress=progress,
                                interrupts=interrupts)
