@@ -304,6 +304,10 @@ class Cluster:
             if isinstance(exc, Interrupted):
                 raise
             raise Interrupted(interrupts.signum) from None
+        except BaseException:  # an internal error: the other starts stop their servers too
+            with suppress(Exception):
+                self._cancel(flights, recorder, interrupts)
+            raise
 
     def _asked(self, model: str | None) -> str:
         parts = [f"{v:g} {k}" for k, v in sorted(self.demand.items())]
