@@ -185,3 +185,25 @@ def test_resampling_by_counts_matches_resampling_the_values(q: float | None) -> 
     stat = Statistic(q=q)
     expected = [stat.of(values[pick]) for pick in picks]
     np.testing.assert_allclose(stat.resampled(ordered, counts), expected, rtol=1e-12)
+
+
+def test_a_load_only_one_side_measured_is_a_no_data_comparison(tmp_path: Path) -> None:
+    """The variant measured a load its reference did not: that load is still compared,
+    with no estimate and the call "no data" (the console's "-" under it, a JSON entry)."""
+    from tests.report.starts import Campaign
+
+    with Store.open(tmp_path / "s.db") as store:
+        campaign = Campaign(store)
+        campaign.measured("baseline", [[100.0, 101.0], [99.0, 100.5]], load="c=1")
+        for start in range(2):
+            aid = campaign.start("fast")
+            for repeat, load in enumerate(("c=1", "c=4")):
+                campaign.point(aid, "fast", load, start * 2 + repeat, throughput=120.0)
+            campaign.stop(aid)
+        report = build_report(store, "c")
+    measured = report.get("fast", "c=1", "output_throughput")
+    assert measured is not None and measured.call == "better"
+    unmeasured = report.get("fast", "c=4", "output_throughput")
+    assert unmeasured is not None
+    assert (unmeasured.estimate, unmeasured.call) == (None, "no data")
+    assert {c.load for c in report.comparisons if c.variant == "fast"} == {"c=1", "c=4"}

@@ -681,6 +681,8 @@ def _same_gpus(
     measured on: a variant is compared only with a baseline of its own GPU model."""
     model = {a.id: a.gpu_model for a in data.attempts}
     ref, mine = data.points_of(reference, load), data.points_of(name, load)
+    if not ref or not mine:  # one side not measured at this load: a "no data" comparison
+        return list(ref), list(mine)
     common = gpu_models(data, ref) & gpu_models(data, mine)
     return (
         [p for p in ref if model.get(p.attempt_id) in common],
