@@ -24,8 +24,6 @@ import psutil
 import pytest
 from tests.conftest import leftovers, marked_processes
 
-pytestmark = pytest.mark.ray
-
 
 def servegate_processes() -> list[psutil.Process]:
     """Processes of this session running servegate (not Ray's own)."""
@@ -56,15 +54,17 @@ def wait_none_left(timeout_s: float = 30.0) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def _no_leftover_processes() -> Iterator[None]:
-    """Replaces the suite's check: no servegate process may outlive a test."""
+def _no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Replaces the suite's check for the ``ray`` tests: no servegate process may outlive
+    one; the other tests here (the main suite's) keep the suite's check of every process."""
     yield
-    alive = wait_none_left()
+    ray_test = request.node.get_closest_marker("ray") is not None
+    alive = wait_none_left() if ray_test else leftovers()
     if alive:
         for line in alive:
             with contextlib.suppress(OSError):
                 os.kill(int(line.split()[0]), signal.SIGKILL)
-        pytest.fail("servegate processes left running by this test:\n" + "\n".join(alive))
+        pytest.fail("processes left running by this test:\n" + "\n".join(alive))
 
 
 class RayCluster:
