@@ -30,6 +30,7 @@ import click
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
 from servegate.bench.warnings import gone_sentence
 from servegate.cli.options import engine, examples, json_file, json_flag, quiet
+from servegate.cli.remote import bench_from_option, host_option, run_bench
 from servegate.errors import BenchError, UsageError
 
 LATENCY_ROWS = (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2EL", "e2el"))
@@ -163,6 +164,8 @@ input; 130 Ctrl-C; 143 SIGTERM.
     default=None,
     help="Exit 1 when failed / sent exceeds this fraction at any point, e.g. 0.01.",
 )
+@host_option("the server")
+@bench_from_option()
 def bench(  # noqa: PLR0917 (click passes options by position)
     url: str,
     api: str,
@@ -185,6 +188,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     json_file: Path | None,
     quiet: bool,
     max_error_rate: float | None,
+    host: str,
+    bench_from: str | None,
 ) -> None:
     """Benchmark an OpenAI-compatible server: throughput, TTFT, TPOT, ITL, E2EL per load point.
 
@@ -193,6 +198,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     itself was not the bottleneck. A server that stops answering ends the point (with
     back-off, not a storm of reconnects) and the command exits 1.
     """
+    _remote(host, bench_from, as_json=as_json, json_file=json_file, api_key=api_key)
     rate = _rate(rate_text)
     levels = _levels(concurrency_text, rate)
     _check_flags(requests, duration, max_error_rate, json_file)
@@ -231,6 +237,28 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     if len(sweep.results) > 1:
         click.echo(render_sweep(sweep.results), file=sweep.human)
     _check_outcome(sweep.results, sweep.gone, max_error_rate)
+
+
+def _remote(
+    host: str, bench_from: str | None, *, as_json: bool, json_file: Path | None, api_key: str | None
+) -> None:
+    """``--host``: bench the server on that host (never returns), unless it is this one."""
+    from servegate.remote.hosts import is_local
+
+    if is_local(host):
+        if bench_from is not None:
+            raise UsageError(
+                "--bench-from goes with --host HOST: without it the load generator runs here."
+            )
+        return
+    run_bench(
+        host,
+        click.get_current_context(),
+        bench_from=bench_from or "remote",
+        as_json=as_json,
+        json_file=json_file,
+        api_key=api_key,
+    )
 
 
 def _levels(concurrency_text: str | None, rate: float | None) -> list[int | None]:

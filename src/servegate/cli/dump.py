@@ -13,6 +13,7 @@ import json
 import click
 
 from servegate.cli.options import examples, json_flag
+from servegate.cli.remote import host_option, run_remote
 from servegate.errors import ServerNotFound, UsageError
 
 __all__ = ["dump"]
@@ -34,7 +35,8 @@ __all__ = ["dump"]
     show_default=True,
     help="Seconds py-spy may take per process.",
 )
-def dump(name: str, as_json: bool, timeout_s: float) -> None:
+@host_option("the server")
+def dump(name: str, as_json: bool, timeout_s: float, host: str) -> None:
     """Dump the stacks of every process of the tracked server NAME (see servegate ps).
 
     Python processes are read with py-spy (each is paused for a moment); the others get
@@ -44,7 +46,10 @@ def dump(name: str, as_json: bool, timeout_s: float) -> None:
 
     from servegate.diag import dump_pids
     from servegate.launch import state
+    from servegate.remote.hosts import is_local
 
+    if not is_local(host):
+        run_remote(host, "dump", click.get_current_context())
     if not timeout_s > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, not {timeout_s}.")
     tracked = state.load(state.check_name(name))

@@ -18,6 +18,7 @@ import click
 
 from servegate.cli.options import engine as engine_option
 from servegate.cli.options import examples, json_flag, quiet
+from servegate.cli.remote import host_option, run_remote
 from servegate.errors import GateError, UsageError
 from servegate.redact import Redactor, scrub
 
@@ -89,12 +90,7 @@ _GATE_OPTIONS = [
     ),
     json_flag("the verdict"),
     quiet(),
-    click.option(
-        "--host",
-        default="local",
-        show_default=True,
-        help="Where the server runs; this version runs servers locally.",
-    ),
+    host_option("the server"),
 ]
 
 
@@ -105,12 +101,12 @@ def _gate_options(func: F) -> F:
     return func
 
 
-def _check_host(host: str) -> None:
-    if host not in ("local", "localhost", "127.0.0.1"):
-        raise UsageError(
-            f"--host {host!r} is not supported: this version gates local servers only "
-            "(drop --host, or use --url for a server elsewhere with servegate wait)."
-        )
+def _remote(host: str, command: str, **kwargs: Any) -> None:
+    """Run this command on ``host`` instead (never returns), unless it is this machine."""
+    from servegate.remote.hosts import is_local
+
+    if not is_local(host):
+        run_remote(host, command, click.get_current_context(), **kwargs)
 
 
 def _stall(stall_s: float) -> float | None:
@@ -219,8 +215,8 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     from servegate.launch import launch as launch_server
     from servegate.startup.session import StartSession
 
-    _check_host(host)
     env = _parse_env(env_pairs)
+    _remote(host, "launch", env=env, foreground=foreground, quiet=quiet)
     session = StartSession(engine=engine, command=command, env=env, via="launch", timeout=timeout_s)
     if foreground:
         signal.signal(signal.SIGTERM, _on_sigterm)
@@ -370,7 +366,7 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     from servegate.gate import wait as wait_server
     from servegate.startup.session import StartSession
 
-    _check_host(host)
+    _remote(host, "wait", quiet=quiet)
     command, started_wall = _process_command(pid)
     session = StartSession(engine=engine, command=command, env=None, via="wait", timeout=timeout_s)
     if not quiet:
@@ -444,7 +440,10 @@ def _process_command(pid: int | None) -> tuple[list[str], float | None]:
     help="Seconds between SIGTERM and SIGKILL.",
 )
 @json_flag("the stop report")
-def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json: bool) -> None:
+@host_option("the server")
+def stop(  # noqa: PLR0917 (click passes options positionally)
+    name: str | None, pid: int | None, force: bool, grace_s: float, as_json: bool, host: str
+) -> None:
     """Stop a server and its whole process tree, and confirm its port is free.
 
     Snapshots every descendant first (also those that left the group with setsid),
@@ -459,6 +458,7 @@ def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json
     """
     from servegate.launch import stop as stop_server
 
+    _remote(host, "stop")
     if (name is None) == (pid is None):
         raise UsageError("pass a server NAME or --pid PID (one of them): see servegate ps.")
     if force and pid is None:
@@ -482,7 +482,8 @@ def stop(name: str | None, pid: int | None, force: bool, grace_s: float, as_json
 
 @click.command(epilog=examples("servegate ps", "servegate ps --json | jq '.[].name'"))
 @json_flag("the servers as a list")
-def ps(as_json: bool) -> None:
+@host_option("the servers run")
+def ps(as_json: bool, host: str) -> None:
     """List the servers servegate launched that still run (prints nothing if none).
 
     A server whose main process exited is listed as dead while orphans of it run
@@ -491,6 +492,7 @@ def ps(as_json: bool) -> None:
     """
     from servegate.launch import state
 
+    _remote(host, "ps")
     servers = state.list_tracked()
     if as_json:
         click.echo(
