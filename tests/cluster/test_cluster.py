@@ -34,7 +34,9 @@ def test_starts_run_in_parallel_and_compare_as_a_serial_run(
     """Three starts on two GPU nodes: two servers are up at once, on distinct nodes, each
     attempt records its node and GPU model, and the comparisons (which variant is compared
     with what, and the calls on TPOT) are those of the same campaign run serially."""
-    file = write_campaign(tmp_path, startup_s=3.0)
+    # 40 requests a point: each server serves for seconds after READY, so two starts
+    # scheduled on two nodes overlap even when one Ray worker is slow to come up
+    file = write_campaign(tmp_path, startup_s=3.0, requests=40)
     ray_db, serial_db = tmp_path / "ray.db", tmp_path / "serial.db"
     done = servegate("run", file, "--ray", cluster.address, "--db", ray_db)
     assert done.returncode == 0, done.stderr

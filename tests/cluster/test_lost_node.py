@@ -30,7 +30,12 @@ def test_a_node_lost_mid_start_marks_it_lost_and_retries_elsewhere(
     measurements it had not sent, every measurement ends up stored exactly once, the
     comparison is made, and no server is left on any node."""
     file = write_campaign(
-        tmp_path, variants={"baseline": "", "fast": "--itl-ms 2"}, startup_s=2, requests=40
+        # slow points (8 tokens at 30 or 15 ms, 40 requests): after the victim's first
+        # point, seconds of its work remain when its node is removed
+        tmp_path,
+        variants={"baseline": "--itl-ms 30", "fast": "--itl-ms 15"},
+        startup_s=2,
+        requests=40,
     )
     db, log = tmp_path / "s.db", tmp_path / "stderr.txt"
     argv = ["run", str(file), "--ray", cluster.address, "--db", str(db)]

@@ -218,7 +218,9 @@ class Cluster:
         self._interrupts: Interrupts | None = None
 
     def close(self) -> None:
-        """Leave the cluster (when this process joined it)."""
+        """End the mailbox; leave the cluster (when this process joined it)."""
+        with suppress(Exception):  # a cluster already gone took the actor with it
+            self.ray.kill(self._mailbox)
         if self.owned:
             self.ray.shutdown()
 
@@ -297,7 +299,9 @@ class Cluster:
                     said = time.monotonic()
                     recorder.info(_standing(flights.values()))
         except KeyboardInterrupt as exc:  # Ray's waits turn the runner's Interrupted into this
-            if interrupts.signum is None:
+            if interrupts.signum is None:  # not ours: still, no server is left behind
+                with suppress(Exception):
+                    self._cancel(flights, recorder, interrupts)
                 raise
             interrupts.acknowledge()
             self._cancel(flights, recorder, interrupts)
@@ -639,20 +643,36 @@ def _execute(
     job = pickle.dumps((campaign, spec, log_dir, Placement(node=name, gpu_model=model)))
     calls_r, calls_w = os.pipe()
     child = subprocess.Popen(
-        [sys.executable, "-m", "servegate.campaign.cluster", str(calls_w)],
+        [sys.executable, "-m", "servegate.campaign.cluster", str(calls_w), str(os.getpid())],
         stdin=subprocess.PIPE,
         pass_fds=(calls_w,),
         close_fds=True,
     )
     os.close(calls_w)
 
-    with os.fdopen(calls_r, "rb", buffering=0) as calls:
-        assert child.stdin is not None
-        child.stdin.write(job)
-        child.stdin.close()
-        _forward(calls, child, mailbox, token)
+    try:
+        with os.fdopen(calls_r, "rb", buffering=0) as calls:
+            assert child.stdin is not None
+            child.stdin.write(job)
+            child.stdin.close()
+            _forward(calls, child, mailbox, token)
+    except BaseException:  # the mailbox or this task failed: the child stops its server
+        _end_child(child, campaign.stop_grace_s + _CANCEL_WAIT_S)
+        raise
     child.wait()
     ray.get(mailbox.put.remote((token, pickle.dumps(("end", (child.returncode,), {})))))
+
+
+def _end_child(child: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGINT to the start's child (it stops its server and exits), SIGKILL after
+    ``grace_s`` (its keeper then stops the server, seeing the end of its pipe)."""
+    with suppress(ProcessLookupError):
+        child.send_signal(signal.SIGINT)
+    try:
+        child.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
 def _forward(calls: Any, child: subprocess.Popen[bytes], mailbox: Any, token: int) -> None:
@@ -684,15 +704,17 @@ def _forward(calls: Any, child: subprocess.Popen[bytes], mailbox: Any, token: in
                     child.send_signal(signal.SIGINT)
 
 
-def _node_main(fd: int) -> int:
-    """The child process of a Ray task: execute the start it is given on stdin."""
+def _node_main(fd: int, parent: int | None = None) -> int:
+    """The child process of a Ray task (``parent``: the task's worker) or of a remote
+    agent: execute the start it is given on stdin."""
     # a Ray worker blocks (and ignores) SIGINT, and its children inherit that: undo it,
     # for this process (Ctrl-C on the driver arrives as SIGINT) and for the server
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     signal.signal(signal.SIGINT, signal.default_int_handler)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if os.getppid() == 1:  # the task's worker died before the line above
+    # the worker died before the line above (re-parented: to init, or to a subreaper)
+    if os.getppid() == 1 or (parent is not None and os.getppid() != parent):
         return 1
     campaign, spec, log_dir, placement = pickle.loads(sys.stdin.buffer.read())  # noqa: S301
     sink = _Calls(fd)
@@ -737,4 +759,4 @@ def _log_dir(wanted: Path, sink: _Calls, spec: StartSpec) -> Path:
 
 
 if __name__ == "__main__":
-    sys.exit(_node_main(int(sys.argv[1])))
+    sys.exit(_node_main(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None))
