@@ -11,7 +11,7 @@ import pytest
 from servegate.campaign.config import load_campaign, parse_campaign
 from servegate.errors import ConfigError, UsageError
 
-DESIGN_EXAMPLE = """\
+FUSION_EXAMPLE = """\
 [campaign]
 name = "allreduce-fusion"
 baseline = "baseline"
@@ -52,9 +52,9 @@ def error_of(text: str) -> ConfigError:
     return info.value
 
 
-def test_design_example_parses_into_two_server_groups() -> None:
-    """The campaign file of DESIGN.md gives two variants, each with its own server."""
-    campaign = parse_campaign(DESIGN_EXAMPLE, path=Path("fusion.toml"))
+def test_the_fusion_example_parses_into_two_server_groups() -> None:
+    """The campaign of the allreduce-fusion example gives two variants, each with its own server."""
+    campaign = parse_campaign(FUSION_EXAMPLE, path=Path("fusion.toml"))
     assert campaign.name == "allreduce-fusion"
     assert [v.name for v in campaign.variants] == ["baseline", "fusion"]
     assert len(campaign.groups) == 2
@@ -404,22 +404,24 @@ def test_unknown_engine_is_a_config_error() -> None:
     assert "c.toml:6: [server] engine" in str(err)
 
 
-def test_remote_host_is_refused_with_the_way_to_run_it() -> None:
-    """An ssh:// host is refused before anything starts, saying to run on the GPU host."""
-    err = error_of(
-        """
+def test_a_host_is_an_ssh_destination_or_refused() -> None:
+    """[server] host: an ssh:// destination is taken (its servers run there); anything
+    else that is not a host is refused before anything starts, naming the spellings."""
+    body = """
         [campaign]
         name = "c"
         baseline = "b"
         [server]
-        host = "ssh://root@gpu-1:22"
+        host = "HOST"
         command = "srv"
         [[variant]]
         name = "b"
         """
-    )
-    assert str(err).startswith("c.toml:6: [server] host = 'ssh://root@gpu-1:22'")
-    assert 'with host = "local"' in str(err)
+    campaign = parse(body.replace("HOST", "ssh://root@gpu-1:22"))
+    assert campaign.host == "ssh://root@gpu-1:22"  # type: ignore[attr-defined]
+    err = error_of(body.replace("HOST", "ssh://root@gpu-1:99999"))
+    assert str(err).startswith("c.toml:6: [server] host = 'ssh://root@gpu-1:99999' is not a host")
+    assert 'a Host alias of ~/.ssh/config, or "local".' in str(err)
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
@@ -430,7 +432,7 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 
 def test_only_restricts_variants_and_refuses_unknown_names() -> None:
     """--only keeps the named variants; an unknown name lists the known ones."""
-    campaign = parse_campaign(DESIGN_EXAMPLE, path=Path("f.toml"))
+    campaign = parse_campaign(FUSION_EXAMPLE, path=Path("f.toml"))
     only = campaign.only(["fusion"])
     assert [v.name for v in only.variants] == ["fusion"]
     assert [[v.name for v in g.variants] for g in only.groups] == [["fusion"]]

@@ -79,7 +79,7 @@ def cli() -> None:
     and compare it with a baseline.
 
     \b
-    Example:
+    Examples:
       servegate launch --engine sglang --port 30000 -- \\
           python3 -m sglang.launch_server --model-path /models/m --port 30000
       servegate bench --url http://127.0.0.1:30000 --concurrency 1,16,64
