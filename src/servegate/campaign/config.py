@@ -313,16 +313,21 @@ def _resolve(model: CampaignFile, *, text: str, path: Path | None, where: str) -
 
 
 def _check_server(server: ServerTable, where: str, text: str) -> str:
-    """The engine's name; ConfigError for an unknown engine or a remote host."""
+    """The engine's name; ConfigError for an unknown engine or a host that is not one."""
+    from servegate.remote import is_local, parse_host
+
     engine = _check_engine(server.engine, where, text)
-    if server.host != "local":
-        raise ConfigError(
-            f"{where}{key_line(text, 'server', 'host')}: [server] host = {server.host!r}: "
-            "this servegate runs servers on the machine it runs on; run it on the GPU host "
-            '(over ssh) with host = "local".',
-            path=where,
-            key="server.host",
-        )
+    if not is_local(server.host):
+        try:
+            parse_host(server.host)
+        except UsageError:
+            raise ConfigError(
+                f"{where}{key_line(text, 'server', 'host')}: [server] host = {server.host!r} "
+                'is not a host: write "ssh://[user@]host[:port]", a Host alias of '
+                '~/.ssh/config, or "local".',
+                path=where,
+                key="server.host",
+            ) from None
     return engine
 
 

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from servegate.campaign.cluster import Cluster
 from servegate.errors import ServegateError, StoreError, UsageError
 from servegate.launch import StopReport
+from servegate.remote import is_local
 from servegate.startup.eta import estimate
 from servegate.startup.history import History, config_key, gpu_model
 from servegate.store import AttemptStatus, CampaignStatus, Store
@@ -320,7 +321,8 @@ def run_campaign(
     campaign; server crashes, timeouts, failed preflights and unreachable servers are
     recorded and the campaign goes on.
     """
-    check_programs(campaign)
+    if is_local(campaign.host):  # a host's programs are checked there, at each start
+        check_programs(campaign)
     return _Runner(campaign, store, options, progress, interrupts, cluster=cluster).run()
 
 

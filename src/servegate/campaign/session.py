@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from servegate.campaign.config import Campaign, check_programs
 from servegate.campaign.interrupt import Interrupts
@@ -21,8 +22,12 @@ from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.results import print_results
 from servegate.campaign.runner import RunOptions, RunOutcome, run_campaign
 from servegate.errors import UsageError
+from servegate.remote import is_local
 from servegate.report import Report
 from servegate.store import Store
+
+if TYPE_CHECKING:
+    from servegate.campaign.cluster import Cluster
 
 __all__ = ["CampaignRun", "run"]
 
@@ -55,7 +60,8 @@ def run(
     """
     if db.is_dir():
         raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
-    check_programs(campaign)
+    if is_local(campaign.host):  # a host's programs are checked there, at each start
+        check_programs(campaign)
     progress = progress or CampaignProgress(quiet=quiet)
     options = options or RunOptions()
     address = options.ray or campaign.ray
@@ -65,6 +71,10 @@ def run(
             from servegate.campaign.cluster import connect
 
             cluster = stack.enter_context(closing(connect(address, campaign)))
+        elif not is_local(campaign.host):  # servegate there checked before the database
+            from servegate.campaign.ssh import SshHost
+
+            cluster = cast("Cluster", SshHost(campaign.host, campaign))
         store = stack.enter_context(Store.open(db))
         interrupts = stack.enter_context(Interrupts())
         outcome = run_campaign(
