@@ -2,13 +2,14 @@
 
     python benchmarks/remote_campaign.py [--variants 4] [--repeats 2]
 
-The same campaign (the fast simulator, ``--variants`` identical variants, two tiny load
-points) runs twice: with its servers here, and with its servers on a real sshd on
-127.0.0.1 (``tests/remote/sshd.py``, servegate installed there by ``servegate remote
-install``), the runner and the store here in both cases. The figure is the difference
-of the two wall times divided by the number of starts: what SSH adds to each start
-(connections, the job on the host, the frames of every call, the logs copied back).
-Alternating runs, ``--repeats`` of each; the medians are reported.
+The same campaign (the fast simulator; ``--variants`` variants that differ only in the
+simulator's seed, so each is a start of its own; two tiny load points) runs twice: with
+its servers here, and with its servers on a real sshd on 127.0.0.1
+(``tests/remote/sshd.py``, servegate installed there by ``servegate remote install``),
+the runner and the store here in both cases. The figure is the difference of the two
+wall times divided by the number of starts: what SSH adds to each start (connections,
+the job and its ``servegate.campaign.cluster`` process on the host, the frames of every
+call, the logs copied back). Alternating runs, ``--repeats`` of each; medians reported.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ SIM = (
 
 
 def campaign_text(name: str, python: str, variants: int) -> str:
-    body = "\n".join(f'[[variant]]\nname = "v{i}"\n' for i in range(variants))
+    # a seed of its own: each variant a server of its own (the same speed)
+    body = "\n".join(f'[[variant]]\nname = "v{i}"\nargs = "--seed {i}"\n' for i in range(variants))
     return f"""[campaign]
 name = "{name}"
 baseline = "v0"
