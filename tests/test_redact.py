@@ -101,8 +101,8 @@ def test_exported_token_and_url_credentials_reach_no_output(tmp_path: Path) -> N
     outputs = {ext: tmp_path / f"report.{ext}" for ext in ("md", "json", "csv", "html")}
     report = run(
         "report", "--db", db, "secrets",
-        "--markdown", outputs["md"], "--json", outputs["json"],
-        "--csv", outputs["csv"], "--html", outputs["html"],
+        "--markdown-file", outputs["md"], "--json-file", outputs["json"],
+        "--csv-file", outputs["csv"], "--html-file", outputs["html"],
         env=env,
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
