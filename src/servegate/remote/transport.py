@@ -114,10 +114,11 @@ class Session:
     def _drain(self) -> None:
         assert self.proc.stderr is not None
         kept = 0
-        for raw in self.proc.stderr:
-            if kept < 1 << 16:
-                self._stderr.append(raw)
-                kept += len(raw)
+        with contextlib.suppress(OSError, ValueError):  # closed by wait() after a timeout
+            for raw in self.proc.stderr:
+                if kept < 1 << 16:
+                    self._stderr.append(raw)
+                    kept += len(raw)
 
     @property
     def stdin(self) -> IO[bytes]:
@@ -147,6 +148,7 @@ class Session:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             code = self.proc.wait()
+        self._reader.join(timeout=5.0)  # stderr read to its end before it is closed
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
