@@ -70,7 +70,7 @@ def test_launch_bench_stop(llamacpp_python: Path, gguf_model: Path, tmp_path: Pa
         bench = servegate(
             "bench", "--url", f"http://127.0.0.1:{port}", "--requests", "8",
             "--concurrency", "2", "--output-len", "16", "--warmup", "1",
-            "--dataset", str(HERE / "prompts.jsonl"), "--json", str(out), "--quiet",
+            "--dataset", str(HERE / "prompts.jsonl"), "--json-file", str(out), "--quiet",
             timeout=300,
         )  # fmt: skip
         assert bench.returncode == 0, bench.stderr

@@ -96,7 +96,7 @@ def test_ready_tree_bench_metrics_stop(vllm_python: Path, tiny_llama: Path, tmp_
         bench = servegate(
             "bench", "--url", f"http://127.0.0.1:{port}", "--engine", "vllm",
             "--requests", "8", "--concurrency", "4", "--input-len", "32",
-            "--output-len", "8", "--json", str(out), "--quiet",
+            "--output-len", "8", "--json-file", str(out), "--quiet",
             timeout=300,
         )  # fmt: skip
         assert bench.returncode == 0, bench.stderr
