@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, cast
 
 import psutil
 from tests.campaign.helpers import write_campaign
@@ -53,7 +52,7 @@ def test_a_campaign_on_the_host_is_stored_here(host: Remote, tmp_path: Path) -> 
             options=RunOptions(log_dir=logs),
             progress=CampaignProgress(sink),
             interrupts=interrupts,
-            cluster=cast(Any, SshHost(host.alias, campaign)),
+            cluster=SshHost(host.alias, campaign),
         )
         attempts = {a.variant: a for a in store.attempts(outcome.campaign_id)}
         points = store.points(outcome.campaign_id)
@@ -100,7 +99,7 @@ def test_a_dropped_connection_during_a_start_is_followed_again(
             options=RunOptions(log_dir=tmp_path / "logs"),
             progress=CampaignProgress(sink),
             interrupts=interrupts,
-            cluster=cast(Any, SshHost(host.alias, campaign)),
+            cluster=SshHost(host.alias, campaign),
         )
         attempts = store.attempts(outcome.campaign_id)
         points = store.points(outcome.campaign_id)

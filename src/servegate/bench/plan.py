@@ -69,11 +69,8 @@ def _closed_loop(
     for w in range(n):
         mine = _share(users, n, w)
         if s.requests is not None:
-            take = round(len(indexed) * (start + mine) / users) - round(
-                len(indexed) * start / users
-            )
             first = round(len(indexed) * start / users)
-            share = indexed[first : first + take]
+            share = indexed[first : round(len(indexed) * (start + mine) / users)]
         else:
             share = indexed[w::n]
         start += mine

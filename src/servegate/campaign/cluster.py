@@ -50,7 +50,7 @@ from servegate.store import AttemptStatus
 if TYPE_CHECKING:
     from servegate.campaign.runner import Recorder
 
-__all__ = ["Cluster", "Item", "NodeInfo", "connect"]
+__all__ = ["Cluster", "Flight", "Item", "NodeInfo", "connect", "replay"]
 
 _MODEL_PREFIX = "accelerator_type:"
 _PIN = 0.001  # the share of a node's accelerator_type resource that pins a start to it
@@ -88,7 +88,7 @@ class Item:
 
 
 @dataclass(kw_only=True)
-class _Flight:
+class Flight:
     """A start submitted to the cluster, as the driver follows it."""
 
     spec: StartSpec
@@ -282,10 +282,10 @@ class Cluster:
         every call of the nodes goes to ``recorder``. A start whose node is lost is tried
         once more; ``done`` gives the measurements stored by then."""
         self._interrupts = interrupts
-        flights: dict[Any, _Flight] = {}
+        flights: dict[Any, Flight] = {}
         for spec, model in specs:
             ref, token = self._submit(spec, model, log_dir)
-            flights[ref] = _Flight(spec=spec, model=model, token=token)
+            flights[ref] = Flight(spec=spec, model=model, token=token)
             recorder.info(f"{spec.tag} {spec.names}: queued for a node with {self._asked(model)}")
         said = time.monotonic()
         try:
@@ -341,7 +341,7 @@ class Cluster:
         )
         return ref, self._tokens
 
-    def _collect(self, flights: dict[Any, _Flight], recorder: Recorder) -> None:
+    def _collect(self, flights: dict[Any, Flight], recorder: Recorder) -> None:
         """Hand every call the nodes sent to the recorder, in the order each node sent them."""
         by_token = {f.token: f for f in flights.values()}
         assert self._interrupts is not None
@@ -351,12 +351,12 @@ class Cluster:
                 if flight is None:  # a start already given up (lost, then its late words)
                     continue
                 method, args, kwargs = pickle.loads(frame)  # noqa: S301 (our own nodes)
-                _replay(flight, method, args, kwargs, recorder)
+                replay(flight, method, args, kwargs, recorder)
 
     def _landed(
         self,
         ref: Any,
-        flights: dict[Any, _Flight],
+        flights: dict[Any, Flight],
         recorder: Recorder,
         *,
         log_dir: Path,
@@ -393,10 +393,10 @@ class Cluster:
 
     def _lost(
         self,
-        flight: _Flight,
+        flight: Flight,
         exc: BaseException,
         recorder: Recorder,
-        flights: dict[Any, _Flight],
+        flights: dict[Any, Flight],
         *,
         log_dir: Path,
         done: Callable[[], set[tuple[str, str, int]]],
@@ -428,10 +428,10 @@ class Cluster:
         )
         retry = replace(spec, todo=todo)
         ref, token = self._submit(retry, flight.model, log_dir)
-        flights[ref] = _Flight(spec=retry, model=flight.model, token=token, tries=flight.tries + 1)
+        flights[ref] = Flight(spec=retry, model=flight.model, token=token, tries=flight.tries + 1)
 
     def _cancel(
-        self, flights: dict[Any, _Flight], recorder: Recorder, interrupts: Interrupts
+        self, flights: dict[Any, Flight], recorder: Recorder, interrupts: Interrupts
     ) -> None:
         """Ctrl-C: every node stops its server; what they send meanwhile is recorded."""
         with interrupts.shielded():
@@ -453,8 +453,8 @@ class Cluster:
             self._collect(flights, recorder)
 
 
-def _replay(
-    flight: _Flight, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], recorder: Recorder
+def replay(
+    flight: Flight, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], recorder: Recorder
 ) -> None:
     """One call of a node's sink, made on the recorder (its attempt ids translated)."""
     if method == "attempt":
@@ -500,7 +500,7 @@ def _nodes(ray: Any) -> list[NodeInfo]:
     return nodes
 
 
-def _standing(flights: Iterable[_Flight]) -> str:
+def _standing(flights: Iterable[Flight]) -> str:
     """``cluster: baseline on 10.0.0.2/3fa2c1d0: benchmarking; fusion: queued``."""
     parts = []
     for flight in sorted(flights, key=lambda f: f.token):

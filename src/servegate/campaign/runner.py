@@ -33,11 +33,11 @@ import math
 import random
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from servegate.bench import PointResult
 from servegate.campaign.config import Campaign, ServerGroup, check_programs
@@ -52,9 +52,6 @@ from servegate.campaign.gpu import GpuMemory, GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.preflight import ProcessRef
 from servegate.campaign.progress import CampaignProgress, TimeLeft
-
-if TYPE_CHECKING:
-    from servegate.campaign.cluster import Cluster
 from servegate.errors import ServegateError, StoreError, UsageError
 from servegate.launch import StopReport
 from servegate.remote import is_local
@@ -311,7 +308,7 @@ def run_campaign(
     options: RunOptions,
     progress: CampaignProgress,
     interrupts: Interrupts,
-    cluster: Cluster | None = None,
+    cluster: StartPool | None = None,
 ) -> RunOutcome:
     """Run (or resume) ``campaign`` into ``store``; return what happened.
 
@@ -326,6 +323,34 @@ def run_campaign(
     return _Runner(campaign, store, options, progress, interrupts, cluster=cluster).run()
 
 
+class StartPool(Protocol):
+    """Where a round's starts run at once, instead of one after another on this machine:
+    a Ray cluster (``campaign.cluster.Cluster``) or an SSH host (``campaign.ssh.SshHost``)."""
+
+    capacity: dict[str | None, int]  # servers it runs at once, by GPU model
+
+    def describe(self) -> str:
+        """One line: where the starts run."""
+        ...
+
+    def close(self) -> None:
+        """Leave what was joined for the run."""
+        ...
+
+    def run_round(
+        self,
+        specs: Sequence[tuple[StartSpec, str | None]],
+        recorder: Recorder,
+        interrupts: Interrupts,
+        *,
+        log_dir: Path,
+        done: Callable[[], set[tuple[str, str, int]]],
+    ) -> None:
+        """Run the starts ``specs`` (each with its GPU model); every call of theirs goes to
+        ``recorder``."""
+        ...
+
+
 class _Runner:
     def __init__(
         self,
@@ -335,7 +360,7 @@ class _Runner:
         progress: CampaignProgress,
         interrupts: Interrupts,
         *,
-        cluster: Cluster | None = None,
+        cluster: StartPool | None = None,
     ) -> None:
         self.campaign = campaign
         self.store = store

@@ -14,20 +14,16 @@ from __future__ import annotations
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
 
 from servegate.campaign.config import Campaign, check_programs
 from servegate.campaign.interrupt import Interrupts
 from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.results import print_results
-from servegate.campaign.runner import RunOptions, RunOutcome, run_campaign
+from servegate.campaign.runner import RunOptions, RunOutcome, StartPool, run_campaign
 from servegate.errors import UsageError
 from servegate.remote import is_local
 from servegate.report import Report
 from servegate.store import Store
-
-if TYPE_CHECKING:
-    from servegate.campaign.cluster import Cluster
 
 __all__ = ["CampaignRun", "run"]
 
@@ -66,7 +62,7 @@ def run(
     options = options or RunOptions()
     address = options.ray or campaign.ray
     with ExitStack() as stack:
-        cluster = None
+        cluster: StartPool | None = None
         if address is not None:  # joined (and checked) before the database is touched
             from servegate.campaign.cluster import connect
 
@@ -74,7 +70,7 @@ def run(
         elif not is_local(campaign.host):  # servegate there checked before the database
             from servegate.campaign.ssh import SshHost
 
-            cluster = cast("Cluster", SshHost(campaign.host, campaign))
+            cluster = SshHost(campaign.host, campaign)
         store = stack.enter_context(Store.open(db))
         interrupts = stack.enter_context(Interrupts())
         outcome = run_campaign(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from servegate.campaign.cluster import _Flight, _replay
+from servegate.campaign.cluster import Flight, replay
 from servegate.campaign.config import Campaign
 from servegate.campaign.execute import Placement, StartSpec, slug
 from servegate.campaign.interrupt import Interrupted, Interrupts
@@ -40,15 +40,11 @@ class SshHost:
     def __init__(self, host: str, campaign: Campaign) -> None:
         self.host = parse_host(host)
         self.campaign = campaign
-        self.models: tuple[str | None, ...] = (None,)  # one host: its GPUs, not a choice
         self.capacity: dict[str | None, int] = {None: 1}  # one start at a time
         agent = connect(self.host)  # servegate there, this version (or exit 2 naming install)
         agent.close()
         self.folder = f"campaigns/{slug(campaign.name)}"
         self.remote_logs = f"{agent.hello['dir']}/{self.folder}"
-
-    def check(self) -> None:
-        """Nothing more to check: the connection and the version were, when made."""
 
     def close(self) -> None:
         """Nothing to leave: each start's connection ends with it."""
@@ -84,14 +80,14 @@ class SshHost:
         interrupts: Interrupts,
         log_dir: Path,
     ) -> None:
-        flight = _Flight(spec=spec, model=model, token=0)
+        flight = Flight(spec=spec, model=model, token=0)
         placement = Placement(node=self.host.spec)
         job = pickle.dumps((self.campaign, spec, self.remote_logs, placement))
 
         def on_frame(frame: bytes) -> None:
             method, args, kwargs = pickle.loads(frame)  # noqa: S301 (servegate on the host)
             with interrupts.shielded():  # a call replayed whole, or not at all
-                _replay(flight, method, args, kwargs, recorder)
+                replay(flight, method, args, kwargs, recorder)
 
         output = Output(out=recorder.info, err=recorder.info, note=recorder.warning)
         try:
