@@ -639,6 +639,17 @@ class _Method:
     seed: int
     min_effect: float
 
+    def estimate(self, a: Nested, b: Nested, stat: Statistic, *seed_parts: str) -> Estimate | None:
+        """``estimate_nested`` of reference ``a`` against ``b``, seeded by ``seed_parts``."""
+        return estimate_nested(
+            a,
+            b,
+            stat=stat,
+            confidence=self.confidence,
+            resamples=self.resamples,
+            rng=seeded_rng(self.seed, *seed_parts),
+        )
+
 
 def _rows(data: CampaignData) -> tuple[VariantSummary, ...]:
     """Every variant's row, with the variant it is compared with (or why none)."""
@@ -703,14 +714,7 @@ def _metric_comparisons(
             b = nested_values(m, data, points)
             if a.size == 0 and b.size == 0:
                 continue
-            est = estimate_nested(
-                a,
-                b,
-                stat=m.stat,
-                confidence=method.confidence,
-                resamples=method.resamples,
-                rng=seeded_rng(method.seed, row.name, load, m.key),
-            )
+            est = method.estimate(a, b, m.stat, row.name, load, m.key)
             out.append(
                 MetricComparison(
                     variant=row.name,
@@ -773,14 +777,7 @@ def _noise_floor(
             b = nested_values(m, data, b_points)
             if a.size == 0 or b.size == 0:
                 continue
-            est = estimate_nested(
-                a,
-                b,
-                stat=m.stat,
-                confidence=method.confidence,
-                resamples=method.resamples,
-                rng=seeded_rng(method.seed, "A/A", load, m.key),
-            )
+            est = method.estimate(a, b, m.stat, "A/A", load, m.key)
             out.append(
                 NoiseFloor(
                     load=load,
