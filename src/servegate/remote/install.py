@@ -165,7 +165,9 @@ def install(
         _sh(
             ('rm -rf "$d/venv"; ' if fresh else "")
             + f'( [ -x "$d/venv/bin/python" ] || {py} -m venv --without-pip "$d/venv" ) && '
-            + f'cd "$d/wheels" && {pip_install} {shlex.quote(own)} && '
+            # every copied wheel named: the venv takes these versions, also where an older
+            # one there would satisfy servegate's requirements
+            + f'cd "$d/wheels" && {pip_install} *.whl && '
             + f"{pip_install} --no-deps --force-reinstall {shlex.quote(own)} && "
             + 'rm -rf "$d/wheels"'
         ),
