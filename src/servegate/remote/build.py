@@ -206,11 +206,8 @@ def wheels(skip: dict[str, str] | None = None) -> list[Wheel]:
     """servegate's wheel and its dependencies' (with pip's, to install them), packed from
     this installation; ``skip`` maps names to versions the target already has."""
     skip = skip or {}
-    found = [_servegate_wheel()]
-    dists = [*dependencies(), metadata.distribution("pip")]
-    for dist in dists:
-        name = normalize(dist.metadata["Name"])
-        if skip.get(name) == dist.version:
-            continue
-        found.append(_repacked(dist))
+    found = [_servegate_wheel(), _repacked(metadata.distribution("pip"))]  # pip: always
+    for dist in dependencies():
+        if skip.get(normalize(dist.metadata["Name"])) != dist.version:
+            found.append(_repacked(dist))
     return found

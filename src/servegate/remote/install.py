@@ -155,6 +155,8 @@ def install(
     )
     own = next(w.filename for w in packed if w.name == PACKAGE)
     pip = next(w.filename for w in packed if w.name == "pip")
+    # pip runs from its wheel and stays out of the venv (so it is always copied)
+    installed = " ".join(shlex.quote(w.filename) for w in packed if w.name != "pip")
     pip_install = (
         f'"$d/venv/bin/python" {shlex.quote(pip)}/pip install --no-index --find-links . '
         "--quiet --disable-pip-version-check --no-warn-script-location"
@@ -167,7 +169,7 @@ def install(
             + f'( [ -x "$d/venv/bin/python" ] || {py} -m venv --without-pip "$d/venv" ) && '
             # every copied wheel named: the venv takes these versions, also where an older
             # one there would satisfy servegate's requirements
-            + f'cd "$d/wheels" && {pip_install} *.whl && '
+            + f'cd "$d/wheels" && {pip_install} {installed} && '
             + f"{pip_install} --no-deps --force-reinstall {shlex.quote(own)} && "
             + 'rm -rf "$d/wheels"'
         ),
