@@ -126,6 +126,20 @@ def _user() -> tuple[str, int, Path]:
     return entry.pw_name, entry.pw_uid, Path(entry.pw_dir)
 
 
+def _clear_leftovers(uid: int, remote_dir: Path, state: Path) -> None:
+    """What a test session killed before its teardown left to the test user: its
+    processes, its jobs, campaigns and launch records (the venv is kept). The user is the
+    tests' own, so this takes nothing of anyone else's; two test sessions at once share
+    it and cannot both pass."""
+    for proc in psutil.process_iter(["uids"]):
+        uids = proc.info["uids"]
+        if uids is not None and uids.real == uid:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+    for folder in (remote_dir / "jobs", remote_dir / "campaigns", state):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _keygen(path: Path) -> None:
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
@@ -164,6 +178,7 @@ def start(folder: Path, marker: str) -> Remote:
             os.chown(path, uid, uid)
         remote_dir = home / ".servegate"
         state = home / ".local" / "state" / "servegate-test"
+        _clear_leftovers(uid, remote_dir, state)
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     else:
         keys = folder / "authorized_keys"
