@@ -15,6 +15,9 @@ from tests.conftest import free_port
 from tests.remote.helpers import drive, run, serving, sim, simulators
 from tests.remote.sshd import Remote
 
+from servegate.remote import parse_host
+from servegate.remote.client import cancel
+
 
 def elapsed_free(line: str) -> str:
     """A verdict line with its times masked (they differ between two starts)."""
@@ -239,3 +242,11 @@ def test_ctrl_c_here_interrupts_the_launch_there(host: Remote) -> None:
     assert launching.finish() == 130, (launching.out, launching.err)
     _, alive = psutil.wait_procs(tree, timeout=60)
     assert not alive, alive
+
+
+def test_a_ctrl_c_the_host_answers_or_does_not(host: Remote) -> None:
+    """The cancel a Ctrl-C sends is answered by the host even for a job that has ended;
+    a host it cannot reach is reported as such (False), after its retries, not ignored."""
+    assert cancel(parse_host(host.alias), "0" * 32)
+    closed = f"ssh://{host.user}@127.0.0.1:{free_port()}"  # nothing listens there
+    assert not cancel(parse_host(closed), "0" * 32, within_s=1.0)

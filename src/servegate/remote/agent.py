@@ -44,8 +44,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-import psutil
-
 from servegate._version import __version__
 
 __all__ = ["COMMANDS", "jobs_dir", "main", "remote_dir"]
@@ -55,6 +53,7 @@ COMMANDS = ("launch", "wait", "stop", "ps", "dump", "bench")
 JOB_COMMANDS = ("launch", "wait")
 POLL_S = 0.005  # how often a followed job file is read while it is quiet
 KEEP_JOBS_S = 7 * 86400.0  # job files older than this are removed
+CANCEL_WAIT_S = 30.0  # how long a cancel waits for a runner to start its command
 _JOB_ID = re.compile(r"[0-9a-f]{32}")
 
 Event = dict[str, Any]
@@ -196,20 +195,35 @@ def _runner(job_id: str) -> int:
         append({"event": "err", "text": f"Error: cannot run servegate: {exc}"})
         append({"event": "exit", "code": 3})
         return 3
-    (jobs / f"{job_id}.pid").write_text(f"{proc.pid} {psutil.Process(proc.pid).create_time()}")
+    _write_record(jobs / f"{job_id}.pid", proc.pid)
     return _relay(proc, append, frames)
 
 
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name: state first, start time
+    (clock ticks since boot) at index 19."""
+    with open(f"/proc/{pid}/stat", "rb") as stream:
+        data = stream.read()
+    return data[data.rindex(b")") + 2 :].decode().split()
+
+
+def _write_record(path: Path, pid: int) -> None:
+    """``PID START``: the process and its start in clock ticks since boot. Not psutil's
+    create_time: that adds the boot time, which /proc gives in whole seconds of the wall
+    clock and which moves by a second when the clock is set, so another process may read
+    a start one second off and take a running job for a dead one."""
+    path.write_text(f"{pid} {_stat(pid)[19]}")
+
+
 def _alive(record: Path) -> bool:
-    """Whether the process a ``PID CREATE_TIME`` file names still runs."""
+    """Whether the process a ``PID START`` file names still runs (not a zombie, not a
+    reused PID)."""
     try:
-        pid_text, created = record.read_text().split()
-        proc = psutil.Process(int(pid_text))
-        return abs(proc.create_time() - float(created)) < 0.01 and (
-            proc.status() != psutil.STATUS_ZOMBIE
-        )
-    except (OSError, ValueError, psutil.Error):
+        pid_text, started = record.read_text().split()
+        fields = _stat(int(pid_text))
+    except (OSError, ValueError):
         return False
+    return fields[19] == started and fields[0] != "Z"
 
 
 def _start_job(job_id: str, request: dict[str, Any]) -> None:
@@ -226,9 +240,7 @@ def _start_job(job_id: str, request: dict[str, Any]) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # the connection may go; the job goes on
     )
-    (jobs / f"{job_id}.runner").write_text(
-        f"{runner.pid} {psutil.Process(runner.pid).create_time()}"
-    )
+    _write_record(jobs / f"{job_id}.runner", runner.pid)
     assert runner.stdin is not None
     runner.stdin.write(json.dumps(request).encode())
     runner.stdin.close()
@@ -316,11 +328,24 @@ def _cli(request: dict[str, Any], out: _Out) -> int:
 
 
 def _cancel(job_id: str, out: _Out) -> int:
-    record = jobs_dir() / f"{job_id}.pid"
+    """SIGINT to the job's command; exit 0 when it was sent, 1 when the job has ended.
+
+    A job whose runner has not yet started its command (Ctrl-C right after the launch)
+    is waited for, up to ``CANCEL_WAIT_S``.
+    """
+    jobs = jobs_dir()
+    record = jobs / f"{job_id}.pid"
+    deadline = time.monotonic() + CANCEL_WAIT_S
+    while not record.exists() and _alive(jobs / f"{job_id}.runner"):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(POLL_S)
+    sent = False
     if _alive(record):
         with contextlib.suppress(OSError, ValueError):
             os.kill(int(record.read_text().split()[0]), signal.SIGINT)
-    out.emit({"event": "exit", "code": 0})
+            sent = True
+    out.emit({"event": "exit", "code": 0 if sent else 1})
     return 0
 
 

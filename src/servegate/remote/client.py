@@ -54,6 +54,7 @@ _PRELUDE = (
 )
 AGENT_COMMAND = "exec sh -c " + shlex.quote(_PRELUDE)
 RECONNECT_S = 300.0
+CANCEL_S = 30.0  # how long a Ctrl-C keeps trying to reach the host
 _WARNED: set[str] = set()  # hosts whose other build was reported once
 
 
@@ -247,8 +248,12 @@ def _job(
                 agent.session.kill()
                 raise
             interrupted = True
-            cancel(host, job_id)
             agent.session.kill()
+            if not cancel(host, job_id) and note is not None:
+                note(
+                    f"could not reach {host.spec} to interrupt the command; Ctrl-C again "
+                    "leaves it running there"
+                )
             continue  # the command's last lines and exit code, through a new connection
         agent.close()
         lost_at = time.monotonic()
@@ -274,14 +279,24 @@ def fetch(host: Host, folder: str, have: Mapping[str, int]) -> dict[str, bytes]:
     return {name: bytes(data) for name, data in files.items()}
 
 
-def cancel(host: Host, job_id: str) -> None:
-    """SIGINT to a job's command (what Ctrl-C does to a local one)."""
-    with contextlib.suppress(UsageError, OSError):
-        agent = connect(host)
-        agent.send({"op": "cancel", "id": job_id})
-        for _ in agent.lines():
-            pass
-        agent.close()
+def cancel(host: Host, job_id: str, *, within_s: float = CANCEL_S) -> bool:
+    """SIGINT to a job's command (what Ctrl-C does to a local one); whether the host
+    answered (sent, or the job had already ended). A connection that fails is tried
+    again for ``within_s`` seconds: a Ctrl-C must not be lost to one busy moment."""
+    deadline = time.monotonic() + within_s
+    attempt = 0
+    while True:
+        try:
+            agent = connect(host)
+            agent.send({"op": "cancel", "id": job_id})
+            answered = any(json.loads(raw).get("event") == "exit" for raw in agent.lines())
+            agent.close()
+        except (UsageError, OSError, ValueError):
+            answered = False
+        if answered or time.monotonic() > deadline:
+            return answered
+        attempt += 1
+        time.sleep(min(0.1 * 2**attempt, 2.0))
 
 
 class _Stop(Exception):
