@@ -31,6 +31,7 @@ from pathlib import Path
 import psutil
 import pynvml
 
+from servegate._proc import same_process
 from servegate.campaign.gpu import GpuMemory, GpuMonitor, wait_released
 from servegate.launch.tree import describe_holders, named_port_holders, port_is_free
 
@@ -113,11 +114,7 @@ class ProcessRef:
 
     def alive(self) -> bool:
         """Whether this very process still runs (a zombie does not count)."""
-        try:
-            proc = psutil.Process(self.pid)
-            return proc.create_time() == self.create_time and proc.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
+        return same_process(self.pid, self.create_time)
 
 
 def process_tree(pid: int) -> tuple[ProcessRef, ...]:

@@ -27,6 +27,8 @@ from typing import Any
 
 import psutil
 
+from servegate._proc import same_process
+
 __all__ = [
     "MARKER_VAR",
     "ProcInfo",
@@ -114,14 +116,7 @@ def _info(proc: psutil.Process) -> ProcInfo | None:
 
 def is_alive(info: ProcInfo) -> bool:
     """True while the very process of ``info`` runs (not a zombie, not a reused PID)."""
-    try:
-        proc = psutil.Process(info.pid)
-        return (
-            abs(proc.create_time() - info.create_time) < 0.05
-            and proc.status() != psutil.STATUS_ZOMBIE
-        )
-    except psutil.Error:
-        return False
+    return same_process(info.pid, info.create_time)
 
 
 def snapshot(

@@ -44,6 +44,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+import psutil
+
+from servegate._proc import same_process
 from servegate._version import __version__
 
 __all__ = ["COMMANDS", "jobs_dir", "main", "remote_dir"]
@@ -199,31 +202,19 @@ def _runner(job_id: str) -> int:
     return _relay(proc, append, frames)
 
 
-def _stat(pid: int) -> list[str]:
-    """The fields of /proc/PID/stat after the command's name: state first, start time
-    (clock ticks since boot) at index 19."""
-    with open(f"/proc/{pid}/stat", "rb") as stream:
-        data = stream.read()
-    return data[data.rindex(b")") + 2 :].decode().split()
-
-
 def _write_record(path: Path, pid: int) -> None:
-    """``PID START``: the process and its start in clock ticks since boot. Not psutil's
-    create_time: that adds the boot time, which /proc gives in whole seconds of the wall
-    clock and which moves by a second when the clock is set, so another process may read
-    a start one second off and take a running job for a dead one."""
-    path.write_text(f"{pid} {_stat(pid)[19]}")
+    """``PID START``: the process and its start (psutil's create_time)."""
+    path.write_text(f"{pid} {psutil.Process(pid).create_time()}")
 
 
 def _alive(record: Path) -> bool:
     """Whether the process a ``PID START`` file names still runs (not a zombie, not a
-    reused PID)."""
+    reused PID, whatever the clock did since)."""
     try:
         pid_text, started = record.read_text().split()
-        fields = _stat(int(pid_text))
-    except (OSError, ValueError):
+        return same_process(int(pid_text), float(started))
+    except (OSError, ValueError, psutil.Error):
         return False
-    return fields[19] == started and fields[0] != "Z"
 
 
 def _start_job(job_id: str, request: dict[str, Any]) -> None:

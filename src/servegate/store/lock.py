@@ -23,13 +23,14 @@ from dataclasses import dataclass
 
 import psutil
 
+from servegate._proc import same_process
+
 __all__ = ["RunnerInfo", "RunnerLock", "busy_message", "row_alive"]
 
 # far past SQLite's own lock bytes (1 GiB + 512): an advisory lock, no data lives there
 _LOCK_START = 1 << 40
 # struct flock on 64-bit Linux: l_type, l_whence, l_start, l_len, l_pid (+ padding)
 _FLOCK = struct.Struct("hhqqi4x")
-_START_TOLERANCE_S = 0.05  # psutil's start times are ticks since boot: equal up to rounding
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,13 +62,7 @@ def row_alive(info: RunnerInfo) -> bool:
     """
     if info.host != socket.gethostname():
         return True
-    try:
-        proc = psutil.Process(info.pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return abs(proc.create_time() - info.started) < _START_TOLERANCE_S
-    except psutil.Error:
-        return False
+    return same_process(info.pid, info.started)
 
 
 def busy_message(path: str, info: RunnerInfo | None) -> str:
