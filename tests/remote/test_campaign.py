@@ -4,6 +4,7 @@ start (preflight, launch, gate, bench, stop) there, its logs copied back."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
-from tests.campaign.helpers import write_campaign
+from tests.campaign.helpers import query, wait_for_points, write_campaign
 from tests.remote.helpers import run
 from tests.remote.sshd import Remote
 
@@ -139,3 +140,37 @@ def test_servegate_run_with_server_host(host: Remote, tmp_path: Path) -> None:
         (campaign,) = store.campaigns()
         attempts = store.attempts(campaign.id)
     assert [(a.status, a.host) for a in attempts] == [("done", host.alias)]
+
+
+def test_ctrl_c_during_a_campaign_on_the_host_keeps_its_points_and_resume_ends_it(
+    host: Remote, tmp_path: Path
+) -> None:
+    """Ctrl-C while a start on the host is benchmarking: the server there is stopped, the
+    points measured so far are kept here (exit 130), and --resume measures only the rest."""
+    path = write_campaign(
+        tmp_path,
+        '[[variant]]\nname = "baseline"\n\n[[variant]]\nname = "b"\nargs = "--itl-ms 6"\n',
+        name="remote-interrupt",
+        server_extra=f'host = "{host.alias}"',
+        bench="concurrency = [1, 2]\nrequests = 6\nrepeats = 3",
+    )
+    path.write_text(path.read_text().replace("{python}", host.python))
+    db = tmp_path / "c.db"
+    command = [sys.executable, "-m", "servegate", "run", str(path), "--db", str(db), "-q"]
+    runner = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=host.env(), cwd=tmp_path)  # fmt: skip
+    with runner:
+        wait_for_points(db, 2, timeout=120)
+        runner.send_signal(signal.SIGINT)
+        _, stderr = runner.communicate(timeout=120)
+    assert runner.returncode == 130, stderr
+    assert query(db, "SELECT status FROM campaign") == [("interrupted",)]
+    assert ("interrupted",) in query(db, "SELECT status FROM attempt")
+    kept = int(query(db, "SELECT count(*) FROM point")[0][0])  # type: ignore[call-overload]
+    assert kept >= 2
+    done = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=300,
+                          check=False, env=host.env(), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert query(db, "SELECT status FROM campaign") == [("done",)]
+    # every point once: 2 variants x 2 loads x 3 repeats, the kept ones not measured again
+    assert int(query(db, "SELECT count(*) FROM point")[0][0]) == 12  # type: ignore[call-overload]
