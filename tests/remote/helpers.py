@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import re
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psutil
@@ -111,3 +112,17 @@ def simulators(port: int) -> list[psutil.Process]:
         if "sim" in cmd and "--port" in cmd and str(port) in cmd and "launch" not in cmd:
             found.append(proc)
     return found
+
+
+@contextlib.contextmanager
+def simulator_here(port: int, startup: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A simulator started on this side (the host is this machine too), stopped after."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "servegate", "sim", "--port", str(port), "--startup", startup],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

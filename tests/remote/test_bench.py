@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import urllib.request
 
 from tests.conftest import free_port
-from tests.remote.helpers import run
+from tests.remote.helpers import run, simulator_here
 from tests.remote.sshd import Remote
 
 from servegate.remote import parse_host
@@ -19,11 +17,7 @@ from servegate.remote.tunnel import Tunnel, needs_tunnel
 def test_bench_runs_on_the_host_and_returns_its_samples(host: Remote) -> None:
     """bench over SSH: the results document with every request's raw sample comes back."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "servegate", "sim", "--port", str(port), "--startup", "0"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
+    with simulator_here(port, "0"):
         code, out, err = run(
             host,
             "cli",
@@ -47,21 +41,14 @@ def test_bench_runs_on_the_host_and_returns_its_samples(host: Remote) -> None:
         (point,) = results["points"]
         assert point["completed"] == 8
         assert len(point["samples"]) == 8
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_a_tunnel_reaches_the_hosts_loopback(host: Remote) -> None:
     """A URL of the host's loopback, reached from here through ssh -L, and closed after."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "servegate", "sim", "--port", str(port), "--startup", "0"],
-        stdout=subprocess.DEVNULL,
-    )
     url = f"http://127.0.0.1:{port}"
     assert needs_tunnel(url) and not needs_tunnel("http://gpu-1:30000")
-    try:
+    with simulator_here(port, "0"):
         with Tunnel(parse_host(host.alias), url) as tunnel:
             assert tunnel.local_port != port
             health = tunnel.rewrite(f"{url}/health")
@@ -75,6 +62,3 @@ def test_a_tunnel_reaches_the_hosts_loopback(host: Remote) -> None:
             else:
                 raise AssertionError(f"{health} never answered")
         assert tunnel.proc.poll() is not None
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 from tests.conftest import free_port
-from tests.remote.helpers import Lines, serving, sim
+from tests.remote.helpers import Lines, serving, sim, simulator_here
 from tests.remote.sshd import Remote
 
 
@@ -108,11 +108,7 @@ def test_crash_and_timeout_with_host_exit_like_local(host: Remote) -> None:
 def test_wait_with_host(host: Remote) -> None:
     """wait --host gates a server started on the host by someone else; never kills it."""
     port = free_port()
-    other = subprocess.Popen(
-        [sys.executable, "-m", "servegate", "sim", "--port", str(port), "--startup", "0.5"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
+    with simulator_here(port, "0.5") as other:
         done = servegate(
             host,
             "wait",
@@ -126,9 +122,6 @@ def test_wait_with_host(host: Remote) -> None:
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("SERVER READY after ")
         assert other.poll() is None
-    finally:
-        other.terminate()
-        other.wait(timeout=30)
 
 
 def test_foreground_with_host_dies_with_servegate_killed(host: Remote) -> None:
@@ -165,10 +158,6 @@ def test_bench_with_host_records_where_the_load_came_from(host: Remote, tmp_path
     """bench --host: on the host by default, here with --bench-from local (through a
     tunnel to the host's loopback); the results say which, with every raw sample."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "servegate", "sim", "--port", str(port), "--startup", "0"],
-        stdout=subprocess.DEVNULL,
-    )
     flags = [
         "--url",
         f"http://127.0.0.1:{port}",
@@ -180,7 +169,7 @@ def test_bench_with_host_records_where_the_load_came_from(host: Remote, tmp_path
         "4",
         "-q",
     ]
-    try:
+    with simulator_here(port, "0"):
         there = servegate(host, "bench", "--host", host.alias, "--json", *flags)
         assert there.returncode == 0, there.stderr
         results = json.loads(there.stdout)
@@ -202,9 +191,6 @@ def test_bench_with_host_records_where_the_load_came_from(host: Remote, tmp_path
         results = json.loads(written.read_text())
         assert (results["bench_from"], results["via"]) == ("local", "tunnel")
         assert results["points"][0]["completed"] == 6
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_bench_from_without_host_is_exit_2(host: Remote) -> None:

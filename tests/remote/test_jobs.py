@@ -12,7 +12,7 @@ import sys
 
 import psutil
 from tests.conftest import free_port
-from tests.remote.helpers import drive, run, serving, sim, simulators
+from tests.remote.helpers import drive, run, serving, sim, simulator_here, simulators
 from tests.remote.sshd import Remote
 
 from servegate.remote import parse_host
@@ -141,11 +141,7 @@ def test_bad_input_there_is_exit_2_here(host: Remote) -> None:
 def test_wait_gates_a_server_started_on_the_host(host: Remote) -> None:
     """wait over SSH gates a server someone else started there, and never kills it."""
     port = free_port()
-    other = subprocess.Popen(
-        [sys.executable, "-m", "servegate", "sim", "--port", str(port), "--startup", "0.5"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
+    with simulator_here(port, "0.5") as other:
         code, out, err = run(
             host,
             "job",
@@ -160,9 +156,6 @@ def test_wait_gates_a_server_started_on_the_host(host: Remote) -> None:
         assert code == 0, (out, err)
         assert out[0].startswith("SERVER READY after "), out
         assert other.poll() is None
-    finally:
-        other.terminate()
-        other.wait(timeout=30)
 
 
 def test_a_dropped_connection_is_reopened_and_the_wait_goes_on(host: Remote) -> None:
