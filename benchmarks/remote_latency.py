@@ -41,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gate_latency import p99, stamp_of  # noqa: E402  (benchmarks/, this script's folder)
 from tests.remote import sshd  # noqa: E402
 
 CRASH_CODE = """
@@ -51,15 +52,6 @@ with open(sys.argv[1], "w") as f:
     f.write(repr(time.time()))
 os._exit(1)
 """
-
-
-def stamp_of(path: Path) -> float:
-    for _ in range(500):
-        text = path.read_text() if path.exists() else ""
-        if text:
-            return float(text)
-        time.sleep(0.01)
-    raise RuntimeError(f"no stamp in {path}")
 
 
 def launch(
@@ -169,10 +161,9 @@ def crash_trial(remote: sshd.Remote, shared: Path, via: str, as_json: bool) -> t
 
 def show(label: str, values: list[float]) -> None:
     ms = sorted(v * 1000 for v in values)
-    p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
     print(
         f"{label:34s} n={len(ms):3d}  p50 {statistics.median(ms):7.2f} ms  "
-        f"p99 {p99:7.2f} ms  max {ms[-1]:7.2f} ms"
+        f"p99 {p99(ms):7.2f} ms  max {ms[-1]:7.2f} ms"
     )
 
 
