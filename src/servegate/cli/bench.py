@@ -29,7 +29,14 @@ import click
 
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
 from servegate.bench.warnings import gone_sentence
-from servegate.cli.options import engine, examples, json_file, json_flag, quiet
+from servegate.cli.options import (
+    engine,
+    examples,
+    json_file,
+    json_flag,
+    quiet,
+    write_json_file,
+)
 from servegate.cli.remote import bench_from_option, host_option, run_bench
 from servegate.errors import BenchError, UsageError
 
@@ -320,7 +327,7 @@ class _Sweep:
         self.results.append(result)
         self.points.append(result.to_json())
         if self.json_file is not None:
-            _write_json(self.json_file, envelope(self.points))
+            write_json_file(self.json_file, envelope(self.points))
         click.echo(render_point(result), file=self.human)
         if result.server_gone_s is not None:
             self.gone = gone_sentence(result.server_gone_s, len(result.samples), settings.requests)
@@ -497,10 +504,3 @@ def _check_writable(path: Path) -> None:
         )
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"--json-file {path} is not writable; choose another file.")
-
-
-def _write_json(path: Path, document: dict[str, Any]) -> None:
-    """Replace the file atomically, so a crash keeps the points written so far."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document) + "\n", encoding="utf-8")
-    tmp.replace(path)

@@ -17,6 +17,7 @@ The grammar, for every command:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -57,6 +58,13 @@ def not_stdout(ctx: click.Context, param: click.Parameter, value: Path | None) -
             param=param,
         )
     return value
+
+
+def write_json_file(path: Path, document: dict[str, Any]) -> None:
+    """A ``--json-file``: replaced atomically, so a crash keeps what was written before."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document) + "\n", encoding="utf-8")
+    tmp.replace(path)
 
 
 def quiet() -> Callable[[F], F]:

@@ -19,7 +19,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from servegate.cli.options import examples, json_flag, quiet
+from servegate.cli.options import examples, json_flag, quiet, write_json_file
 
 __all__ = ["bench_from_option", "forward_args", "host_option", "remote", "run_bench", "run_remote"]
 
@@ -176,13 +176,10 @@ def run_bench(
         results = _results(collected)
         if results is not None:
             results.update(extra)
-            text = json.dumps(results)
             if json_file is not None:
-                tmp = json_file.with_name(f".{json_file.name}.tmp")
-                tmp.write_text(text + "\n", encoding="utf-8")
-                os.replace(tmp, json_file)
+                write_json_file(json_file, results)
             if as_json:
-                click.echo(text)
+                click.echo(json.dumps(results))
         elif as_json:
             click.echo("\n".join(collected))  # the error object, as the command printed it
     sys.stdout.flush()
