@@ -424,7 +424,7 @@ class Server(asyncio.Protocol):
             self._done()
 
         def token(k: int, last_at: float | None) -> float | None:
-            """Write event k; return the time written, or None if the request ends here."""
+            """Write event k; return the time it was written, or None if the request ends here."""
             if self.transport is None:
                 return None
             if k == 2 and mode != "normal":
@@ -440,8 +440,11 @@ class Server(asyncio.Protocol):
                     return None
                 elif mode == "hang":
                     return None
-            self.transport.write(content)
+            # stamped before the write: the client can read the token only after this
+            # moment, so a server held up after its write (a busy machine) never reports
+            # a later time than the client saw
             now = time.perf_counter()
+            self.transport.write(content)
             stats.tokens += min(per_chunk, tokens - k * per_chunk)
             if k == 0:
                 stats.ttft_s.append(now - arrived)
@@ -459,8 +462,8 @@ class Server(asyncio.Protocol):
 
         if a.burst and not a.ttft_ms and not a.itl_ms and mode == "normal" and not closes:
             # the whole response in one write: the cheapest possible zero-delay server
+            now = time.perf_counter()  # before the write, as in token()
             transport.write(content * events + tail)
-            now = time.perf_counter()
             stats.tokens += tokens
             stats.ttft_s.append(now - arrived)
             stats.first_token_at = stats.first_token_at or now
