@@ -450,7 +450,8 @@ def stop(  # noqa: PLR0917 (click passes options positionally)
     sends SIGTERM to the group, waits --grace seconds, then SIGKILLs the group and
     every snapshotted survivor. Prints what was killed and how long it took. A server
     whose main process already exited is still stopped while orphans of it run (each
-    PID checked against its recorded start time, so a reused PID is never killed).
+    PID checked against its recorded start time, so a reused PID is never killed); one
+    with nothing left running is forgotten, and stop says how it had ended (exit 0).
 
     --pid takes a tracked server's main PID (its whole tree stops) or the PID of an
     orphan that servegate ps lists for a dead server (that orphan's tree stops). Any
@@ -472,7 +473,7 @@ def stop(  # noqa: PLR0917 (click passes options positionally)
     if as_json:
         click.echo(json.dumps(stopped.to_json()))
     else:
-        click.echo(f"{stopped.label}: {report.line()}")
+        click.echo(f"{stopped.label}: {stopped.line()}")
         if report.killed:
             click.echo(f"killed: {' '.join(map(str, report.killed))}")
         if stopped.log_problem:
@@ -480,19 +481,24 @@ def stop(  # noqa: PLR0917 (click passes options positionally)
     _exit(0 if not report.survivors and report.port_free is not False else 1)
 
 
-@click.command(epilog=examples("servegate ps", "servegate ps --json | jq '.[].name'"))
+@click.command(
+    epilog=examples("servegate ps", "servegate ps --json | jq '.[].name'", "servegate ps --prune")
+)
+@click.option("--prune", is_flag=True, help="First forget the servers that died (see STATE).")
 @json_flag("the servers as a list")
 @host_option("the servers run")
-def ps(as_json: bool, host: str) -> None:
-    """List the servers servegate launched that still run (prints nothing if none).
+def ps(prune: bool, as_json: bool, host: str) -> None:
+    """List the servers servegate launched (prints nothing if none).
 
-    A server whose main process exited is listed as dead while orphans of it run
-    (servegate stop NAME ends them); records of servers with no process left are
-    removed as a side effect.
+    A server that died is listed as dead, with its exit code or signal and when, until
+    servegate stop NAME or ps --prune forgets it; one whose main process exited while
+    orphans of it run is listed as dead with them (servegate stop NAME ends them).
     """
     from servegate.launch import state
 
     _remote(host, "ps")
+    for gone in state.prune_dead() if prune else []:
+        click.echo(f"forgot {gone.name}: {gone.ended()}", err=True)
     servers = state.list_tracked()
     if as_json:
         click.echo(
@@ -509,7 +515,7 @@ def ps(as_json: bool, host: str) -> None:
     now = time.time()
     rows = [("NAME", "PID", "ENGINE", "URL", "UPTIME", "STATE", "LOG")]
     for t in servers:
-        uptime = f"{now - t.create_time:.0f}s"
+        uptime = f"{now - t.create_time:.0f}s" if t.alive() else "-"
         rows.append((t.name, str(t.pid), t.engine, t.url or "-", uptime, t.state(), t.log_path))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:

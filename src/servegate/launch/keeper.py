@@ -16,7 +16,9 @@ keeps the server's output verbatim and is readable by its owner only (0600).
 The keeper never kills a healthy server for its own trouble: when the log cannot be
 written (disk full, EIO), the output is still drained, the bytes are dropped and
 counted, and the problem is recorded in the server's ``NAME.status`` for ``ps`` and
-``stop``; writing is tried again every second, so a freed disk resumes the log.
+``stop``; writing is tried again every second, so a freed disk resumes the log. When
+the server exits, its exit code and the time go to ``NAME.status`` too, so that ``ps``
+can say how a server that died after READY ended.
 
 Its stdin is a pipe from the process that launched it. ``detach`` on that pipe lets the
 server outlive the launcher (a detached ``servegate launch``); otherwise end-of-file,
@@ -157,7 +159,8 @@ def _describe(exc: OSError) -> str:
 
 class LogSink:
     """The server's log file, for writers that must never fail: a failed write (disk
-    full, EIO, file too large) drops the bytes, counts them and records why."""
+    full, EIO, file too large) drops the bytes, counts them and records why; and, in the
+    same status record, how the server ended."""
 
     def __init__(self, fd: int, status: StatusFile | None = None) -> None:
         self.fd = fd
@@ -168,6 +171,7 @@ class LogSink:
         self._retry_at = 0.0
         self._reported: tuple[str | None, int] = (None, 0)  # last written to NAME.status
         self._reported_at = 0.0
+        self._exit: dict[str, Any] = {}  # exit_code and exited_at, once the server exited
 
     def write(self, data: bytes) -> int:
         """Append ``data`` to the log, or drop it; always "succeeds" (returns its length)."""
@@ -204,13 +208,25 @@ class LogSink:
         ):
             return
         self._reported, self._reported_at = current, now
-        self.status.write(
-            {
-                "log_error": self.error,
-                "log_error_at": self.error_at,
-                "log_dropped_bytes": self.dropped,
-            }
-        )
+        self.status.write(self._record())
+
+    def exited(self, code: int) -> None:
+        """Record in NAME.status that the server exited with ``code`` (-N: signal N), now."""
+        self._exit = {
+            "exit_code": code,
+            "exited_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        if self.status is not None:
+            self.status.write(self._record())
+
+    def _record(self) -> dict[str, Any]:
+        """NAME.status's record: the log problem, if any, and the exit, once known."""
+        record: dict[str, Any] = {}
+        if self.error is not None:
+            record.update(
+                log_error=self.error, log_error_at=self.error_at, log_dropped_bytes=self.dropped
+            )
+        return {**record, **self._exit}
 
 
 def _open_log(path: str) -> int:
@@ -372,6 +388,8 @@ class Keeper:
             _reap(self.server.pid)
         code = self.server.wait() if self.server.returncode is None else self.server.returncode
         _send(Exited(code=code))
+        if self.log is not None:
+            self.log.exited(code)  # for ps: how a server nobody watches ended
         # the main process is gone: anything left of its tree is an orphan
         self.kill_tree(2.0)
         if self.out_r >= 0:

@@ -10,8 +10,12 @@ Files of the folder (all 0600; commands in them are redacted):
   launching process): ``reserve_name`` hands out names under an exclusive lock on
   ``.lock``, so launches started together never share a name.
 - ``NAME.status``: written by the server's keeper when the log cannot be written (disk
-  full, EIO): the error and how many bytes of output were dropped. It has a fixed size
-  and is rewritten in place, so recording a full disk needs no new disk space.
+  full, EIO): the error and how many bytes of output were dropped; and when the server
+  exits: its exit code and when. It has a fixed size and is rewritten in place, so
+  recording a full disk needs no new disk space.
+
+A server that died stays recorded, and ``ps`` lists it as dead, until ``stop NAME``
+or ``ps --prune`` forgets it (``prune_dead``), or a new launch takes its name.
 - ``NAME.log``: the server's output, verbatim (unless ``--log`` put it elsewhere).
 """
 
@@ -22,6 +26,7 @@ import fcntl
 import json
 import os
 import re
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +43,7 @@ __all__ = [
     "Tracked",
     "list_tracked",
     "load",
+    "prune_dead",
     "remove",
     "reserve_name",
     "save",
@@ -93,6 +99,10 @@ class Tracked:
     log_error: str | None = None  # e.g. "No space left on device (ENOSPC)"
     log_error_at: str | None = None  # ISO-8601, the first failed write
     log_dropped_bytes: int = 0  # output drained from the server but not in the log
+    # from NAME.status: the main process exited (its keeper saw it); None: still running,
+    # or the keeper died with it and nothing is known
+    exit_code: int | None = None  # -N: killed by signal N
+    exited_at: str | None = None  # ISO-8601
 
     def main(self) -> ProcInfo:
         """The main process, as a ProcInfo."""
@@ -111,13 +121,38 @@ class Tracked:
         return not self.alive() and not self.orphans()
 
     def state(self) -> str:
-        """``running`` or ``dead: main exited, N orphan(s) alive``, then any log problem."""
+        """``running``, ``dead: main exited, N orphan(s) alive`` or ``dead: exited with
+        code 1 at TIME``, then any log problem."""
         if self.alive():
             text = "running"
+        elif orphans := self.orphans():
+            how = "" if self.exit_code is None else f" ({self.exit_detail()})"
+            text = f"dead: main exited{how}, {len(orphans)} orphan(s) alive"
         else:
-            text = f"dead: main exited, {len(self.orphans())} orphan(s) alive"
+            text = f"dead: {self.ended()}"
         problem = self.log_problem()
         return f"{text}; {problem}" if problem else text
+
+    def ended(self) -> str:
+        """How the main process ended: ``exited with code 1 at TIME``, ``killed by
+        SIGKILL at TIME``, or ``exited, exit code unknown`` (its keeper died with it)."""
+        detail = self.exit_detail()
+        if self.exit_code is None:
+            return f"exited, {detail}"
+        return f"exited with {detail}" if self.exit_code >= 0 else detail
+
+    def exit_detail(self) -> str:
+        """``code 1 at TIME``, ``killed by SIGKILL at TIME`` or ``exit code unknown``."""
+        if self.exit_code is None:
+            return "exit code unknown"
+        when = f" at {self.exited_at}" if self.exited_at else ""
+        if self.exit_code >= 0:
+            return f"code {self.exit_code}{when}"
+        try:
+            name = signal.Signals(-self.exit_code).name
+        except ValueError:
+            name = f"signal {-self.exit_code}"
+        return f"killed by {name}{when}"
 
     def log_problem(self) -> str | None:
         """``log write failed: ERROR since TIME; N bytes of output dropped``, or None."""
@@ -163,6 +198,8 @@ class Tracked:
             "log_error": self.log_error,
             "log_error_at": self.log_error_at,
             "log_dropped_bytes": self.log_dropped_bytes,
+            "exit_code": self.exit_code,
+            "exited_at": self.exited_at,
         }
 
     @classmethod
@@ -187,6 +224,8 @@ class Tracked:
             log_error=data.get("log_error"),
             log_error_at=data.get("log_error_at"),
             log_dropped_bytes=int(data.get("log_dropped_bytes") or 0),
+            exit_code=data.get("exit_code"),
+            exited_at=data.get("exited_at"),
         )
 
     def with_descendants(self, descendants: tuple[ProcInfo, ...]) -> Tracked:
@@ -245,6 +284,8 @@ def load(name: str) -> Tracked | None:
             log_error_at=status.get("log_error_at"),
             log_dropped_bytes=int(status.get("log_dropped_bytes") or 0),
         )
+    if isinstance(status.get("exit_code"), int):
+        tracked = replace(tracked, exit_code=status["exit_code"], exited_at=status.get("exited_at"))
     return tracked
 
 
@@ -257,23 +298,34 @@ def remove(name: str) -> str | None:
     return None if tracked is None else tracked.log_problem()
 
 
-def list_tracked(*, prune: bool = True) -> list[Tracked]:
-    """Tracked servers with any process left, by name; records of gone ones are removed.
+def list_tracked(*, prune: bool = False) -> list[Tracked]:
+    """Tracked servers by name, the dead ones included (``Tracked.gone()``).
 
-    A server whose main process exited stays listed while a snapshotted descendant
-    (an orphaned worker) still runs, so that ``stop`` can still end it. Reservations
-    (a launch under way) are not servers and are not listed.
+    A server that died (on its own, after READY, or killed) stays recorded until it is
+    stopped or pruned, so that ``ps`` can say it died and how; ``prune=True`` forgets
+    those first (``prune_dead``). A server whose main process exited while a snapshotted
+    descendant (an orphaned worker) still runs is not gone: ``stop`` still ends it.
+    Reservations (a launch under way) are not servers and are not listed.
     """
-    live = []
+    if prune:
+        prune_dead()
+    servers = []
     for path in sorted(state_dir().glob("*.json")):
         tracked = load(path.stem)
-        if tracked is None:
-            continue
-        if not tracked.gone():
-            live.append(tracked)
-        elif prune:
+        if tracked is not None:
+            servers.append(tracked)
+    return servers
+
+
+def prune_dead() -> list[Tracked]:
+    """Forget every tracked server with no process left; return what was forgotten."""
+    forgotten = []
+    for path in sorted(state_dir().glob("*.json")):
+        tracked = load(path.stem)
+        if tracked is not None and tracked.gone():
             remove(tracked.name)
-    return live
+            forgotten.append(tracked)
+    return forgotten
 
 
 @contextlib.contextmanager
@@ -288,7 +340,8 @@ def _locked() -> Iterator[None]:
 
 
 def _holds_name(path: Path) -> bool:
-    """Whether NAME.json belongs to a live server or a live launch; stale ones are removed."""
+    """Whether NAME.json belongs to a live server or a live launch. A stale reservation
+    is removed; a dead server's record stays for ps until its name is taken again."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -302,17 +355,18 @@ def _holds_name(path: Path) -> bool:
         remove(path.stem)
         return False
     tracked = load(path.stem)
-    if tracked is None or tracked.gone():
+    if tracked is None:
         remove(path.stem)
         return False
-    return True
+    return not tracked.gone()
 
 
 def reserve_name(base: str) -> str:
     """Reserve ``base``, or ``base-2``, ``base-3``... if taken; return the name reserved.
 
     A name is taken by a tracked server with any process left, and by a reservation
-    whose launching process still runs. The choice and the reservation happen under
+    whose launching process still runs; a dead server's record gives its name up (the
+    reservation replaces it). The choice and the reservation happen under
     one exclusive lock, so concurrent launches never get the same name. The
     launcher replaces the reservation with the server's record (``save``), or drops it
     (``remove``) when the launch fails; a reservation whose launcher died is reclaimed.

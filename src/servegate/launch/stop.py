@@ -6,7 +6,8 @@
 
 ``servegate stop`` and ``Server.stop`` both end here. A PID is stopped only when
 servegate answers for it (a tracked server's main process, or an orphan of a dead one)
-unless ``force``; ``tree.stop_tree`` does the stopping.
+unless ``force``; ``tree.stop_tree`` does the stopping. A server that had already exited
+with nothing of it left running is only forgotten (``Stopped.exited`` says how it ended).
 """
 
 from __future__ import annotations
@@ -31,10 +32,24 @@ class Stopped:
     label: str  # NAME, "NAME orphan PID" or "pid PID"
     report: StopReport
     log_problem: str | None = None  # the log trouble its keeper recorded, if any
+    # the server had already exited, nothing of it ran: "code 1 at TIME", "killed by
+    # SIGKILL at TIME" or "exit code unknown" (its record is removed)
+    exited: str | None = None
+
+    def line(self) -> str:
+        """One line for people: the stop report, or that it had already exited."""
+        if self.exited is not None:
+            return f"had already exited ({self.exited}); its record is removed"
+        return self.report.line()
 
     def to_json(self) -> dict[str, Any]:
         """The ``servegate stop --json`` object."""
-        return {"name": self.label, **self.report.to_json(), "log_problem": self.log_problem}
+        return {
+            "name": self.label,
+            **self.report.to_json(),
+            "log_problem": self.log_problem,
+            "already_exited": self.exited,
+        }
 
 
 def stop(
@@ -55,8 +70,11 @@ def stop(
     if isinstance(target, state.Tracked):
         return _stop_tracked(target, grace_s)
     if isinstance(target, str):
-        return _stop_tracked(_running(target), grace_s)
-    tracked, orphan = _owner(target, state.list_tracked(), force=force)
+        named = _tracked(target)
+        return _forget(named) if named.gone() else _stop_tracked(named, grace_s)
+    # a dead server's PID may belong to another process by now
+    running = [server for server in state.list_tracked() if not server.gone()]
+    tracked, orphan = _owner(target, running, force=force)
     if tracked is None:
         return Stopped(label=f"pid {target}", report=_stop_untracked(target, grace_s))
     if orphan is None:
@@ -73,14 +91,23 @@ def stop(
     return Stopped(label=f"{tracked.name} orphan {orphan.pid}", report=report)
 
 
-def _running(name: str) -> state.Tracked:
-    """The record of the server ``name`` while anything of it runs."""
+def _tracked(name: str) -> state.Tracked:
+    """The record of the server ``name``, running or dead."""
     tracked = state.load(state.check_name(name))
-    if tracked is None or tracked.gone():
-        if tracked is not None:
-            state.remove(tracked.name)
+    if tracked is None:
         raise ServerNotFound(f"no running server named {name!r}: see servegate ps.")
     return tracked
+
+
+def _forget(tracked: state.Tracked) -> Stopped:
+    """A server with nothing left running: remove its record, say how it had ended."""
+    problem = state.remove(tracked.name)
+    report = StopReport(
+        killed=(), survivors=(), escalated=False, duration_s=0.0, port=None, port_free=None
+    )
+    return Stopped(
+        label=tracked.name, report=report, log_problem=problem, exited=tracked.exit_detail()
+    )
 
 
 def _stop_tracked(tracked: state.Tracked, grace_s: float) -> Stopped:
