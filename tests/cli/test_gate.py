@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.conftest import free_port
 from tests.gate.helpers import FAKE, MISBEHAVE, PY, alive, read_pid, servegate, verdict_of
 
 from servegate.launch import state
@@ -129,9 +130,11 @@ def test_timeout_exit_code() -> None:
     ],
 )
 def test_bad_input_exits_2(args: list[str], message: str) -> None:
-    """Bad input is one 'Error:' sentence on stderr and exit 2; nothing is started."""
+    """Bad input is one 'Error:' sentence on stderr and exit 2, with nothing printed
+    before it (no launching line); nothing is started."""
     result = servegate("launch", *args)
     assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("Error: ")  # validated before a launching line
     assert message in result.stderr
     assert result.stderr.count("\n") <= 2
     assert state.list_tracked() == []
@@ -303,3 +306,46 @@ def test_quiet_prints_the_verdict_without_progress(port: int) -> None:
     assert "servegate stop calm" in calm.stderr
     assert servegate("stop", "calm").returncode == 0
     assert state.list_tracked() == []
+
+
+def test_a_port_the_command_contradicts_is_named_at_launch_and_in_the_timeout(port: int) -> None:
+    """launch --port A -- server --port B is no error (a container may map A to B), but
+    a note says so right after the launching line, and the TIMEOUT's hint names it."""
+    other = free_port()
+    sim = (PY, "-m", "servegate", "sim", "--engine", "vllm", "--startup", "0.2")
+    result = servegate(
+        "launch", "--engine", "vllm", "--port", str(port), "--timeout", "3", "--json",
+        "--", *sim, "--port", str(other),
+    )  # fmt: skip
+    assert result.returncode == 124, result.stderr
+    said = f"--port {port} but the command says --port {other}"
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("launching ")
+    note = f"note: {said}; the probe asks port {port} (right if something maps it there)"
+    assert note in lines[1:], result.stderr
+    hint = str(verdict_of(result)["hint"])
+    assert hint.startswith(f"{said}: pass --port {other} unless something maps {port} to it")
+    assert state.list_tracked() == []
+
+
+def test_wait_on_a_url_whose_root_answers_404_names_the_answer_and_the_fix(port: int) -> None:
+    """wait --url on a server whose / answers 404: a progress line says so with the fix
+    (--health-url URL/health), and the TIMEOUT's reason and hint say it again."""
+    sim = (PY, "-m", "servegate", "sim", "--engine", "vllm", "--startup", "0.2")
+    up = servegate(
+        "launch", "--engine", "vllm", "--port", str(port), "--name", "up",
+        "--", *sim, "--port", str(port),
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    try:
+        url = f"http://127.0.0.1:{port}"
+        result = servegate("wait", "--url", url, "--stall", "1", "--json")
+    finally:
+        assert servegate("stop", "up").returncode == 0
+    assert result.returncode == 124, result.stderr
+    fix = f"pass --health-url {url}/health"
+    note = f"GET {url} answered 404: the server is up, but this URL will not say it is ready"
+    assert f"{note}; {fix}" in result.stderr.splitlines(), result.stderr
+    data = verdict_of(result)
+    assert f"GET {url} answered 404" in str(data["reason"])
+    assert fix in str(data["hint"]) and "a hang" not in str(data["hint"])

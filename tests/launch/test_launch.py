@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import socket
 import time
@@ -14,6 +15,7 @@ from tests.gate.helpers import FAKE, MISBEHAVE, PY, SCRIPTS, alive, read_pid
 
 import servegate
 from servegate.errors import PortInUseError, ServerCrashed, ServerTimeout
+from servegate.gate.options import port_from_command
 from servegate.launch import launch, state
 from servegate.launch.tree import stop_tree
 
@@ -65,6 +67,26 @@ def test_port_is_parsed_from_the_command(port: int) -> None:
         [PY, FAKE, "llamacpp", str(port), "--port", str(port)], engine="llamacpp", timeout_s=30
     ) as server:
         assert server.port == port
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("python3 -m sglang.launch_server --model-path /m --port 30000", 30000),
+        ("vllm serve /m --host 0.0.0.0 --port=8001", 8001),
+        ("llama-server -m m.gguf -p hello --port 8080", 8080),
+        ("text-generation-launcher --model-id m -p 3001", 3001),
+        ("trtllm-serve /m --host localhost --port 8002 --port 8003", 8003),
+        ("docker run -p 9000:8000 image", None),
+        ("llama-server -m m.gguf -p 8080", None),
+        ("bash -c 'exec vllm serve /m --port 8004 > log'", 8004),
+        ("vllm serve /m --port 0", None),
+    ],
+)
+def test_the_commands_port_is_read_from_each_engines_flags(command: str, expected: int) -> None:
+    """--port N, --port=N (the last wins), TGI's -p N, and inside sh -c; -p elsewhere is
+    docker's mapping or llama.cpp's prompt, and port 0 is no port."""
+    assert expected == port_from_command(shlex.split(command))
 
 
 @pytest.mark.parametrize(("code", "kind"), [(0, "exit"), (3, "exit")])

@@ -25,6 +25,7 @@ from servegate.redact import Redactor, scrub
 if TYPE_CHECKING:
     from servegate.gate.verdict import Verdict
     from servegate.launch.server import Server
+    from servegate.launch.state import Tracked
     from servegate.startup.session import StartSession
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -222,9 +223,6 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
         signal.signal(signal.SIGTERM, _on_sigterm)
     shown: list[Verdict] = []  # a CRASH or TIMEOUT already printed by on_verdict
     try:  # from the moment the SIGTERM handler is in place
-        if not quiet:
-            argv = Redactor.collect(envs=[env]).command(command)
-            click.echo(f"launching {' '.join(argv)[:200]}", err=True)
         server = launch_server(
             list(command),
             engine=engine,
@@ -242,7 +240,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             health_url=health_url,
             attached=foreground,
             on_verdict=lambda verdict: _show_failure(verdict, session, tail, as_json, shown),
-            on_started=None if quiet else session.started,
+            on_started=None if quiet else lambda tracked: _launching(tracked, session, env),
             on_note=None if quiet else _note,
             on_status=None if quiet else session.status.resources,
         )
@@ -259,6 +257,13 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     finally:
         session.close()
     _serve(server, session, tail=tail, as_json=as_json, foreground=foreground)
+
+
+def _launching(tracked: Tracked, session: StartSession, env: dict[str, str]) -> None:
+    """``on_started``: the launching line, once the command passed every check and runs."""
+    argv = Redactor.collect(envs=[env]).command(tracked.command)
+    click.echo(f"launching {' '.join(argv)[:200]}", err=True)
+    session.started(tracked)
 
 
 def _show_failure(

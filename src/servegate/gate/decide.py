@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO
+from urllib.parse import urlsplit
 
 from servegate.diag.diagnosis import Diagnosis
 from servegate.diag.stacks import Stacks
@@ -141,6 +142,7 @@ class Gate:
         self._diagnosis: Diagnosis | None = None
         self._noted: tuple[float, str] | None = None  # (silence spell start, bound) last noted
         self._noted_silence = 0.0
+        self._refusal_noted = False  # the probe's 4xx was told to the user
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -235,6 +237,12 @@ class Gate:
                 model=self.options.model,
                 interval_s=self.options.probe_interval_s,
             ).start()
+        said = self.options.port_note()
+        if said is not None:
+            self._note(
+                f"note: {said}; the probe asks port {self.options.port} "
+                "(right if something maps it there)"
+            )
         if self._follower is not None:
             self._read_file()
 
@@ -389,6 +397,8 @@ class Gate:
             return
         if b"f" in data and self._follower is not None:
             self._read_file()
+        if b"a" in data:
+            self._note_refusal()
         if b"p" in data and self._prober is not None and self._prober.ok_at is not None:
             probe = self._prober.url
             if self._ready_line_at is not None:
@@ -613,9 +623,11 @@ class Gate:
             DetectedBy.STALL,
             reason + _stacks_note(stacks) + self._probe_note(),
             kind=Kind.STUCK,
-            hint="a hang: the stacks show where it waits (--json: diagnosis.stacks; "
-            "servegate dump NAME while it runs); raise --stall if this phase is known to be "
-            "quiet and idle",
+            hint=self._timeout_hint(
+                "a hang: the stacks show where it waits (--json: diagnosis.stacks; "
+                "servegate dump NAME while it runs); raise --stall if this phase is known to "
+                "be quiet and idle"
+            ),
         )
 
     def _timeout_stall(self, now: float, stall_s: float, where: str) -> None:
@@ -630,8 +642,10 @@ class Gate:
             DetectedBy.STALL,
             reason + _stacks_note(stacks) + self._probe_note(),
             kind=Kind.STALL,
-            hint="a hang, or a silent phase such as a cold JIT compile: raise "
-            "--stall if this phase is known to be quiet",
+            hint=self._timeout_hint(
+                "a hang, or a silent phase such as a cold JIT compile: raise "
+                "--stall if this phase is known to be quiet"
+            ),
         )
 
     def _deadline(self, now: float) -> None:
@@ -658,7 +672,7 @@ class Gate:
             DetectedBy.DEADLINE,
             reason + _stacks_note(stacks) + self._probe_note(),
             kind=Kind.DEADLINE,
-            hint=hint,
+            hint=self._timeout_hint(hint),
         )
 
     def _stacks(self) -> Stacks | None:
@@ -680,9 +694,53 @@ class Gate:
                 self.sources.on_note = None
 
     def _probe_note(self) -> str:
-        if self._ready_line_at is not None and self._prober is not None:
-            return f"; a ready line was seen but the probe failed ({self._prober.last_error})"
+        prober = self._prober
+        if prober is None:
+            return ""
+        if self._ready_line_at is not None:
+            return f"; a ready line was seen but the probe failed ({prober.last_error})"
+        if prober.refused_status is not None:
+            return f"; GET {prober.url} answered {prober.refused_status}, never a ready status"
         return ""
+
+    def _refusal_fix(self) -> str | None:
+        """What to pass when the probe's URL answers with a 4xx that waiting will not
+        change (a 404 at ``/``: the server is up, but that is no readiness route)."""
+        prober = self._prober
+        if prober is None or prober.refused_status is None:
+            return None
+        parts = urlsplit(prober.url)
+        if parts.path.rstrip("/") == "/health":
+            return "pass --health-url with a route that answers 2xx once it is ready"
+        return f"pass --health-url {parts.scheme}://{parts.netloc}/health"
+
+    def _note_refusal(self) -> None:
+        """Say once, as soon as it is known, that the probe's URL answers but never ready."""
+        fix = self._refusal_fix()
+        if fix is None or self._refusal_noted:
+            return
+        self._refusal_noted = True
+        assert self._prober is not None
+        self._note(
+            f"GET {self._prober.url} answered {self._prober.refused_status}: the server is "
+            f"up, but this URL will not say it is ready; {fix}"
+        )
+
+    def _timeout_hint(self, hint: str) -> str:
+        """A TIMEOUT's hint, led by the likelier cause: a probe URL that answers but never
+        ready (its fix replaces the hint), or a --port the command contradicts while
+        nothing answers there (a container may map it, so the hint stays)."""
+        fix = self._refusal_fix()
+        if fix is not None:
+            self._note_refusal()
+            return f"the server answers, but not as ready at this URL: {fix}"
+        said = self.options.port_note()
+        if said is not None and (self._prober is None or self._prober.last_status is None):
+            return (
+                f"{said}: pass --port {self.options.command_port} unless something maps "
+                f"{self.options.port} to it; else {hint}"
+            )
+        return hint
 
     def _crash_signature(self, signature: Signature, line: str) -> None:
         self._decide(

@@ -8,6 +8,7 @@ returns the compiled rules with the probe address.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,16 +32,33 @@ MIN_SAMPLE_S = 0.05  # --sample below this costs more than it tells (benchmarks/
 
 
 def port_from_command(command: Sequence[str]) -> int | None:
-    """The ``--port N`` / ``--port=N`` of a server command line, if it has one."""
-    for index, arg in enumerate(command):
+    """The port a server command line says it serves on, if it says one.
+
+    ``--port N`` and ``--port=N``, the flag of SGLang, vLLM, llama.cpp, TGI and
+    TensorRT-LLM (the last one given wins, as their parsers do); ``-p N`` only for TGI's
+    ``text-generation-launcher``, since elsewhere ``-p`` is docker's HOST:CONTAINER
+    mapping or llama.cpp's prompt; and the same inside ``sh -c "..."``.
+    """
+    args = list(command)
+    if len(args) >= 3 and os.path.basename(args[0]) in _SHELLS and args[1] == "-c":
+        try:
+            args = shlex.split(args[2])
+        except ValueError:  # unbalanced quotes: the shell will say so
+            return None
+    short = any(os.path.basename(arg) == "text-generation-launcher" for arg in args)
+    found: int | None = None
+    for index, arg in enumerate(args):
         value: str | None = None
-        if arg == "--port" and index + 1 < len(command):
-            value = command[index + 1]
+        if arg == "--port" or (short and arg == "-p"):
+            value = args[index + 1] if index + 1 < len(args) else None
         elif arg.startswith("--port="):
             value = arg.split("=", 1)[1]
-        if value is not None and value.isdigit():
-            return int(value)
-    return None
+        if value is not None and value.isdigit() and 0 < int(value) < 65536:
+            found = int(value)
+    return found
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
 
 
 def model_from_command(command: Sequence[str]) -> str | None:
@@ -80,6 +98,9 @@ class GateOptions:
     probe_interval_s: float = 0.5  # probe period before a ready line
     model: str | None = None  # model name for the 1-token completion
     sample_s: float = 1.0  # telemetry period (--sample); 0: no telemetry
+    # the port the server's command says (--port N); one that is not ``port`` is named
+    # in a note and a TIMEOUT's hint, never refused: a container may map one to the other
+    command_port: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The options as plain JSON (for the keeper process)."""
@@ -96,6 +117,7 @@ class GateOptions:
             "probe_interval_s": self.probe_interval_s,
             "model": self.model,
             "sample_s": self.sample_s,
+            "command_port": self.command_port,
         }
 
     @classmethod
@@ -114,7 +136,14 @@ class GateOptions:
             probe_interval_s=data["probe_interval_s"],
             model=data["model"],
             sample_s=float(data.get("sample_s", 1.0)),
+            command_port=data.get("command_port"),
         )
+
+    def port_note(self) -> str | None:
+        """``--port 8162 but the command says --port 8163``, when they differ."""
+        if self.command_port is None or self.port is None or self.command_port == self.port:
+            return None
+        return f"--port {self.port} but the command says --port {self.command_port}"
 
     def resolve(self) -> Resolved:
         """Check every option and compile the rules; UsageError naming the flag if bad."""

@@ -6,6 +6,8 @@ asks for it, sends one real 1-token completion. It probes slowly until a ready l
 is seen, then every few milliseconds, and wakes the loop through a pipe when it passes.
 A profile with ``probe_absent_ok`` (llama-cpp-python has no ``/health``) also passes on
 a 404 once a ready line was seen: the ready line decides, the answer proves the port.
+A 4xx that waiting will not change (404: no such route) wakes the loop once (``a``), so
+that the user hears at once that the server answers, but not at this URL.
 
 Stopping never waits for a request in flight: its socket is shut down, and the thread
 writes to a wake-up descriptor of its own, which it closes itself, so a probe that
@@ -27,6 +29,7 @@ __all__ = ["Prober", "http_get_status"]
 
 FAST_INTERVAL_S = 0.01
 _STOP_JOIN_S = 0.5  # stop() waits this long at most for the thread to notice
+_TRANSIENT_4XX = frozenset({408, 425, 429})  # timeout, too early, too many: ask again
 
 
 def _connection(url: str, timeout_s: float) -> tuple[http.client.HTTPConnection, str]:
@@ -74,6 +77,9 @@ class Prober:
         self.last_error = "not probed yet"
         self.ok_at: float | None = None  # monotonic time the probe passed
         self.route_absent = False  # it passed on a 404: the engine has no such route
+        self.last_status: int | None = None  # the last HTTP status GET url gave, if any
+        # the last 4xx that waiting will not turn into a pass (404 at a wrong URL)
+        self.refused_status: int | None = None
         # the thread's own copy, closed by the thread: never written after being reused
         self._wake_fd = os.dup(wake_fd)
         self._any_2xx = any_2xx
@@ -158,11 +164,20 @@ class Prober:
         except (OSError, http.client.HTTPException) as exc:
             self.last_error = f"GET {self.url}: {exc.__class__.__name__}: {exc}"
             return False
+        self.last_status = status
         if status == 404 and self._absent_ok and self._line_seen:
             # no such route in this build; the ready line decides, and the server answers
             self.route_absent = True
         elif not (200 <= status < 300 if self._any_2xx else status == 200):
             self.last_error = f"GET {self.url} returned {status}"
+            # a 404 where the route may be absent (absent_ok) waits for the ready line
+            absent = status == 404 and self._absent_ok
+            if 400 <= status < 500 and status not in _TRANSIENT_4XX and not absent:
+                first = self.refused_status is None
+                self.refused_status = status  # before the wake-up: the loop reads it then
+                if first:
+                    with contextlib.suppress(OSError):
+                        os.write(self._wake_fd, b"a")
             return False
         if self.generate_url is None:
             return True

@@ -323,9 +323,11 @@ def _gate_options(
 ) -> GateOptions:
     """The gate's options for ``command``. The port: ``port``, else the command's
     ``--port N``, else (without a health URL) the profile's default; the model: ``model``,
-    else the command's (for vLLM's 1-token check)."""
+    else the command's (for vLLM's 1-token check). A ``port`` that the command's
+    contradicts is kept (a container may map one to the other) and named in notes."""
+    said = port_from_command(command)
     if port is None:
-        port = port_from_command(command)
+        port = said
     if port is None and health_url is None:
         port = get_profile(engine).default_port
     return GateOptions(
@@ -339,6 +341,7 @@ def _gate_options(
         stall_s=stall_s,
         model=model or model_from_command(command),
         sample_s=sample_s,
+        command_port=said,
     )
 
 
