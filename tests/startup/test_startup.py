@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from servegate.startup.caches import cache_paths, measure
-from servegate.startup.eta import auto_timeout, estimate, is_cold
+from servegate.startup.eta import auto_rule, auto_timeout, estimate, is_cold
 from servegate.startup.history import StartRow, history_path
 from servegate.startup.pagecache import model_files, resident
 
@@ -237,3 +237,35 @@ def test_history_bad_input_and_unreadable_file(tmp_path: Path) -> None:
     result = _servegate("history", env={"SERVEGATE_HISTORY": str(broken)})
     assert result.returncode == 2
     assert "not a usable SQLite file" in result.stderr
+
+
+def test_timeout_auto_says_which_timeout_it_chose(port: int) -> None:
+    """--timeout auto names the timeout it chose and the rule, on a progress line and in
+    the verdict JSON's startup.timeout_auto; the 3x rule says the temperature differs."""
+    rule = auto_rule([_row(137.3, False, 1.0)], True)
+    assert rule is not None
+    assert rule.describe() == (
+        "412 s (3x the one past warm READY start of this configuration, 137.3 s; "
+        "this start is expected cold)"
+    )
+    try:
+        first = _launch(port, "--json")
+        assert first.returncode == 0, first.stderr
+        assert json.loads(first.stdout)["startup"]["timeout_auto"] is None
+        assert "timeout auto" not in first.stderr
+    finally:
+        _servegate("stop", "hist")
+    took = json.loads(first.stdout)["elapsed_s"]
+    try:
+        second = _launch(port, "--json", "--timeout", "auto")
+        assert second.returncode == 0, second.stderr
+    finally:
+        _servegate("stop", "hist")
+    said = (
+        "timeout auto: 60 s (the 60 s floor; 1.5x the one past warm READY start of this "
+        f"configuration, {took:.1f} s, is less)"
+    )
+    assert said in second.stderr.splitlines()
+    chosen = json.loads(second.stdout)["startup"]["timeout_auto"]
+    assert (chosen["timeout_s"], chosen["margin"], chosen["based_on"]) == (60.0, 1.5, 1)
+    assert chosen["rule"] == said.removeprefix("timeout auto: ")

@@ -219,6 +219,8 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     env = _parse_env(env_pairs)
     _remote(host, "launch", env=env, foreground=foreground, quiet=quiet)
     session = StartSession(engine=engine, command=command, env=env, via="launch", timeout=timeout_s)
+    if not quiet and (chosen := session.timeout_note()):
+        click.echo(chosen, err=True)
     if foreground:
         signal.signal(signal.SIGTERM, _on_sigterm)
     shown: list[Verdict] = []  # a CRASH or TIMEOUT already printed by on_verdict
@@ -374,6 +376,8 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     _remote(host, "wait", quiet=quiet)
     command, started_wall = _process_command(pid)
     session = StartSession(engine=engine, command=command, env=None, via="wait", timeout=timeout_s)
+    if not quiet and (chosen := session.timeout_note()):
+        click.echo(chosen, err=True)
     if not quiet:
         session.follow(log_path, started_wall)
     try:

@@ -2,7 +2,7 @@
 
     record = StartupRecord.before(engine="vllm", command=argv, env=extra_env, via="launch")
     record.eta                      # from past starts of this configuration, or None
-    record.auto_timeout()           # --timeout auto, or None without history
+    record.auto_timeout()           # --timeout auto and its rule, or None without history
     startup = record.finish(verdict.to_json())   # the verdict JSON's "startup" object
 
 ``before`` measures the engine's caches and how much of the model's files the page
@@ -23,7 +23,7 @@ from typing import Any
 from servegate.errors import UsageError
 from servegate.gate.options import model_from_command
 from servegate.startup.caches import CacheState, measure
-from servegate.startup.eta import Eta, auto_timeout, estimate, expected_cold, is_cold
+from servegate.startup.eta import AutoTimeout, Eta, auto_rule, estimate, expected_cold, is_cold
 from servegate.startup.history import ConfigKey, History, StartRow, config_key, gpu_model
 from servegate.startup.pagecache import PageCache, model_files, resident
 
@@ -57,6 +57,7 @@ class StartupRecord:
     expected_cold: bool | None
     eta: Eta | None
     warnings: list[str] = field(default_factory=list)
+    timeout_auto: AutoTimeout | None = None  # --timeout auto chose the timeout this way
 
     @classmethod
     def before(
@@ -95,9 +96,11 @@ class StartupRecord:
             warnings=warnings,
         )
 
-    def auto_timeout(self) -> float | None:
-        """``--timeout auto`` for this start, or None without a past READY start."""
-        return auto_timeout(self.history, self.expected_cold)
+    def auto_timeout(self) -> AutoTimeout | None:
+        """``--timeout auto`` for this start, or None without a past READY start; kept
+        for the ``startup`` object (``timeout_auto``)."""
+        self.timeout_auto = auto_rule(self.history, self.expected_cold)
+        return self.timeout_auto
 
     def finish(
         self, verdict: Mapping[str, Any], *, telemetry: Mapping[str, Any] | None = None
@@ -131,6 +134,7 @@ class StartupRecord:
                 else None
             ),
             "eta": None if self.eta is None else self.eta.to_json(),
+            "timeout_auto": None if self.timeout_auto is None else self.timeout_auto.to_json(),
             "config_key": self.key.key,
             "measure_s": round(self.measure_s, 4),
         }

@@ -12,7 +12,8 @@ The rules (docs/gate.md, "Cold or warm, ETA"):
   temperature (all of them when none has it): overall, and per phase (duration and
   where it ends).
 - ``--timeout auto``: the longest such start times ``AUTO_MARGIN`` (``AUTO_MARGIN_OTHER``
-  when only starts of the other temperature are known), at least ``AUTO_FLOOR_S``.
+  when only starts of the other temperature are known), at least ``AUTO_FLOOR_S``;
+  ``AutoTimeout`` says which rule chose it, for the user.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ __all__ = [
     "AUTO_MARGIN_OTHER",
     "COLD_FILES",
     "COLD_GROWTH",
+    "AutoTimeout",
     "Eta",
+    "auto_rule",
     "auto_timeout",
     "estimate",
     "expected_cold",
@@ -156,10 +159,64 @@ def estimate(rows: Sequence[StartRow], cold: bool | None) -> Eta | None:
     )
 
 
-def auto_timeout(rows: Sequence[StartRow], cold: bool | None) -> float | None:
-    """``--timeout auto`` in seconds from past starts; None without a READY one."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoTimeout:
+    """``--timeout auto``: the seconds chosen, and the past starts and rule behind them."""
+
+    timeout_s: float
+    longest_s: float  # the longest past READY start it is based on
+    margin: float  # AUTO_MARGIN, or AUTO_MARGIN_OTHER
+    based_on: int  # how many past READY starts
+    expected_cold: bool | None  # the temperature expected of this start (None: unknown)
+    same_temperature: bool  # those starts have it (always, when it is unknown)
+
+    def describe(self) -> str:
+        """``412 s (3x the longest of 2 past warm READY starts of this configuration,
+        137.3 s; this start is expected cold)``."""
+        of = self.expected_cold if self.same_temperature else not self.expected_cold
+        kind = {True: "cold READY", False: "warm READY", None: "READY"}[of]
+        if self.based_on > 1:
+            which = f"longest of {self.based_on} past {kind} starts"
+        else:
+            which = f"one past {kind} start"
+        rule = f"{self.margin:g}x the {which} of this configuration, {self.longest_s:.1f} s"
+        if self.margin * self.longest_s < AUTO_FLOOR_S:
+            rule = f"the {AUTO_FLOOR_S:.0f} s floor; {rule}, is less"
+        if not self.same_temperature:
+            rule += f"; this start is expected {'cold' if self.expected_cold else 'warm'}"
+        return f"{self.timeout_s:.0f} s ({rule})"
+
+    def to_json(self) -> dict[str, Any]:
+        """As a JSON object (the verdict's ``startup.timeout_auto``)."""
+        return {
+            "timeout_s": round(self.timeout_s, 3),
+            "longest_s": round(self.longest_s, 3),
+            "margin": self.margin,
+            "based_on": self.based_on,
+            "expected_cold": self.expected_cold,
+            "same_temperature": self.same_temperature,
+            "rule": self.describe(),
+        }
+
+
+def auto_rule(rows: Sequence[StartRow], cold: bool | None) -> AutoTimeout | None:
+    """``--timeout auto`` from past starts, with its rule; None without a READY one."""
     used, same = _matching(rows, cold)
     if not used:
         return None
     margin = AUTO_MARGIN if same else AUTO_MARGIN_OTHER
-    return max(AUTO_FLOOR_S, margin * max(row.elapsed_s for row in used))
+    longest = max(row.elapsed_s for row in used)
+    return AutoTimeout(
+        timeout_s=max(AUTO_FLOOR_S, margin * longest),
+        longest_s=longest,
+        margin=margin,
+        based_on=len(used),
+        expected_cold=cold,
+        same_temperature=same,
+    )
+
+
+def auto_timeout(rows: Sequence[StartRow], cold: bool | None) -> float | None:
+    """``--timeout auto`` in seconds from past starts; None without a READY one."""
+    rule = auto_rule(rows, cold)
+    return None if rule is None else rule.timeout_s

@@ -2,6 +2,7 @@
 
     session = StartSession(engine=..., command=argv, env=extra, via="launch", timeout=t)
     session.timeout_s                      # a number, or --timeout auto resolved
+    session.timeout_note()                 # "timeout auto: 412 s (3x ...)", or None
     launch(..., on_started=session.started, on_verdict=...)
     startup = session.finish(verdict)      # status line cleared, history written
 
@@ -50,11 +51,17 @@ class StartSession:
                     "--timeout auto needs a past READY start of this configuration in the "
                     f"start history ({_where()}): pass --timeout SECONDS this first time."
                 )
-            self.timeout_s = auto
+            self.timeout_s = auto.timeout_s
         else:
             self.timeout_s = float(timeout)
         self.status = StatusLine(engine=engine, eta=self.record.eta, stream=stream)
         self.startup: dict[str, Any] | None = None
+
+    def timeout_note(self) -> str | None:
+        """Which timeout ``--timeout auto`` chose and why (a progress line); None when
+        the timeout was given in seconds."""
+        auto = self.record.timeout_auto
+        return None if auto is None else f"timeout auto: {auto.describe()}"
 
     def started(self, tracked: Tracked) -> None:
         """The server runs: follow its log (``launch(on_started=...)``)."""
