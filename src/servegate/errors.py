@@ -18,6 +18,7 @@ Only ``servegate.cli`` catches them; under ``--json`` it prints ``exc.to_json()`
     ├── ServerNotFound             exit 2: no tracked server by that name or PID
     ├── StoreError                 exit 3: the database could not be written (disk full, I/O)
     └── BenchError                 exit 1: the load generator could not measure
+        └── ModelNotServed         exit 2: the server does not serve the --model asked for
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "BenchError",
     "ConfigError",
     "GateError",
+    "ModelNotServed",
     "PortInUseError",
     "RunnerBusyError",
     "ServegateError",
@@ -146,3 +148,9 @@ class BenchError(ServegateError):
     """The load generator could not measure (unreachable server, not OpenAI-compatible)."""
 
     exit_code = 1
+
+
+class ModelNotServed(BenchError):
+    """The server refused the model asked for (``--model``): bad input, so exit 2."""
+
+    exit_code = 2

@@ -157,6 +157,38 @@ def test_unreachable_url_exits_1() -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_a_model_the_server_does_not_serve_names_its_message_and_model() -> None:
+    """--model nosuch on a (simulated) vLLM: the server's own message and --model, in one
+    sentence, exit 2 (bad input); under --json the same as one error object."""
+    port = free_port()
+    up = subprocess.run(
+        [sys.executable, "-m", "servegate", "launch", "--engine", "vllm", "--name", "sim",
+         "--port", str(port), "--", sys.executable, "-m", "servegate", "sim",
+         "--engine", "vllm", "--startup", "0.2", "--port", str(port)],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    try:
+        url = f"http://127.0.0.1:{port}"
+        proc = bench("--url", url, "--model", "nosuch", "--requests", "1")
+        as_json = bench("--url", url, "--model", "nosuch", "--requests", "1", "--json")
+    finally:
+        stop = [sys.executable, "-m", "servegate", "stop", "sim"]
+        subprocess.run(stop, capture_output=True, check=True, timeout=60)
+    message = (
+        "the server does not serve --model 'nosuch' (HTTP 404: The model `nosuch` does not "
+        f"exist.); pass one it serves with --model (GET {url}/v1/models lists them), or "
+        "leave --model out to take its first."
+    )
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"Error: {message}\n", "")
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout) == {
+        "schema": "servegate.error/1",
+        "error": message,
+        "exit_code": 2,
+    }
+
+
 def test_jsonl_and_sharegpt_datasets(sse_server: Callable[..., str], tmp_path: Path) -> None:
     """Prompts come from a JSONL file or a ShareGPT file, cycled to the request count."""
     url = sse_server()

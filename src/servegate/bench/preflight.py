@@ -8,14 +8,17 @@ failures, and finds out whether the server accepts ``ignore_eos``.
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 
 from servegate.bench.dataset import encode_body
 from servegate.bench.settings import BenchSettings
-from servegate.errors import BenchError
+from servegate.errors import BenchError, ModelNotServed
 
 PREFLIGHT_TIMEOUT_S = 30.0
+_MESSAGE_BYTES = 65536  # of an error answer, read for its message
+_MESSAGE_CHARS = 300  # of that message, quoted in the error
 
 
 def request_headers(settings: BenchSettings) -> dict[str, str]:
@@ -72,10 +75,18 @@ def probe(
                 first = resp.read(65536)
                 coding = (resp.headers.get("Content-Encoding") or "identity").strip().lower()
         except urllib.error.HTTPError as exc:
+            said, about_model = _server_message(exc, model)
+            if about_model:
+                raise ModelNotServed(
+                    f"the server does not serve --model {model!r} (HTTP {exc.code}: {said}); "
+                    f"pass one it serves with --model (GET {settings.base_url}/v1/models "
+                    "lists them), or leave --model out to take its first."
+                ) from None
             if exc.code == 400 and attempt:
                 continue  # retry without ignore_eos
+            answer = f"HTTP {exc.code}" + (f" ({said})" if said else "")
             raise BenchError(
-                f"POST {settings.endpoint} returned HTTP {exc.code}; the server does not serve "
+                f"POST {settings.endpoint} returned {answer}; the server does not serve "
                 f"the OpenAI {settings.api} API there: check --url and --api."
             ) from None
         except (urllib.error.URLError, OSError) as exc:
@@ -102,3 +113,23 @@ def probe(
             )
         return attempt
     return False
+
+
+def _server_message(exc: urllib.error.HTTPError, model: str) -> tuple[str, bool]:
+    """What an error answer says (OpenAI's ``{"error": {"message"}}``, vLLM's
+    ``{"message"}``, FastAPI's ``{"detail"}``, or plain text), and whether it is about
+    the model: its ``param`` is ``model``, or it names the model as a word of its own."""
+    try:
+        body = exc.read(_MESSAGE_BYTES)
+    except OSError:
+        return "", False
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = body.decode("utf-8", "replace")
+    error = data.get("error") if isinstance(data, dict) else None
+    fields = error if isinstance(error, dict) else data if isinstance(data, dict) else {}
+    message = fields.get("message") or fields.get("detail") or error or data
+    text = " ".join(message.split())[:_MESSAGE_CHARS] if isinstance(message, str) else ""
+    named = re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w.:/-])", text) is not None
+    return text, fields.get("param") == "model" or (named and "model" in text.lower())
