@@ -18,7 +18,7 @@ import click.testing
 import pytest
 
 from servegate.cli import COMMANDS, main
-from servegate.cli.options import json_file
+from servegate.cli.options import json_file, json_flag, not_stdout
 from servegate.engines import ENGINE_NAMES
 from servegate.sim.config import ENGINES as SIMULATED_ENGINES
 
@@ -171,8 +171,9 @@ def test_json_file_never_means_stdout(tmp_path: Path) -> None:
     """``--json-file -`` is refused with one sentence naming ``--json``, and writes nothing."""
 
     @click.command()
+    @json_flag("the result")
     @json_file("the result")
-    def write(json_file: Path | None) -> None:
+    def write(as_json: bool, json_file: Path | None) -> None:
         assert json_file is not None
         json_file.write_text("{}\n")
 
@@ -182,3 +183,20 @@ def test_json_file_never_means_stdout(tmp_path: Path) -> None:
     written = tmp_path / "out.json"
     assert click.testing.CliRunner().invoke(write, ["--json-file", str(written)]).exit_code == 0
     assert written.read_text() == "{}\n"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_file_option_given_dash_names_a_flag_the_command_has(name: str) -> None:
+    """``--X-file -`` is refused (exit 2) with a fix this command offers: ``--X`` where it
+    prints X on stdout, else a file name (``report --html-file -``: there is no --html)."""
+    spellings = {opt for option in options(name) for opt in option.opts}
+    for option in options(name):
+        if option.callback is not not_stdout:
+            continue
+        flag = long_name(option)
+        result = click.testing.CliRunner().invoke(command(name), [flag, "-"])
+        assert result.exit_code == 2, result.output
+        named = re.findall(r"(?<![\w-])--[a-z][\w-]*", result.output.split("Error:")[-1])
+        assert named, result.output
+        for suggested in named:
+            assert suggested in spellings, f"servegate {name} {flag} - suggests {suggested}"

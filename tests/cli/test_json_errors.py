@@ -77,6 +77,10 @@ def only_object(stdout: str) -> dict[str, Any]:
         (["report", "--json", "--db", "no-such.db"], "no database at no-such.db"),
         (["no-such-command", "--json"], "No such command 'no-such-command'"),
         (["--json", "ps"], "No such option '--json'"),
+        (["remote", "install", "--json"], "Missing argument 'HOST'"),
+        (["remote", "install", "ssh://", "--json"], "'ssh://' is not a host"),
+        (["remote", "--json", "install", "gpu-box"], "No such option '--json'"),
+        (["report", "--html-file", "-", "--json"], "pass a file name, e.g. --html-file report"),
     ],
 )
 def test_usage_errors_print_one_error_object(args: list[str], message: str) -> None:
@@ -169,6 +173,20 @@ def test_unreachable_server_under_bench_json_stdout(tmp_path: Path) -> None:
     data = only_object(result.stdout)
     assert (data["schema"], data["exit_code"]) == ("servegate.error/1", 1)
     assert data["error"] in result.stderr
+
+
+def test_remote_install_that_cannot_connect_prints_one_error_object() -> None:
+    """remote install HOST --json (a subcommand of a group) that fails prints one error
+    object like every other command, not an empty stdout."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # held, never listening: connections are refused
+        port = sock.getsockname()[1]
+        result = servegate("remote", "install", f"ssh://nobody@127.0.0.1:{port}", "--json")
+    assert result.returncode == 2, result.stderr
+    data = only_object(result.stdout)
+    assert (data["schema"], data["exit_code"]) == ("servegate.error/1", 2)
+    assert data["error"].startswith(f"cannot connect to ssh://nobody@127.0.0.1:{port}")
+    assert f"Error: {data['error']}" in result.stderr
 
 
 @click.command()

@@ -135,9 +135,17 @@ def _scan(args: Sequence[str]) -> tuple[bool, str | None]:
         index += 1  # the group's own options (--help, --version) take no value
     if index >= len(args) or args[index] == "--":
         return False, None
-    arity, interspersed, takes_arguments = _option_table(args[index])
+    command = _command(args[index])
+    index += 1
+    # a group's options are its subcommand's (remote install HOST --json)
+    while isinstance(command, click.Group) and index < len(args):
+        if args[index].startswith("-"):
+            return args[index] == "--json", None  # as before the command's name
+        command = command.get_command(click.Context(command), args[index])
+        index += 1
+    arity, interspersed, takes_arguments = _option_table(command)
     requested, old = False, None
-    rest = args[index + 1 :]
+    rest = args[index:]
     index = 0
     while index < len(rest):
         arg = rest[index]
@@ -163,13 +171,17 @@ def _scan(args: Sequence[str]) -> tuple[bool, str | None]:
     return requested, old
 
 
-def _option_table(name: str) -> tuple[dict[str, int], bool, bool]:
-    """Command ``name``'s options (spelling -> how many values follow it), whether options
-    may follow its arguments, and whether it takes arguments; unknown: no options."""
+def _command(name: str) -> click.Command | None:
+    """Command ``name``, or None when there is none or it cannot be imported."""
     try:
-        command = _load(name)
+        return _load(name)
     except Exception:  # an unimportable command fails later, as an internal error
-        command = None
+        return None
+
+
+def _option_table(command: click.Command | None) -> tuple[dict[str, int], bool, bool]:
+    """``command``'s options (spelling -> how many values follow it), whether options
+    may follow its arguments, and whether it takes arguments; unknown: no options."""
     if command is None:
         return {}, True, False
     arity: dict[str, int] = {}

@@ -52,11 +52,13 @@ def not_stdout(ctx: click.Context, param: click.Parameter, value: Path | None) -
     if value is not None and str(value) == "-":
         flag = (param.opts or ["--json-file"])[0]
         stdout_flag = flag.removesuffix("-file")
-        raise click.BadParameter(
-            f"{flag} writes a file; print on stdout with {stdout_flag} instead of {flag} -.",
-            ctx=ctx,
-            param=param,
-        )
+        spellings = {opt for option in ctx.command.params for opt in option.opts}
+        if stdout_flag in spellings:
+            fix = f"print on stdout with {stdout_flag} instead of {flag} -"
+        else:  # --html-file: no --html, the report is a file with its plots
+            name = stdout_flag.removeprefix("--")
+            fix = f"it has no stdout form, so pass a file name, e.g. {flag} report.{name}"
+        raise click.BadParameter(f"{flag} writes a file; {fix}.", ctx=ctx, param=param)
     return value
 
 
