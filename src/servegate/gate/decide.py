@@ -245,6 +245,8 @@ class Gate:
             )
         if self._follower is not None:
             self._read_file()
+            if self._verdict is None and not self._follower.found:
+                self._note(f"waiting for the log to appear: {self._follower.path}")
 
     def _turn(self) -> None:
         now = time.monotonic()
@@ -621,7 +623,7 @@ class Gate:
         self._decide(
             Status.TIMEOUT,
             DetectedBy.STALL,
-            reason + _stacks_note(stacks) + self._probe_note(),
+            reason + _stacks_note(stacks) + self._probe_note() + self._log_note(),
             kind=Kind.STUCK,
             hint=self._timeout_hint(
                 "a hang: the stacks show where it waits (--json: diagnosis.stacks; "
@@ -640,7 +642,7 @@ class Gate:
         self._decide(
             Status.TIMEOUT,
             DetectedBy.STALL,
-            reason + _stacks_note(stacks) + self._probe_note(),
+            reason + _stacks_note(stacks) + self._probe_note() + self._log_note(),
             kind=Kind.STALL,
             hint=self._timeout_hint(
                 "a hang, or a silent phase such as a cold JIT compile: raise "
@@ -670,7 +672,7 @@ class Gate:
         self._decide(
             Status.TIMEOUT,
             DetectedBy.DEADLINE,
-            reason + _stacks_note(stacks) + self._probe_note(),
+            reason + _stacks_note(stacks) + self._probe_note() + self._log_note(),
             kind=Kind.DEADLINE,
             hint=self._timeout_hint(hint),
         )
@@ -702,6 +704,13 @@ class Gate:
         if prober.refused_status is not None:
             return f"; GET {prober.url} answered {prober.refused_status}, never a ready status"
         return ""
+
+    def _log_note(self) -> str:
+        """``; the log PATH never appeared: check the --log path`` (a followed log that was
+        never there), else empty."""
+        if self._follower is None or self._follower.found:
+            return ""
+        return f"; the log {self._follower.path} never appeared: check the --log path"
 
     def _refusal_fix(self) -> str | None:
         """What to pass when the probe's URL answers with a 4xx that waiting will not

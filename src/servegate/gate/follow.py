@@ -74,6 +74,7 @@ class FileFollower:
         self._fd: int | None = None
         self._ino: tuple[int, int] | None = None
         self._head = b""  # the first bytes read, up to _HEAD_BYTES
+        self.found = False  # the file existed at a read (False: not yet, a wrong path?)
         self.notify_fd = _inotify_fd(os.path.dirname(os.path.abspath(path)) or ".")
 
     def fileno(self) -> int | None:
@@ -131,6 +132,7 @@ class FileFollower:
             return False
         st = os.fstat(fd)
         self._fd, self._ino, self.offset, self._head = fd, (st.st_dev, st.st_ino), 0, b""
+        self.found = True
         return True
 
     def _same_head(self) -> bool:
