@@ -269,3 +269,13 @@ def test_timeout_auto_says_which_timeout_it_chose(port: int) -> None:
     chosen = json.loads(second.stdout)["startup"]["timeout_auto"]
     assert (chosen["timeout_s"], chosen["margin"], chosen["based_on"]) == (60.0, 1.5, 1)
     assert chosen["rule"] == said.removeprefix("timeout auto: ")
+
+
+def test_history_text_shows_a_crashs_kind_and_reason() -> None:
+    """The text view of history gives a CRASH its kind and reason, under its line."""
+    dies = "print('loading', flush=True); raise SystemExit(7)"
+    crashed = _servegate("launch", "--ready", "never", "--name", "hist", "--", PY, "-c", dies)
+    assert crashed.returncode == 1, crashed.stderr
+    text = _servegate("history").stdout.splitlines()
+    assert text[0].startswith("#1 ") and " CRASH " in text[0]
+    assert text[1] == "    exit: the server exited with code 7"

@@ -1,8 +1,9 @@
 """``servegate history``: the past starts of plain launches and waits, with their phases.
 
-One line per start (newest first) and its phases with their durations and progress;
-``--json`` prints a JSON list. The database: $SERVEGATE_HISTORY, else
-$XDG_DATA_HOME/servegate/history.db, else ~/.local/share/servegate/history.db.
+One line per start (newest first), the kind and reason of a CRASH or TIMEOUT, and its
+phases with their durations and progress; ``--json`` prints a JSON list. The database:
+$SERVEGATE_HISTORY, else $XDG_DATA_HOME/servegate/history.db, else
+~/.local/share/servegate/history.db.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import click
 from servegate.cli.options import engine, examples, json_flag
 from servegate.errors import UsageError
 from servegate.gate.verdict import Status
+from servegate.redact import scrub
 
 
 @click.command(
@@ -37,7 +39,8 @@ from servegate.gate.verdict import Status
 def history(
     engine: str | None, status: str | None, config: str | None, limit: int, as_json: bool
 ) -> None:
-    """List past starts (launch, wait): verdict, cold or warm, phases, ETA against actual."""
+    """List past starts (launch, wait): verdict (a CRASH's or TIMEOUT's kind and reason),
+    cold or warm, phases, ETA against actual."""
     from servegate.startup.history import History, history_path
     from servegate.startup.status import describe_progress
 
@@ -64,6 +67,9 @@ def history(
             f"{row.elapsed_s:.1f}s {temperature}{eta_text} [{row.config_key}] "
             f"{' '.join(row.command)[:120]}"
         )
+        if row.status != Status.READY and (row.kind or row.reason):
+            why = f"{row.kind}: {row.reason}" if row.kind else row.reason
+            click.echo(f"    {scrub(why)}")
         for phase in row.phases:
             end = phase.get("end_s")
             took = f"{end - phase['start_s']:.1f}s" if end is not None else "open"
