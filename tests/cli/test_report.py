@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.report.campaign import build
 
 
@@ -209,3 +210,28 @@ def test_a_bad_min_effect_exits_2_naming_the_fix(tmp_path: Path) -> None:
             f"Error: --min-effect {value}: give a percentage from 0 to 100, e.g. --min-effect 2%."
         )
         assert out.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        ("report", "--html-file"),
+        ("report", "--markdown-file"),
+        ("report", "--json-file"),
+        ("check", "--markdown-file"),
+        ("check", "--json-file"),
+    ],
+)
+def test_an_output_file_in_a_missing_folder_fails_before_anything_is_printed(
+    tmp_path: Path, command: str, flag: str
+) -> None:
+    """--X-file nodir/FILE: one sentence naming the flag and the folder, exit 2, and
+    nothing on stdout (the table is not printed first) nor written."""
+    build(tmp_path / "servegate.db", repeats=2, requests=10)
+    out = _servegate(command, flag, "nodir/out.x", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr == (
+        f"Error: {flag} nodir/out.x: the folder nodir does not exist; create it or choose "
+        "another path.\n"
+    )
+    assert [path.name for path in tmp_path.iterdir()] == ["servegate.db"]

@@ -187,3 +187,22 @@ def test_vllm_engine_death_makes_the_server_not_alive(port: int, tmp_path: Path)
         os.kill(core, signal.SIGKILL)
         assert wait_for(lambda: not server.alive())
         assert server.tracked.alive(), "the API server itself lives on, as vLLM's does"
+
+
+def test_a_running_servers_children_are_not_orphans(port: int, tmp_path: Path) -> None:
+    """ps --json of a server whose main process runs: its live children (vLLM's
+    EngineCore and Worker) are its own, so "orphans" is empty and the state running."""
+    pidfile = tmp_path / "children"
+    launched = servegate(
+        "launch", "--engine", "vllm", "--port", str(port), "--name", "api",
+        "--", PY, TREE, "vllm", str(port), str(pidfile),
+    )  # fmt: skip
+    assert launched.returncode == 0, launched.stderr
+    try:
+        children = read_pids(pidfile)
+        assert all(alive(pid) for pid in children)
+        (row,) = json.loads(servegate("ps", "--json").stdout)
+    finally:
+        stopped = servegate("stop", "api")
+    assert (row["name"], row["state"], row["orphans"]) == ("api", "running", [])
+    assert stopped.returncode == 0, stopped.stderr

@@ -63,6 +63,22 @@ def one_on_stdout(**flags: bool) -> None:
         )
 
 
+def check_output_files(files: dict[str, Path | None]) -> None:
+    """UsageError, before any work or output, for the first ``--X-file FILE`` (flag ->
+    path) that cannot be written: its folder is missing or read-only, or it is."""
+    for flag, path in files.items():
+        if path is None:
+            continue
+        folder = path.parent
+        if not folder.is_dir():
+            raise UsageError(
+                f"{flag} {path}: the folder {folder} does not exist; create it or choose "
+                "another path."
+            )
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise UsageError(f"{flag} {path} cannot be written; choose another path.")
+
+
 def write_file(path: Path, content: str) -> None:
     """Write ``content`` to ``path`` atomically, readable by all; say so on stderr."""
     if not path.parent.is_dir():
@@ -163,6 +179,14 @@ def report(
     """
     threshold = None if min_effect is None else _percent(min_effect)
     one_on_stdout(json=as_json, markdown=as_markdown, csv=as_csv)
+    check_output_files(
+        {
+            "--json-file": json_file,
+            "--markdown-file": markdown_file,
+            "--csv-file": csv_file,
+            "--html-file": html_file,
+        }
+    )
     if not Path(db).is_file():
         raise UsageError(
             f"no database at {db}; run a campaign first (servegate run CAMPAIGN.toml) "

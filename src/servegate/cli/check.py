@@ -13,6 +13,7 @@ from servegate.cli.campaign_report import (
     CONFIDENCE,
     DEFAULT_DB,
     SEED,
+    check_output_files,
     file_option,
     one_on_stdout,
     print_out,
@@ -130,6 +131,7 @@ def _check(
         checks.parse_thresholds(max_regression) if max_regression else checks.DEFAULT_THRESHOLDS
     )
     one_on_stdout(json=as_json, markdown=as_markdown)
+    check_output_files({"--json-file": json_file, "--markdown-file": markdown_file})
     for path, flag in ((db, "--db"), (baseline_db, "--baseline-db")):
         if path is not None and not Path(path).is_file():
             raise UsageError(

@@ -513,7 +513,12 @@ def ps(prune: bool, as_json: bool, host: str) -> None:
         click.echo(
             json.dumps(
                 [
-                    {**t.to_json(), "state": t.state(), "orphans": [o.pid for o in t.orphans()]}
+                    {
+                        **t.to_json(),
+                        "state": t.state(),
+                        # a running server's children are its own: orphans outlive the main
+                        "orphans": [] if t.alive() else [o.pid for o in t.orphans()],
+                    }
                     for t in servers
                 ]
             )
