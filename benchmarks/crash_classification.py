@@ -1,7 +1,7 @@
 """Crash classification on real engine logs: status, kind and cause line, per split.
 
     python benchmarks/crash_classification.py [--split fit|held-out|all] [--engine NAME]
-                                         [--batch DATE] [--by-engine] [--json]
+                                         [--batch DATE] [--root DIR] [--by-engine] [--json]
 
 Replays every fixture of tests/fixtures/crash_logs (real log excerpts from public
 issue threads, see its README) through the real gate, as a live process that writes
@@ -11,7 +11,9 @@ that name one), and every miss. Signatures are fitted on the ``fit`` half only; 
 ``held-out`` half measures them. ``--batch DATE`` keeps only the fixtures of a blind
 batch (those whose sidecar note starts with ``blind batch DATE``), collected after the
 signatures were written and measured before any change; ``--by-engine`` adds the
-figures per engine.
+figures per engine. ``--root DIR`` replays the fixtures under DIR instead (default
+tests/fixtures/crash_logs), so that a batch held back under
+tests/fixtures/crash_logs_blind/<batch> is measured where it lies.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.gate.crash_replay import SPLITS, figures, load_fixtures, replay_all
+from tests.gate.crash_replay import FIXTURES, SPLITS, figures, load_fixtures, replay_all
 
 
 def _pct(right: int, counted: int) -> str:
@@ -46,10 +48,20 @@ def main() -> int:
     parser.add_argument(
         "--batch", metavar="DATE", help="only the blind batch of that date (e.g. 2026-12-03)"
     )
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        type=Path,
+        default=FIXTURES,
+        help="fixture folder (<engine>/<name>.json), default tests/fixtures/crash_logs",
+    )
     parser.add_argument("--by-engine", action="store_true", help="figures per engine too")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = parser.parse_args()
-    fixtures = load_fixtures(split=args.split)
+    if not args.root.is_dir():
+        print(f"no such folder: {args.root}", file=sys.stderr)
+        return 2
+    fixtures = load_fixtures(root=args.root, split=args.split)
     if args.engine:
         fixtures = [f for f in fixtures if f.engine == args.engine]
     if args.batch:
