@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from servegate.launch import state
 from servegate.startup.caches import cache_paths, measure
 from servegate.startup.eta import auto_rule, auto_timeout, estimate, is_cold
 from servegate.startup.history import StartRow, history_path
@@ -279,3 +280,37 @@ def test_history_text_shows_a_crashs_kind_and_reason() -> None:
     text = _servegate("history").stdout.splitlines()
     assert text[0].startswith("#1 ") and " CRASH " in text[0]
     assert text[1] == "    exit: the server exited with code 7"
+
+
+def test_a_wait_on_a_server_already_up_is_left_out_of_the_eta(port: int) -> None:
+    """A wait on a server that was already up is READY at once, says so, and is recorded
+    as already up: no ETA for the next wait from its 0.0 s, no --timeout auto from it."""
+    try:
+        up = _launch(port)
+        assert up.returncode == 0, up.stderr
+        tracked = state.load("hist")
+        assert tracked is not None
+        watch = ("wait", "--engine", "vllm", "--port", str(port), "--log", tracked.log_path)
+        first = _servegate(*watch, "--json")
+        second = _servegate(*watch)
+        refused = _servegate(*watch, "--timeout", "auto")
+    finally:
+        _servegate("stop", "hist")
+    assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
+    verdict = json.loads(first.stdout)
+    assert verdict["already_up"] is True
+    startup = verdict["startup"]
+    assert (startup["already_up"], startup["cold"], startup["eta_s"]) == (True, None, None)
+    assert second.stdout.startswith("SERVER READY after ")
+    assert second.stdout.splitlines()[0].endswith("s (it was already up)")
+    assert "startup: the server was already up when wait began" in second.stderr
+    assert "; ETA " not in second.stderr  # no phase line has an ETA from a 0.0 s wait
+    assert refused.returncode == 2, refused.stdout
+    assert "--timeout auto needs a past READY start" in refused.stderr
+    rows = json.loads(_servegate("history", "--json").stdout)
+    assert [(row["via"], row["startup"]["already_up"]) for row in rows] == [
+        ("wait", True),
+        ("wait", True),
+        ("launch", False),
+    ]
+    assert " READY 0.0s already up " in _servegate("history", "--limit", "1").stdout

@@ -60,6 +60,8 @@ def history(
 
     for row in rows:
         temperature = {True: "cold", False: "warm", None: "-"}[row.cold]
+        if row.startup.get("already_up"):
+            temperature = "already up"
         eta = row.startup.get("eta_s")
         eta_text = f", ETA {eta:.1f}s" if eta is not None else ""
         click.echo(

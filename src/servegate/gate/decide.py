@@ -115,6 +115,10 @@ class Gate:
         self.watcher.line_time = self._line_time
         self._peek_at: float | None = None  # when to look at an unfinished last line
         self._ready_line_s: float | None = None  # the ready line's own stamp, if read late
+        # the log as it was when the gate began is being read / held the ready line: a
+        # server that was already up (wait), whose start this gate did not see
+        self._in_backlog = False
+        self._ready_in_backlog = False
         self.exit_code: int | None = None
         self._verdict: Verdict | None = None
         self._sel = selectors.DefaultSelector()
@@ -244,7 +248,9 @@ class Gate:
                 "(right if something maps it there)"
             )
         if self._follower is not None:
+            self._in_backlog = True
             self._read_file()
+            self._in_backlog = False
             if self._verdict is None and not self._follower.found:
                 self._note(f"waiting for the log to appear: {self._follower.path}")
 
@@ -381,6 +387,7 @@ class Gate:
                     self._wrapper = (hit.signature, hit.line, until)
             elif self._ready_line_at is None:
                 self._ready_line_at = time.monotonic()
+                self._ready_in_backlog = self._in_backlog
                 self._ready_line_s = self._clock.place(hit.line, self._rel(self._ready_line_at))
                 if self._prober is None:
                     self._decide(
@@ -800,6 +807,7 @@ class Gate:
             phases=self.watcher.phases.spans(round(ready_s, 3) if ready else None),
             tail=() if ready else self.watcher.tail.last(),
             diagnosis=self._diagnosis,
+            already_up=ready and self._already_up(),
         )
         if self.sampler is not None:  # the recording ends with the verdict
             self.sampler.stop()
@@ -810,6 +818,13 @@ class Gate:
                 snapshots=snaps,
                 phases=_bound_phases(self._verdict.phases, snaps, elapsed),
             )
+
+    def _already_up(self) -> bool:
+        """Whether the server was ready when the gate began (a ``wait`` on a server that
+        was up): its ready line was in the log already, or the probe's first try passed."""
+        if self.sources.is_parent:  # launch: the gate saw the whole start
+            return False
+        return self._ready_in_backlog or (self._prober is not None and self._prober.at_once)
 
 
 def _bound_phases(

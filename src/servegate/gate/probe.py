@@ -76,6 +76,7 @@ class Prober:
         self.generate_url = generate_url
         self.last_error = "not probed yet"
         self.ok_at: float | None = None  # monotonic time the probe passed
+        self.at_once = False  # it passed on its first try: the server was up already
         self.route_absent = False  # it passed on a 404: the engine has no such route
         self.last_status: int | None = None  # the last HTTP status GET url gave, if any
         # the last 4xx that waiting will not turn into a pass (404 at a wrong URL)
@@ -123,13 +124,16 @@ class Prober:
             self._thread.join(_STOP_JOIN_S)
 
     def _run(self) -> None:
+        first = True
         try:
             while not self._stopped.is_set():
                 if self._check() and not self._stopped.is_set():
+                    self.at_once = first
                     self.ok_at = time.monotonic()
                     with contextlib.suppress(OSError):
                         os.write(self._wake_fd, b"p")
                     return
+                first = False
                 interval = FAST_INTERVAL_S if self._fast else self._interval_s
                 self._nudged.wait(interval)
                 self._nudged.clear()

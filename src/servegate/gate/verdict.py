@@ -146,6 +146,9 @@ class Verdict:
     tail: tuple[str, ...] = ()
     diagnosis: Diagnosis | None = None  # stuck or slow, the evidence and the stacks
     telemetry: TelemetrySummary | None = None  # peaks and CPU seconds while it started
+    # READY at once: the server was up before the gate began (a wait), so elapsed_s is
+    # no startup duration (the start history's ETA leaves it out)
+    already_up: bool = False
     # the sampled series (not in to_json: it goes to the store); the keeper sends it apart
     snapshots: tuple[Snapshot, ...] = field(default=(), repr=False, compare=False)
 
@@ -160,7 +163,8 @@ class Verdict:
         CRASH names its kind; CRASH and TIMEOUT end with the hint, when there is one.
         """
         if self.status == Status.READY:
-            return f"SERVER READY after {self.elapsed_s:.1f}s"
+            up = " (it was already up)" if self.already_up else ""
+            return f"SERVER READY after {self.elapsed_s:.1f}s{up}"
         if self.status == Status.TIMEOUT:
             text = f"TIMEOUT after {self.elapsed_s:.1f}s: {self.reason}"
         else:
@@ -193,6 +197,7 @@ class Verdict:
             "tail": list(self.tail),
             "diagnosis": None if self.diagnosis is None else self.diagnosis.to_json(),
             "telemetry": None if self.telemetry is None else self.telemetry.to_json(),
+            "already_up": self.already_up,
         }
 
     @classmethod
@@ -229,6 +234,7 @@ class Verdict:
             tail=tuple(data["tail"]),
             diagnosis=Diagnosis.from_json(data.get("diagnosis")),
             telemetry=TelemetrySummary.from_json(data.get("telemetry")),
+            already_up=bool(data.get("already_up", False)),
         )
 
 

@@ -108,7 +108,9 @@ class StartupRecord:
         """Measure the caches again, decide cold or warm, record the start; the
         ``startup`` object for the verdict JSON."""
         after = measure(self.key.engine, self.env)
-        cold = is_cold(self.caches_before, after)
+        # a wait on a server that was already up saw no start: neither cold nor warm
+        already_up = bool(verdict.get("already_up"))
+        cold = None if already_up else is_cold(self.caches_before, after)
         old = {state.name: state for state in self.caches_before}
         actual = float(verdict["elapsed_s"])
         eta_s = None if self.eta is None else round(self.eta.total_s, 3)
@@ -130,11 +132,15 @@ class StartupRecord:
             "actual_s": round(actual, 3),
             "eta_error_pct": (
                 round(100.0 * (eta_s - actual) / actual, 1)
-                if eta_s is not None and actual > 0 and verdict.get("status") == "ready"
+                if eta_s is not None
+                and actual > 0
+                and verdict.get("status") == "ready"
+                and not already_up
                 else None
             ),
             "eta": None if self.eta is None else self.eta.to_json(),
             "timeout_auto": None if self.timeout_auto is None else self.timeout_auto.to_json(),
+            "already_up": already_up,  # left out of the ETA (startup.eta)
             "config_key": self.key.key,
             "measure_s": round(self.measure_s, 4),
         }

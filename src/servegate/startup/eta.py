@@ -10,7 +10,8 @@ The rules (docs/gate.md, "Cold or warm, ETA"):
   least 90 % of them; cold when one was cleared; unknown without history.
 - **ETA**: the median of the past READY starts of the same configuration and the same
   temperature (all of them when none has it): overall, and per phase (duration and
-  where it ends).
+  where it ends). A ``wait`` on a server that was already up (``startup.already_up``)
+  timed no start and is left out, here and in ``--timeout auto``.
 - ``--timeout auto``: the longest such start times ``AUTO_MARGIN`` (``AUTO_MARGIN_OTHER``
   when only starts of the other temperature are known), at least ``AUTO_FLOOR_S``;
   ``AutoTimeout`` says which rule chose it, for the user.
@@ -118,8 +119,9 @@ class Eta:
 
 
 def _matching(rows: Sequence[StartRow], cold: bool | None) -> tuple[list[StartRow], bool]:
-    """READY rows of temperature ``cold`` (True: found them), else all READY rows."""
-    ready = [row for row in rows if row.status == "ready"]
+    """READY rows of temperature ``cold`` (True: found them), else all READY rows; never
+    a wait on a server that was already up (its 0.0 s is no startup duration)."""
+    ready = [row for row in rows if row.status == "ready" and not row.startup.get("already_up")]
     if cold is not None:
         same = [row for row in ready if row.cold is cold]
         if same:

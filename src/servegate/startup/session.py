@@ -88,6 +88,8 @@ class StartSession:
     def note(self) -> str:
         """One line for stderr: cold or warm, page cache, ETA against actual."""
         startup = self.startup or {}
+        if startup.get("already_up"):
+            return "startup: the server was already up when wait began; not counted in the ETA"
         cold = startup.get("cold")
         parts = ["startup: " + {True: "cold", False: "warm", None: "cold/warm unknown"}[cold]]
         grown = [
