@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import sqlite3
 import subprocess
 import sys
@@ -136,15 +137,16 @@ def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         conn.close()
 
 
-def _on_a_terminal(cwd: Path, env: dict[str, str]) -> str:
-    """Run ``servegate report`` with stdout on a pseudo-terminal; return what it printed."""
+def _on_a_terminal(cwd: Path, env: dict[str, str], *, columns: int = 160) -> str:
+    """Run ``servegate report`` with stdout on a pseudo-terminal ``columns`` wide; return
+    what it printed."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "servegate", "report"],
         stdout=follower,
         stderr=subprocess.DEVNULL,
         cwd=cwd,
-        env={**env, "COLUMNS": "160", "TERM": "xterm-256color"},
+        env={**env, "COLUMNS": str(columns), "TERM": "xterm-256color"},
     )
     os.close(follower)  # the child holds the only copy: reading ends when it exits
     chunks = []
@@ -172,6 +174,24 @@ def test_colour_on_a_terminal_and_none_with_no_color(tmp_path: Path) -> None:
     assert "\x1b[32m" in coloured  # green: a better variant
     assert "fast: 1.0" in plain
     assert "\x1b[32m" not in plain
+
+
+def test_at_80_columns_no_status_is_cut_and_hints_stand_whole(tmp_path: Path) -> None:
+    """On a terminal 80 columns wide, no line of the tables is wider, each status stands
+    whole in its cell (CRASH (oom)), every load point is shown, and the crash's hint is
+    on a line of its own, whole, below the tables."""
+    build(tmp_path / "servegate.db", repeats=2, requests=10)
+    env = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"}
+    shown = _on_a_terminal(tmp_path, {**env, "NO_COLOR": "1"}, columns=80)
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", shown).splitlines()  # bold and dim stay
+    tables = [line for line in lines if line[:1] in set("┏┃┡│├└")]
+    assert tables and max(len(line) for line in tables) <= 80, "\n".join(tables)
+    assert any(re.match(r"│ oom +│ CRASH \(oom\) +│", line) for line in tables), tables
+    heads = " ".join(line for line in tables if line.startswith("┃"))
+    assert all(f" {load} " in heads for load in ("c=1", "c=4", "c=16")), heads
+    hint = "lower --mem-fraction-static or batch size"
+    assert f"oom: did not start: CRASH: CUDA out of memory (oom) - {hint}" in lines
+    assert not any(hint in line for line in tables)
 
 
 def _small_change(db: Path) -> None:

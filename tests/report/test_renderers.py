@@ -42,6 +42,19 @@ def test_console_table_has_every_variant_load_and_delta(report: Report) -> None:
     assert "(1 run)" in out
 
 
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 160])
+def test_console_tables_fit_the_width_and_cut_no_status(report: Report, width: int) -> None:
+    """At any width from 60 columns: no line of the tables is wider, CRASH (oom) stands
+    whole in its cell, every load point has its column, and the hint stands whole."""
+    lines = console_text(report, width=width).splitlines()
+    tables = [line for line in lines if line[:1] in set("┏┃┡│├└")]
+    assert max(len(line) for line in tables) <= width, "\n".join(tables)
+    assert any(re.match(r"│ oom +│ CRASH \(oom\) +│", line) for line in tables), tables
+    heads = " ".join(line for line in tables if line.startswith("┃"))
+    assert all(f" {load} " in heads for load in ("c=1", "c=4", "c=16")), heads
+    assert any("- lower --mem-fraction-static or batch size" in line for line in lines)
+
+
 def test_console_closes_with_one_hyperfine_line_per_variant(report: Report) -> None:
     """fast: 1.0xx +/- 0.00x x baseline output throughput at c=16 (better)."""
     lines = console_text(report, width=140).splitlines()
