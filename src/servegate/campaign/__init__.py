@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         Variant,
         check_programs,
         load_campaign,
+        missing_programs,
         parse_campaign,
     )
     from servegate.campaign.demo import demo_text, run_demo
@@ -47,6 +48,7 @@ _WHERE = {
     "Variant": "config",
     "check_programs": "config",
     "load_campaign": "config",
+    "missing_programs": "config",
     "parse_campaign": "config",
     "demo_text": "demo",
     "run_demo": "demo",
@@ -77,6 +79,7 @@ __all__ = [
     "check_programs",
     "demo_text",
     "load_campaign",
+    "missing_programs",
     "parse_campaign",
     "run",
     "run_campaign",

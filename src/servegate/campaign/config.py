@@ -54,6 +54,7 @@ __all__ = [
     "Variant",
     "check_programs",
     "load_campaign",
+    "missing_programs",
     "parse_campaign",
 ]
 
@@ -101,8 +102,9 @@ class Variant:
     values: tuple[tuple[str, str], ...]
     bench: BenchPlan
 
-    def render(self, *, port: int) -> tuple[list[str], dict[str, str]]:
-        """The argument list and environment with every placeholder filled in."""
+    def render(self, *, port: int | str) -> tuple[list[str], dict[str, str]]:
+        """The argument list and environment with every placeholder filled in (``port``:
+        a number, or a text that stands for one, as ``--dry-run`` shows an auto port)."""
         values = dict(self.values, port=str(port))
         argv = [_fill(token, values) for token in self.command]
         env = {key: _fill(value, values) for key, value in self.env}
@@ -116,7 +118,7 @@ class ServerGroup:
     key: str
     variants: tuple[Variant, ...]
 
-    def render(self, *, port: int) -> tuple[list[str], dict[str, str]]:
+    def render(self, *, port: int | str) -> tuple[list[str], dict[str, str]]:
         """The command and environment of the group's server on ``port``."""
         return self.variants[0].render(port=port)
 
@@ -190,9 +192,9 @@ class Campaign:
 # --- loading -----------------------------------------------------------------------------
 
 
-def check_programs(campaign: Campaign) -> None:
-    """Refuse, before anything starts, a variant whose program cannot be found."""
-    where = str(campaign.path or "the campaign file")
+def missing_programs(campaign: Campaign) -> list[tuple[Variant, str]]:
+    """The variants whose program cannot be found on this machine, with that program."""
+    missing = []
     for variant in campaign.variants:
         argv, env = variant.render(port=0)
         program = argv[0] if argv else ""
@@ -203,13 +205,21 @@ def check_programs(campaign: Campaign) -> None:
         else:
             found = bool(program) and shutil.which(program, path=search) is not None
         if not found:
-            raise ConfigError(
-                f"{where}: variant {variant.name!r}: program {program!r} not found"
-                + ("" if os.sep in program else " on PATH")
-                + "; install it or give its full path in the command.",
-                path=where,
-                key=f"variant.{variant.name}.command",
-            )
+            missing.append((variant, program))
+    return missing
+
+
+def check_programs(campaign: Campaign) -> None:
+    """Refuse, before anything starts, a variant whose program cannot be found."""
+    where = str(campaign.path or "the campaign file")
+    for variant, program in missing_programs(campaign)[:1]:
+        raise ConfigError(
+            f"{where}: variant {variant.name!r}: program {program!r} not found"
+            + ("" if os.sep in program else " on PATH")
+            + "; install it or give its full path in the command.",
+            path=where,
+            key=f"variant.{variant.name}.command",
+        )
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -8,6 +8,7 @@ pick the exit code.
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import click
 
 import servegate.campaign as campaigns
-from servegate.campaign import Campaign, check_programs, load_campaign
+from servegate.campaign import Campaign, check_programs, load_campaign, missing_programs
 from servegate.cli.options import examples, quiet
 from servegate.errors import UsageError
 from servegate.redact import Redactor
@@ -161,8 +162,7 @@ def run(
         )
     if only:
         campaign = campaign.only(only)
-    check_programs(campaign)
-    if dry_run:
+    if dry_run:  # a plan, also for a host or a later machine that has the programs
         _print_plan(
             campaign,
             restarts=first,
@@ -170,6 +170,10 @@ def run(
             ray=_address(ray) or campaign.ray,
         )
         return
+    from servegate.remote import is_local
+
+    if is_local(campaign.host):  # a host's programs are checked there, at each start
+        check_programs(campaign)
     # imported once the file is known to be good: a mistake is reported without the
     # load generator's and the statistics' import time
     options = campaigns.RunOptions(
@@ -289,8 +293,13 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int, ray: str | None
         envs=[v.render(port=0)[1] for v in campaign.variants],
         commands=[v.render(port=0)[0] for v in campaign.variants],
     )
-    port_text = str(campaign.port) if campaign.port is not None else "auto"
+    port_text = (
+        str(campaign.port)
+        if campaign.port is not None
+        else "auto (a free port is chosen at each start: {port} below)"
+    )
     click.echo(f"campaign {campaign.name} (baseline {campaign.baseline}), port {port_text}")
+    _note_missing_programs(campaign, ray)
     if ray is not None:
         asked = [f"GPU={campaign.gpus}"] if campaign.gpus else []
         asked += [f"{name}={amount:g}" for name, amount in campaign.resources]
@@ -310,8 +319,7 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int, ray: str | None
                 err=True,
             )
     for number, group in enumerate(campaign.groups, start=1):
-        shown_port = campaign.port if campaign.port is not None else 0
-        argv, env = group.render(port=shown_port)
+        argv, env = group.render(port=campaign.port if campaign.port is not None else "{port}")
         click.echo(f"server {number}: {' '.join(redactor.command(argv))}")
         for key, value in sorted(redactor.env(env).items()):
             click.echo(f"  env {key}={value}")
@@ -324,6 +332,26 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int, ray: str | None
         for round_ in range(1, restarts + 1):
             order = campaigns.start_order(len(campaign.groups), round_, seed)
             click.echo(f"  round {round_}: " + ", ".join(f"server {i + 1}" for i in order))
+
+
+def _note_missing_programs(campaign: Campaign, ray: str | None) -> None:
+    """Say which programs are not on this machine: planned anyway, as for another host
+    (where they are looked for at each start) or a machine the run will happen on later."""
+    from servegate.remote import is_local
+
+    for variant, program in missing_programs(campaign):
+        where = "" if os.sep in program else " on PATH"
+        if not is_local(campaign.host) and ray is None:
+            then = f"it is looked for on {campaign.host} at each start"
+        else:
+            then = (
+                "servegate run refuses it on this machine: install it or give its full path "
+                "in the command"
+            )
+        click.echo(
+            f"Note: variant {variant.name!r}: program {program!r} not found{where} here; {then}.",
+            err=True,
+        )
 
 
 @click.command(
