@@ -95,10 +95,11 @@ def test_the_root_of_a_chained_traceback_is_the_cause(tmp_path: Path) -> None:
 
 
 def test_a_wrapper_quotes_the_cause_printed_before_it(tmp_path: Path) -> None:
-    """vLLM's 'EngineCore failed to start' keeps its kind but quotes the worker's error."""
+    """vLLM's 'EngineCore failed to start' quotes the worker's error, and keeps its own
+    kind when the error's words name no family."""
     cause = (
         "(EngineCore_DP0 pid=7) ERROR 01-02 12:00:00 [core.py:700] "
-        "ValueError: Unsupported model architecture FooForCausalLM"
+        "ValueError: the worker stopped before it said why"
     )
     wrapper = (
         "(EngineCore_DP0 pid=7) ERROR 01-02 12:00:00 [core.py:710] EngineCore failed to start."
@@ -107,7 +108,21 @@ def test_a_wrapper_quotes_the_cause_printed_before_it(tmp_path: Path) -> None:
     verdict = gate_text(tmp_path, "vllm", text)
     assert verdict.kind == "engine-init"
     assert verdict.matched_line == cause
-    assert "Unsupported model architecture" in verdict.reason
+    assert "the worker stopped" in verdict.reason
+
+
+def test_a_wrapper_takes_the_kind_its_cause_names(tmp_path: Path) -> None:
+    """A wrapper's cause whose words name a family gives the verdict that kind."""
+    cause = (
+        "(EngineCore_DP0 pid=7) ERROR 01-02 12:00:00 [core.py:700] "
+        "ValueError: Unsupported model architecture FooForCausalLM"
+    )
+    wrapper = (
+        "(EngineCore_DP0 pid=7) ERROR 01-02 12:00:00 [core.py:710] EngineCore failed to start."
+    )
+    verdict = gate_text(tmp_path, "vllm", f"{cause}\n{wrapper}\n")
+    assert (verdict.kind, verdict.matched_line) == ("unsupported-model", cause)
+    assert verdict.to_json()["family"] == "model"
 
 
 @pytest.mark.parametrize(

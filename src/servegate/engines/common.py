@@ -49,6 +49,15 @@ _ARCH_HINT = (
     "this engine version (or its transformers) does not support the model's "
     "architecture: upgrade it, or check config.json's architectures"
 )
+_INSTALL_HINT = (
+    "the interpreter that runs the command lacks the engine or one of its modules: install "
+    "it there (python -m pip install ...), activate the right environment, or use the "
+    "engine's container"
+)
+_ARCH_BUILD_HINT = (
+    "the kernels were not built for this GPU: install a build for its compute capability "
+    "(or a CUDA toolkit that knows it), or set TORCH_CUDA_ARCH_LIST for a source build"
+)
 _ILLEGAL_HINT = (
     "a kernel bug or a bad kernel choice: try another attention backend "
     "or disable CUDA graphs to locate it"
@@ -162,6 +171,20 @@ def common_fatal(
             "for its compute capability",
         ),
         Signature(
+            pattern=r"invalid device function",
+            kind="cuda-arch",
+            title="a CUDA kernel was not built for this GPU (invalid device function)",
+            hint=_ARCH_BUILD_HINT,
+        ),
+        # ptxas (Triton's and torch's JIT) does not know the GPU's architecture
+        Signature(
+            pattern=r"is not defined for option 'gpu-name'",
+            kind="cuda-arch",
+            title="ptxas does not know this GPU's architecture",
+            hint="the CUDA toolkit (ptxas) is older than the GPU: install a newer CUDA "
+            "toolkit, or point TRITON_PTXAS_PATH at a ptxas that knows it",
+        ),
+        Signature(
             pattern=r"No supported CUDA architectures found",
             kind="cuda-arch",
             title="no supported CUDA architecture for a JIT kernel",
@@ -218,6 +241,14 @@ def common_fatal(
             kind="cuda-graph",
             title="CUDA-graph capture failed",
             hint=cuda_graph_hint,
+        ),
+        # a custom kernel's launch check (AWQ, GPTQ, Marlin, exllama: "CUDA kernel failed : ...")
+        Signature(
+            pattern=r"CUDA kernel failed",
+            kind="cuda-error",
+            title="a CUDA kernel failed",
+            hint="see the CUDA error in the matched line; rerun with CUDA_LAUNCH_BLOCKING=1 "
+            "to find the kernel",
         ),
         Signature(
             pattern=r"CUDA error: ",
@@ -294,6 +325,38 @@ def common_fatal(
             kind="bad-args",
             title="an abbreviated flag matches several flags",
             hint=args_hint,
+        ),
+        # getopt's messages (tritonserver, shell launchers, C programs)
+        Signature(
+            pattern=r": unrecognized option '",
+            kind="bad-args",
+            title="the command line has an unknown flag",
+            hint=args_hint,
+        ),
+        Signature(
+            pattern=r": invalid option -- '",
+            kind="bad-args",
+            title="the command line has an unknown flag",
+            hint=args_hint,
+        ),
+        Signature(
+            pattern=r": option '[^']+' requires an argument",
+            kind="bad-args",
+            title="a flag is missing its value",
+            hint=args_hint,
+        ),
+        # the interpreter: python -m of a module that is not installed (no traceback)
+        Signature(
+            pattern=r"Error while finding module specification for",
+            kind="install",
+            title="the engine's module is not installed for this interpreter",
+            hint=_INSTALL_HINT,
+        ),
+        Signature(
+            pattern=r"python[\d.]*: No module named ",
+            kind="install",
+            title="the engine's module is not installed for this interpreter",
+            hint=_INSTALL_HINT,
         ),
         # the model: Hub access, a wrong path, missing files
         Signature(

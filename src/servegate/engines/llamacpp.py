@@ -189,6 +189,13 @@ _FATAL: tuple[Signature, ...] = (
         title="a flag is missing its value or has a bad one",
         hint=_ARGS_HINT,
     ),
+    # llamafile's v2 server: "PROGRAM: --host unknown argument" (the flag first)
+    Signature(
+        pattern=r"(?:^|\s)-{1,2}[\w-]+ unknown argument",
+        kind="bad-args",
+        title="llama-server does not know a flag",
+        hint=_ARGS_HINT,
+    ),
     Signature(
         pattern=r"error while handling argument",
         kind="bad-args",

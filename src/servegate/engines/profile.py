@@ -44,6 +44,11 @@ class Signature:
     # parallelism" after a failed allocation): the gate holds a hit for a moment and
     # drops it when such a line follows; None: the hit decides at once
     withdrawn_by: str | None = None
+    # a regular expression for an earlier line that, when the log holds one, is the root
+    # cause of this failure (SGLang's "architectures ... are not supported" after "Ignore
+    # import error when loading" the model's module): that line is quoted instead, and
+    # its words give the kind (engines/families.py), else this signature's kind
+    explained_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

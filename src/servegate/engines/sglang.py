@@ -45,7 +45,12 @@ PROFILE = EngineProfile(
     name="sglang",
     default_port=30000,
     probe_path="/health",
-    ready_lines=(r"The server is fired up and ready to roll!",),
+    # the warmup's own line; a paste that starts later shows the server serving: a
+    # /health_generate answered 200 (it runs a real generation)
+    ready_lines=(
+        r"The server is fired up and ready to roll!",
+        r'"GET /health_generate HTTP/1\.[01]" 200',
+    ),
     fatal=(
         Signature(
             pattern=r"Not enough memory\. Please try to increase --mem-fraction-static",
@@ -80,6 +85,25 @@ PROFILE = EngineProfile(
             title="--context-length is longer than the model allows",
             hint="lower --context-length to the model's limit, or set "
             "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 if the model supports more",
+        ),
+        # the model registry skips a model module that fails to import ("Ignore import
+        # error when loading sglang.srt.models.X: ..."), so the architecture then looks
+        # unsupported: that import error is the cause
+        Signature(
+            pattern=r"are not supported for now",
+            kind="unsupported-model",
+            title="SGLang does not support this model's architecture",
+            hint="upgrade SGLang, or check config.json's architectures; if an 'Ignore import "
+            "error' line names the model's module, fix that import (a missing or mismatched "
+            "package, a failed kernel build)",
+            explained_by=r"Ignore import error when loading",
+        ),
+        Signature(
+            pattern=r"Unsupported architectures: ",
+            kind="unsupported-model",
+            title="SGLang does not support this model's architecture",
+            hint="upgrade SGLang, or check config.json's architectures",
+            explained_by=r"Ignore import error when loading",
         ),
         *common_fatal(
             oom_hint=_OOM_HINT,
@@ -146,6 +170,15 @@ PROFILE = EngineProfile(
             title="a scheduler process died",
             hint="exit code -9 usually means the OS OOM killer: check host memory; "
             "otherwise see the traceback above",
+            wrapper=True,
+        ),
+        # the diffusion server's warmup (multimodal_gen's http_server)
+        Signature(
+            pattern=r"Server warmup failed; aborting startup",
+            kind="engine-init",
+            title="the warmup request failed",
+            hint="the server could not answer its own warmup: see the exception after this "
+            "line (an HTTP proxy in the environment, a client library mismatch)",
             wrapper=True,
         ),
         Signature(

@@ -105,6 +105,25 @@ PROFILE = EngineProfile(
             title="the launcher's flags contradict each other",
             hint=_ARGS_HINT,
         ),
+        # consequences: each says that a part failed, and the cause is printed before
+        # it (the shard's exception, the router's panic); listed from the most to the
+        # least specific, which is how the cause is chosen among them when nothing
+        # else was printed
+        Signature(
+            pattern=r"Shard process was signaled to shutdown with signal",
+            kind="shard",
+            title="a shard was killed by a signal",
+            hint="signal 9 usually means the OS OOM killer: check host memory",
+            wrapper=True,
+        ),
+        # the shard's gRPC interceptor, with the traceback after it
+        Signature(
+            pattern=r"Method \w+ encountered an error",
+            kind="engine-init",
+            title="a shard's method raised an exception",
+            hint=_SHARD_HINT,
+            wrapper=True,
+        ),
         Signature(
             pattern=r"Shard .* failed to start",
             kind="shard",
@@ -120,12 +139,6 @@ PROFILE = EngineProfile(
             wrapper=True,
         ),
         Signature(
-            pattern=r"Shard process was signaled to shutdown with signal",
-            kind="shard",
-            title="a shard was killed by a signal",
-            hint="signal 9 usually means the OS OOM killer: check host memory",
-        ),
-        Signature(
             pattern=r"Shard status channel disconnected",
             kind="shard",
             title="the shard status channel disconnected",
@@ -136,7 +149,9 @@ PROFILE = EngineProfile(
             pattern=r"Webserver Crashed",
             kind="webserver",
             title="the router crashed",
-            hint="see the router's error above; a taken port shows as 'Failed to bind'",
+            hint="see the router's error above (a panic, a failed warmup); a taken port "
+            "shows as 'Failed to bind'",
+            wrapper=True,
         ),
         Signature(
             pattern=r"Failed to bind to ",

@@ -52,7 +52,14 @@ PROFILE = EngineProfile(
     name="trtllm",
     default_port=8000,
     probe_path="/health_generate",
-    ready_lines=(r"Application startup complete\.", r"Uvicorn running on "),
+    # trtllm-serve's uvicorn; tritonserver (the TensorRT-LLM backend) says it serves once
+    # every model loaded: "Started HTTPService at 0.0.0.0:8000", and its gRPC service
+    ready_lines=(
+        r"Application startup complete\.",
+        r"Uvicorn running on ",
+        r"Started HTTPService at ",
+        r"Started GRPCInferenceService at ",
+    ),
     fatal=(
         # executor creation (py_executor_creator.py explains OOMs this way)
         Signature(
@@ -103,6 +110,20 @@ PROFILE = EngineProfile(
             pattern=r"getPluginCreator could not find plugin",
             kind="engine-version",
             title="the engine needs a plugin this TensorRT-LLM does not register",
+            hint=_ENGINE_HINT,
+        ),
+        # the plugins' deserialisation: engine data written by another TensorRT-LLM
+        # (gptAttentionCommon's TLLM_CHECK(d == a + length), TensorRT's own loader)
+        Signature(
+            pattern=r"Assertion failed: d == a \+ length",
+            kind="engine-version",
+            title="a plugin cannot read the engine: it was built by another TensorRT-LLM",
+            hint=_ENGINE_HINT,
+        ),
+        Signature(
+            pattern=r"Failed to deserialize cuda engine",
+            kind="engine-version",
+            title="the engine cannot be deserialized (built by another version, or damaged)",
             hint=_ENGINE_HINT,
         ),
         Signature(
@@ -181,6 +202,38 @@ PROFILE = EngineProfile(
             title="an executor worker failed",
             hint="see the worker traceback above",
             wrapper=True,
+        ),
+        # Open MPI refuses to start the ranks: more than the node has, or no MPI at all
+        Signature(
+            pattern=r"There are not enough slots available in the system",
+            kind="mpi",
+            title="mpirun asked for more ranks than this node has slots",
+            hint="lower -n (it must equal tp_size x pp_size) or pass --oversubscribe / a "
+            "hostfile with more slots",
+        ),
+        Signature(
+            pattern=r"An error occurred in MPI_Init",
+            kind="mpi",
+            title="MPI could not start",
+            hint="check the MPI installation (the container's), that it is started by "
+            "mpirun when the world size is above 1, and the MPI / UCX settings",
+        ),
+        # tritonserver: gRPC core's own error tree when a port is taken; tritonserver's
+        # main.cc line after it names the service and the socket (and decides)
+        Signature(
+            pattern=r"No address added out of total \d+ resolved",
+            kind="port-in-use",
+            title="a server port could not be bound",
+            hint="another process (or another tritonserver rank) holds the port: stop it, "
+            "or pass other --grpc-port / --http-port / --metrics-port",
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"failed to start \w+ (?:service|endpoint): .*already in use",
+            kind="port-in-use",
+            title="a tritonserver port is already in use",
+            hint="another process (or another tritonserver rank) holds the port: stop it, "
+            "or pass other --grpc-port / --http-port / --metrics-port",
         ),
         Signature(
             pattern=r"MPI_ABORT",

@@ -1,18 +1,37 @@
-"""Which log line is the cause of a crash: exception lines, frames, wrappers, chains.
+"""Which log line is the cause of a crash: severity, specificity, the root of a chain.
 
 A crashing engine prints many error-looking lines: the frames of a traceback (whose
 source lines may even contain the error text, ``raise RuntimeError(f"NCCL error: ...")``),
-the exception that ends each traceback, the re-raise in a chained traceback, and a
-wrapper that only says *that* something failed (``Engine core initialization failed``,
-``Scheduler hit an exception``). This module reads lines as an engine prints them,
-behind any logger or process prefix, and picks the one that says *what* failed:
+the exception that ends each traceback, ordinary ``ERROR`` lines of its logger, a Rust
+panic, and consequences that only say *that* something failed (``Engine core
+initialization failed``, ``Scheduler hit an exception``, TGI's ``Webserver Crashed`` and
+``Shard process was signaled``). This module reads the tail as messages (gate/normal.py:
+behind any logger, container or launcher prefix, JSON parsed, wrapped lines and
+tritonserver's table rows joined) and picks the one that says *what* failed.
 
-1. never a source line of a frame (``File "..."``, indented code, ``raise ...``, carets);
-2. a line that a specific fatal signature names beats any other;
-3. then an exception line (``SomethingError: ...``, a bare ``Exception: ...``, a C++
-   ``what():``), with or without a ``Traceback`` header; of a chain of exceptions
-   (``The above exception was the direct cause ...``) the first, the root;
-4. a wrapper line only when nothing else was printed.
+The rule, over the tail:
+
+1. Never a source line of a frame (``File "..."``, indented code, ``raise ...``,
+   carets), never a line a recovery withdrew (gate/watch.py), never a line that only
+   introduces what follows (an ``ERROR`` message ending in ``:``).
+2. Only the failure's own episode counts: the lines after the last sign of progress
+   (a phase opening, a progress bar, a ready line) that precedes the last error line.
+   An error the engine printed and then moved on from (a benign early ``ERROR``) is not
+   the cause.
+3. The most specific class wins: a line a fatal signature names; then an error line
+   (exception, panic, ``what():``, a ``FATAL`` or ``ERROR`` level, ``error: ...``) whose
+   words name a family of kinds (engines/families.py); then any other error line; then
+   a wrapper or consequence signature; last, a line that says it will retry.
+4. Within a class: the higher severity (``FATAL`` or a panic, then an exception, then an
+   ``ERROR`` line), then the earliest line, the root: the first exception of a chained
+   traceback, the shard's error before the launcher's ``Webserver Crashed``. Wrappers go
+   by the profile's order (most specific first), then the latest.
+5. A signature with ``explained_by`` (SGLang's unsupported architecture after ``Ignore
+   import error when loading ...``) gives way to the line that explains it.
+
+The message inside a panic (``panicked at ...: called `Result::unwrap()` on an `Err`
+value: ...``) or a Rust error's debug form (``Error: Warmup(Generation("..."))``) is the
+cause's text; the verdict quotes the line as printed (joined lines as they were split).
 
 It runs only when a verdict needs a cause (the process exited, a wrapper waited long
 enough, an essential child died), over the bounded tail, so the log-follow fast path
@@ -22,37 +41,24 @@ keeps its literal prefilter and never runs these expressions per line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from servegate.engines.families import KIND_HINTS, words_kind
 from servegate.engines.profile import Signature
+from servegate.gate.normal import Logical, Normal, logical_lines, normalise
 
-__all__ = ["Cause", "exception_text", "is_source_line", "select_cause", "strip_prefix"]
+__all__ = [
+    "Cause",
+    "exception_text",
+    "explain",
+    "is_source",
+    "is_source_line",
+    "select_cause",
+    "strip_prefix",
+]
 
-# What loggers, launchers and terminals put before an engine's own text. Each
-# alternative is tried at the start of the line, repeatedly (prefixes nest: a
-# container's stamp, then vLLM's process tag, then vLLM's logger header).
-_PREFIX = re.compile(
-    r"""
-    (?: [│┃|]\ ?                                          # a log viewer's frame
-      | \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?
-        \ +(?:(?:stdout|stderr)\ [FP]\ )?                 # container runtime stamps
-      | \[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\]\ ?   # CI stamps
-      | [\w.-]+-\d+\ +\|\ ?                               # docker compose service
-      | \([\w.= -]+?\ pid=\d+(?:,\ ip=[\w.:]+)?\)\ ?        # vLLM / Ray process tags
-      | \[rank\d+\]:\ ?                                   # torch's rank prefix
-      | \[(?:\d{4}-\d\d-\d\d\ )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:\ [A-Z]+\d+)*\]\ ?   # SGLang
-      | (?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\ \d\d-\d\d\ \d\d:\d\d:\d\d(?:[.,]\d+)?
-        \ \[?[\w./-]+:\d+\[?\]\ ?                         # vLLM's logger
-      | \d{4}-\d\d-\d\d\ \d\d:\d\d:\d\d(?:[.,]\d+)?\ (?:DEBUG|INFO|WARNING|ERROR|CRITICAL)
-        (?:\ \d+)?\ \[[\w./-]+:\d+\]\ ?                   # vLLM's older logger
-      | \[[\w.-]+\]:\ ?                                   # a launcher's [name]: tag
-    )
-    """,
-    re.VERBOSE,
-)
-_MAX_PREFIXES = 8
-_FRAME = re.compile(r'\s*File "[^"]*",? line \d+')
+_FRAME = re.compile(r'\s*File ["“][^"”]*["”],? line \d+')  # a paste may curl the quotes
 _MARKERS = re.compile(r"\s*[\^~]+\s*$")
 # SomethingError: message, a bare Exception: / Error:, dotted names, a message-less raise
 _EXCEPTION = re.compile(
@@ -64,102 +70,307 @@ _CHAINED = (
     "During handling of the above exception",
     "The above exception was the direct cause",
 )
+_PANIC = re.compile(r"panicked at (?:'(?P<old>.*)', \S+:\d+:\d+|[^\s']+:\d+:\d+:\s*(?P<new>.+))")
+_UNWRAP = re.compile(r"called `\w+::\w+\(\)` on an? `\w+` value: (?P<inner>.+)")
+_DEBUG_FORM = re.compile(r'(?:Error: )?\w+(?:\(\w+)*\("(?P<inner>.+?)"\)+\s*$')
+_RETRY = re.compile(
+    r"\bretry(?:ing)?\b|\bwill retry\b|\btrying again\b|\battempt \d+ ?(?:/|of) ?\d+",
+    re.IGNORECASE,
+)
+_SEVERITY = {"fatal": 4, "error": 2}
+# a raise statement with a literal message: what its exception line would have said
+_RAISE = re.compile(
+    r"""raise\s+(?P<name>[A-Za-z_][\w.]*)\(\s*[fr]?(?P<q>["'])(?P<message>.+?)(?P=q)"""
+)
+_EXCEPTION_SEVERITY = 3
+# classes of candidate lines, most specific first: a signature; an error line whose words
+# name a family; an exception, panic or FATAL line; a wrapper signature; an ERROR line
+# naming no family; a line that says it will retry
+_SIGNATURE, _FAMILY, _EXCEPTIONAL, _WRAPPER, _ERROR, _RETRIED = 5, 4, 3, 2, 1, 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Cause:
-    """The line that says what failed, and the signature that names it, if any."""
+    """The line that says what failed, the signature that names it, and its kind."""
 
-    line: str  # the log line as printed (for matched_line)
-    text: str  # the same without logger prefixes (for the verdict's reason)
+    line: str  # the log line as printed (for matched_line); lines it spans, joined
+    text: str  # its message without prefixes (for the verdict's reason)
     signature: Signature | None = None  # the fatal signature it matched, if any
+    # the kind its signature or its words name (None: an error line naming no family,
+    # or a wrapper), with the title and the hint that go with it
+    kind: str | None = None
+    title: str | None = None
+    hint: str | None = None
 
 
 def strip_prefix(line: str) -> str:
     """``line`` without the logger, process and container prefixes engines print."""
-    rest = line
-    for _ in range(_MAX_PREFIXES):
-        match = _PREFIX.match(rest)
-        if match is None or match.end() == 0:
-            break
-        rest = rest[match.end() :]
-    return rest.rstrip().rstrip("│┃").rstrip()
+    return normalise(line).body
+
+
+def is_source(normal: Normal) -> bool:
+    """True for a traceback's frame header, source line, caret marks or continuation.
+
+    Indentation counts only once the wrappers are off (a launcher's tab is not a
+    traceback's); an indented line that reads as an exception or ``what():`` is one.
+    """
+    body = normal.body
+    text = body.strip()
+    if not text:
+        return False
+    if _FRAME.match(body) or _MARKERS.match(body):
+        return True
+    if text.startswith(("raise ", "raise(")) or text == "raise":
+        return True
+    if normal.indent < 4:
+        return False
+    return not (_EXCEPTION.match(text) or _WHAT.match(text))
 
 
 def is_source_line(line: str) -> bool:
-    """True for a traceback's frame header, source line, caret marks or continuation."""
-    rest = strip_prefix(line)
-    if not rest.strip():
-        return False
-    if _FRAME.match(rest) or _MARKERS.match(rest):
-        return True
-    body = rest.lstrip()
-    if body.startswith(("raise ", "raise(")) or body == "raise":
-        return True
-    indent = len(rest) - len(body)
-    return indent >= 4 or rest.startswith("\t")
+    """``is_source`` of a line as printed."""
+    return is_source(normalise(line))
+
+
+def _exception(normal: Normal) -> str | None:
+    if is_source(normal):
+        return None
+    text = normal.text
+    if _WHAT.match(text) or _EXCEPTION.match(text):
+        return text
+    return None
 
 
 def exception_text(line: str) -> str | None:
     """The exception (or ``what():``) text of an error line, or None if it is not one."""
-    rest = strip_prefix(line)
-    if is_source_line(line):
-        return None
-    if _WHAT.match(rest):
-        return rest.strip()
-    body = rest.strip()
-    if _EXCEPTION.match(body):
-        return body
+    return _exception(normalise(line))
+
+
+def _inner(text: str) -> tuple[str, bool]:
+    """The message inside a panic or a Rust error's debug form; True for a panic."""
+    panic = _PANIC.search(text)
+    if panic is not None:
+        inner = (panic.group("old") or panic.group("new") or "").strip()
+        unwrapped = _UNWRAP.search(inner)
+        if unwrapped is not None:
+            inner = unwrapped.group("inner")
+        debug = _DEBUG_FORM.match(inner)
+        return (debug.group("inner") if debug else inner) or text, True
+    debug = _DEBUG_FORM.match(text)
+    if debug is not None and text.startswith("Error: "):
+        return debug.group("inner"), False
+    return text, False
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    position: int  # in the logical lines
+    rank: int  # _SIGNATURE ... _RETRIED
+    severity: int
+    order: int  # the signature's place in the profile's order (wrappers)
+    cause: Cause
+
+
+def _first_rule(
+    rules: Sequence[tuple[re.Pattern[str], Signature]], text: str, line: str
+) -> tuple[Signature, re.Match[str] | None] | None:
+    for pattern, signature in rules:
+        match = pattern.search(text)
+        if match is not None:
+            return signature, match
+        if pattern.search(line) is not None:
+            return signature, None
     return None
 
 
-def _is_chain_marker(line: str) -> bool:
-    return strip_prefix(line).lstrip().startswith(_CHAINED)
+def _candidate(
+    position: int,
+    entry: Logical,
+    rules: Sequence[tuple[re.Pattern[str], Signature]],
+    hints: Mapping[str, str],
+    *,
+    reported: bool = False,
+) -> _Candidate | None:
+    """``entry`` as a cause candidate, or None when it cannot be one; ``reported``: it
+    is part of what an error line introduced (a shard's standard error), so it counts as
+    an error line whatever its own level."""
+    normal = entry.normal
+    text = normal.text
+    exception = _exception(normal)
+    shown, panic = _inner(text)
+    severity = _SEVERITY.get(normal.level or "", 0)
+    if reported:
+        severity = max(severity, _SEVERITY["error"])
+    if exception is not None:
+        severity = max(severity, _EXCEPTION_SEVERITY)
+    if panic or text.startswith("Fatal Python error"):
+        severity = _SEVERITY["fatal"]
+    line = entry.line.strip()
+    hit = _first_rule(rules, text, entry.line)
+    if hit is not None and not hit[0].wrapper:
+        signature = hit[0]
+        return _Candidate(
+            position,
+            _SIGNATURE,
+            severity,
+            0,
+            Cause(
+                line=line,
+                text=shown,
+                signature=signature,
+                kind=signature.kind,
+                title=signature.title,
+                hint=signature.hint,
+            ),
+        )
+    wrapper = hit[0] if hit is not None else None
+    if wrapper is None and (severity == 0 or text.endswith(":")):
+        return None  # not an error line, or one that only introduces what follows
+    # a wrapper's line may say what failed after its own words
+    words_in = text
+    if hit is not None and hit[1] is not None:
+        words_in = text[: hit[1].start()] + " " + text[hit[1].end() :]
+    words = words_kind(words_in)
+    order = 0
+    if wrapper is not None:
+        order = next(n for n, (_, sig) in enumerate(rules) if sig is wrapper)
+    if words is not None:
+        rank = _FAMILY
+        cause = Cause(
+            line=line,
+            text=shown,
+            signature=wrapper,
+            kind=words.kind,
+            title=words.title,
+            hint=hints.get(words.kind, KIND_HINTS.get(words.kind)),
+        )
+    else:
+        if wrapper is not None:
+            rank = _WRAPPER
+        else:
+            rank = _EXCEPTIONAL if severity >= _EXCEPTION_SEVERITY else _ERROR
+        cause = Cause(line=line, text=shown, signature=wrapper)
+    if wrapper is None and _RETRY.search(text):
+        rank = _RETRIED
+    return _Candidate(position, rank, severity, order, cause)
 
 
 def select_cause(
-    lines: Sequence[str], fatal: Iterable[tuple[re.Pattern[str], Signature]]
+    lines: Sequence[str],
+    fatal: Iterable[tuple[re.Pattern[str], Signature]],
+    *,
+    progress: Sequence[re.Pattern[str]] = (),
+    hints: Mapping[str, str] | None = None,
 ) -> Cause | None:
-    """The most specific cause among ``lines`` (oldest first); None if none says one.
+    """The cause among ``lines`` (oldest first) by the rule above; None if none says one.
 
-    ``fatal`` is the profile's compiled fatal rules in priority order.
+    ``fatal`` is the profile's compiled fatal rules in priority order; ``progress`` the
+    patterns of lines that show the engine moving on (phases, progress bars, ready
+    lines); ``hints`` the profile's hint per kind, for a kind found by its words.
     """
     rules = tuple(fatal)
-    best: dict[int, list[tuple[int, Cause]]] = {0: [], 1: [], 2: []}
-    markers: list[int] = []
-    for index, line in enumerate(lines):
-        if not line.strip():
+    entries = logical_lines(lines)
+    found: list[_Candidate] = []
+    moved_on: list[int] = []
+    after_frame = False  # the line after a frame's header is its source line
+    # inside what an error line introduced ("Shard 3 failed to start:", then the shard's
+    # own output), until the reporter's next line: the logger family of the reporter
+    reporter: str | None = None
+    reporting = False
+    raised: Logical | None = None  # the last raise statement with a literal message
+    for position, entry in enumerate(entries):
+        normal = entry.normal
+        text = normal.text
+        if not text:
             continue
-        if _is_chain_marker(line):
-            markers.append(index)
+        if reporting and normal.source == reporter:
+            reporting = False
+        framed, after_frame = after_frame, bool(_FRAME.match(normal.body))
+        if text.startswith(_CHAINED) or is_source(normal):
+            if _RAISE.search(text):
+                raised = entry
             continue
-        if is_source_line(line):
+        if framed and not (_EXCEPTION.match(text) or _WHAT.match(text)):
+            continue  # a source line a paste or a logger took the indentation from
+        if any(pattern.search(text) for pattern in progress):
+            moved_on.append(position)
             continue
-        signature = next((sig for pattern, sig in rules if pattern.search(line)), None)
-        text = exception_text(line)
-        if signature is not None:
-            rank = 0 if signature.wrapper else 2
-        elif text is not None:
-            rank = 1
-        else:
-            continue
-        shown = text if text is not None else strip_prefix(line).strip()
-        best[rank].append((index, Cause(line=line.strip(), text=shown, signature=signature)))
-    if best[2]:
-        return best[2][-1][1]
-    if best[1]:
-        return _root_of_chain(best[1], markers)
-    if best[0]:
-        return best[0][-1][1]
+        candidate = _candidate(position, entry, rules, hints or {}, reported=reporting)
+        if candidate is not None:
+            found.append(candidate)
+        if text.endswith(":") and _SEVERITY.get(normal.level or "", 0) >= _SEVERITY["error"]:
+            reporter, reporting = normal.source, True
+    if not found:
+        return None if raised is None else _from_raise(raised, rules, hints or {})
+    last = found[-1].position
+    start = max((p for p in moved_on if p < last), default=-1)
+    found = [c for c in found if c.position > start]
+    best = max(c.rank for c in found)
+    chosen = [c for c in found if c.rank == best]
+    if best == _WRAPPER:
+        pick = min(chosen, key=lambda c: (c.order, -c.position))
+    elif best == _RETRIED:
+        pick = chosen[-1]
+    else:
+        pick = min(chosen, key=lambda c: (-c.severity, c.position))
+    signature = pick.cause.signature
+    if best == _SIGNATURE and signature is not None and signature.explained_by:
+        root = _explaining(entries[: pick.position], signature.explained_by, hints or {})
+        if root is not None:
+            return root
+    return pick.cause
+
+
+def _from_raise(
+    entry: Logical, rules: Sequence[tuple[re.Pattern[str], Signature]], hints: Mapping[str, str]
+) -> Cause | None:
+    """The kind a raise statement's message names, when the tail holds no cause line.
+
+    A paste that ends at the last frame (``raise ValueError("sharded is not supported")``)
+    never printed the exception line: the statement says what it would have been. It is
+    not quoted (the cause line stays empty); only its kind counts.
+    """
+    match = _RAISE.search(entry.normal.text)
+    if match is None:
+        return None
+    text = f"{match.group('name').rsplit('.', 1)[-1]}: {match.group('message')}"
+    hit = _first_rule(rules, text, text)
+    if hit is not None and not hit[0].wrapper:
+        kind, title, hint = hit[0].kind, hit[0].title, hit[0].hint
+    else:
+        words = words_kind(text)
+        if words is None:
+            return None
+        kind, title = words.kind, words.title
+        hint = hints.get(kind, KIND_HINTS.get(kind, ""))
+    return Cause(
+        line="",
+        text=f"{text} (raised; its exception line is not in the log)",
+        kind=kind,
+        title=title,
+        hint=hint,
+    )
+
+
+def _explaining(entries: Sequence[Logical], pattern: str, hints: Mapping[str, str]) -> Cause | None:
+    """The last of ``entries`` that ``pattern`` finds, as the cause it explains."""
+    compiled = re.compile(pattern)
+    for entry in reversed(entries):
+        text = entry.normal.text
+        if compiled.search(text):
+            words = words_kind(text[text.find(":") + 1 :] if ":" in text else text)
+            return Cause(
+                line=entry.line.strip(),
+                text=text,
+                kind=None if words is None else words.kind,
+                title=None if words is None else words.title,
+                hint=None if words is None else hints.get(words.kind, KIND_HINTS.get(words.kind)),
+            )
     return None
 
 
-def _root_of_chain(found: list[tuple[int, Cause]], markers: list[int]) -> Cause:
-    """The last exception, or the first of the chain it ends (its root cause)."""
-    pick = len(found) - 1
-    while pick > 0:
-        before, here = found[pick - 1][0], found[pick][0]
-        if not any(before < marker < here for marker in markers):
-            break
-        pick -= 1
-    return found[pick][1]
+def explain(lines: Sequence[str], signature: Signature, hints: Mapping[str, str]) -> Cause | None:
+    """The line of ``lines`` that explains a hit of ``signature`` (its ``explained_by``)."""
+    if not signature.explained_by:
+        return None
+    return _explaining(logical_lines(lines), signature.explained_by, hints)

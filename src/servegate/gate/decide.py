@@ -53,6 +53,8 @@ _WRAPPER_WAIT_S = 0.5  # after a wrapper signature, wait this long for the speci
 # lines, before it retries), so 1 s is ample on a loaded machine, and a real failure of a
 # process that keeps running is decided 1 s later than on sight (an exit decides at once)
 _WITHDRAW_WAIT_S = 1.0
+# a fatal line this close after a ready line, in the same read, means it never came up
+_CONTRADICTED_LINES = 3
 _CHILD_GRACE_S = 0.3  # after an essential child dies, wait this long for the main to follow
 _PARTIAL_QUIET_S = 0.1  # output quiet this long: match an unfinished last line as it stands
 # a slow (busy) server is looked at again this often: the stall period / 10, within bounds
@@ -363,7 +365,7 @@ class Gate:
             self._snapshot(now)
 
     def _hits(self, hits: list[LineHit]) -> None:
-        for hit in hits:
+        for index, hit in enumerate(hits):
             if self._verdict is not None:
                 return
             if hit.what == "recover":
@@ -385,7 +387,7 @@ class Gate:
                 elif self._wrapper is None:
                     until = time.monotonic() + _WRAPPER_WAIT_S
                     self._wrapper = (hit.signature, hit.line, until)
-            elif self._ready_line_at is None:
+            elif self._ready_line_at is None and not self._contradicted(hits, index):
                 self._ready_line_at = time.monotonic()
                 self._ready_in_backlog = self._in_backlog
                 self._ready_line_s = self._clock.place(hit.line, self._rel(self._ready_line_at))
@@ -398,6 +400,25 @@ class Gate:
                     )
                 else:
                     self._prober.nudge()
+
+    def _contradicted(self, hits: list[LineHit], index: int) -> bool:
+        """True when a fatal line follows the ready line ``hits[index]`` at once (within
+        a few lines, in the same read): the server did not come up. uvicorn prints
+        ``Application startup complete.`` before it binds its port, and then
+        ``error while attempting to bind`` and exits."""
+        fatal = {
+            hit.line.strip()
+            for hit in hits[index + 1 :]
+            if hit.what == "fatal" and hit.signature is not None and not hit.signature.wrapper
+        }
+        if not fatal:
+            return False
+        lines = [line.strip() for line in self.watcher.tail.last(_CONTRADICTED_LINES * 8)]
+        ready = hits[index].line.strip()
+        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == ready), None)
+        if at is None:
+            return False
+        return any(line in fatal for line in lines[at + 1 : at + 1 + _CONTRADICTED_LINES])
 
     def _on_probe(self) -> None:
         try:
@@ -447,6 +468,7 @@ class Gate:
             return
         code = self.exit_code
         last = self.watcher.last_error
+        kind: str
         if code is not None and code < 0:
             sig = _signal_name(-code)
             if -code == signal.SIGSEGV:
@@ -477,6 +499,10 @@ class Gate:
                 hint = "the cause is in the log tail"
         if last:
             reason += f" after {last[:200]}"
+        cause = self.watcher.cause()
+        if cause is not None and cause.kind is not None:
+            # the cause line names the failure: its kind, not how the process ended
+            kind, hint = cause.kind, cause.hint or hint
         self._decide(
             Status.CRASH,
             DetectedBy.EXIT,
@@ -499,13 +525,20 @@ class Gate:
     def _settle_child(self) -> None:
         assert self._child_gone is not None
         pid, label, _ = self._child_gone
+        kind: str = Kind.CHILD_EXIT
+        hint = (
+            "the engine lost a worker and will not serve: the cause is in the log tail "
+            "(exit -9 without a message is usually the OOM killer)"
+        )
+        cause = self.watcher.cause()
+        if cause is not None and cause.kind is not None:
+            kind, hint = cause.kind, cause.hint or hint
         self._decide(
             Status.CRASH,
             DetectedBy.CHILD_EXIT,
             f"essential child {label} (pid {pid}) exited while the server kept running",
-            kind=Kind.CHILD_EXIT,
-            hint="the engine lost a worker and will not serve: the cause is in the log tail "
-            "(exit -9 without a message is usually the OOM killer)",
+            kind=kind,
+            hint=hint,
             matched_line=self.watcher.cause_line,
         )
 
@@ -517,17 +550,21 @@ class Gate:
             return
         signature, line, _ = self._wrapper
         reason = signature.title
-        # the wrapper says that something failed; quote the line that says what
+        kind, hint = signature.kind, signature.hint
+        # the wrapper says that something failed; quote the line that says what, and
+        # take its kind when its words name one
         cause = self.watcher.cause()
         if cause is not None and cause.line != line.strip():
             reason += f": {cause.text[:200]}"
             line = cause.line
+        if cause is not None and cause.kind is not None:
+            kind, hint = cause.kind, cause.hint or hint
         self._decide(
             Status.CRASH,
             DetectedBy.SIGNATURE,
             reason,
-            kind=signature.kind,
-            hint=signature.hint,
+            kind=kind,
+            hint=hint,
             matched_line=line,
         )
 
@@ -759,12 +796,18 @@ class Gate:
         return hint
 
     def _crash_signature(self, signature: Signature, line: str) -> None:
+        reason, kind, hint = signature.title, signature.kind, signature.hint
+        root = self.watcher.explain(signature, line)
+        if root is not None:
+            # an earlier line says why (SGLang: the model's module failed to import)
+            reason = f"{reason}: {root.text[:200]}"
+            kind, hint, line = root.kind or kind, root.hint or hint, root.line
         self._decide(
             Status.CRASH,
             DetectedBy.SIGNATURE,
-            signature.title,
-            kind=signature.kind,
-            hint=signature.hint,
+            reason,
+            kind=kind,
+            hint=hint,
             matched_line=line,
         )
 

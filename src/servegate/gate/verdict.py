@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from servegate.diag.diagnosis import Diagnosis
+from servegate.engines.families import family_of
 from servegate.errors import ServerCrashed, ServerTimeout
 from servegate.telemetry.model import Snapshot
 from servegate.telemetry.summary import TelemetrySummary
@@ -186,6 +187,8 @@ class Verdict:
             "detected_by": str(self.detected_by),
             "reason": self.reason,
             "kind": None if self.kind is None else str(self.kind),
+            # the kind's coarse class: memory, cuda, install, ... (engines/families.py)
+            "family": family_of(None if self.kind is None else str(self.kind)),
             "hint": self.hint,
             "matched_line": self.matched_line,
             "exit_code": self.exit_code,

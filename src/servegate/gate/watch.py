@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from servegate.engines.profile import EngineProfile, Progress, Signature
 from servegate.errors import UsageError
-from servegate.gate.cause import Cause, exception_text, is_source_line, select_cause
+from servegate.gate.cause import Cause, exception_text, explain, is_source, select_cause
 from servegate.gate.lines import LineAssembler, Tail, decode_line
+from servegate.gate.normal import Normal, normalise
 from servegate.gate.scan import MIN_ANCHOR, Prefilter, line_bounds, required_literal
 from servegate.gate.verdict import PhaseProgress, PhaseSpan
 
@@ -92,6 +93,15 @@ class _Rule:
     name: str = ""  # phase name; for recover: the withdrawn_by pattern
     signature: Signature | None = None
     progress: Progress | None = None
+    # the pattern as searched in the line as printed, before it is normalised: without
+    # a leading ``^`` (a prefix may come first), so it finds every line the pattern can
+    loose: re.Pattern[str] | None = None
+
+
+def _loose(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    if not pattern.pattern.startswith("^"):
+        return pattern
+    return re.compile(pattern.pattern[1:], pattern.flags)
 
 
 class Rules:
@@ -146,12 +156,23 @@ class Rules:
             for spec in profile.progress
         )
         rules.append(_Rule(pattern=re.compile(_TRACEBACK), action="traceback"))
+        rules = [replace(rule, loose=_loose(rule.pattern)) for rule in rules]
         # every fatal rule in priority order: the first that matches a line names it
         self.fatal: tuple[tuple[re.Pattern[str], Signature], ...] = tuple(
             (rule.pattern, rule.signature)
             for rule in rules
             if rule.action == "fatal" and rule.signature is not None
         )
+        # lines that show the engine moving on: cause() ignores errors printed before
+        self.progress_marks: tuple[re.Pattern[str], ...] = tuple(
+            rule.pattern for rule in rules if rule.action in ("start", "progress", "ready")
+        )
+        # the profile's hint for each kind (its first specific signature of that kind),
+        # for a cause whose words name a kind that no signature of the line named
+        self.hints: dict[str, str] = {}
+        for sig in profile.fatal:
+            if not sig.wrapper:
+                self.hints.setdefault(sig.kind, sig.hint)
         # the recovery patterns by their text: cause() skips the lines they took back
         self.recoveries: dict[str, re.Pattern[str]] = {
             rule.name: rule.pattern for rule in rules if rule.action == "recover"
@@ -402,11 +423,23 @@ class LogWatcher:
         lines: Sequence[str] = self.tail.last()
         if self.recovered:
             lines = _without_withdrawn(lines, self.rules)
-        found = select_cause(lines, self.rules.fatal)
+        found = select_cause(
+            lines, self.rules.fatal, progress=self.rules.progress_marks, hints=self.rules.hints
+        )
         if found is None:
             found = self._traceback_cause
         self._cause = (found,)
         return found
+
+    def explain(self, signature: Signature, line: str) -> Cause | None:
+        """The line before ``line`` (a hit of ``signature``) that explains it, if the
+        signature has ``explained_by`` and the tail holds one."""
+        if signature.explained_by is None:
+            return None
+        lines = self.tail.last()
+        hit = line.strip()
+        cut = next((n for n in range(len(lines) - 1, -1, -1) if lines[n].strip() == hit), None)
+        return explain(lines[:cut], signature, self.rules.hints)
 
     @property
     def last_error(self) -> str | None:
@@ -421,16 +454,32 @@ class LogWatcher:
         return None if cause is None else cause.line
 
     def _classify(self, line: str, rules: Sequence[_Rule], now: float, hits: list[LineHit]) -> bool:
-        """Apply every rule to one line; True when it opens a traceback."""
+        """Apply every rule to one line; True when it opens a traceback.
+
+        A rule is first searched in the line as printed (``_Rule.loose``: a superset),
+        and only a line that some rule may match is normalised (gate/normal.py) and
+        searched again as its message, so that prefixes, JSON and indentation do not
+        decide; a JSON line (it ends with ``}``) is always read as its message.
+        """
         traceback = False
         source: bool | None = None  # is the line a traceback's frame or source line?
+        normal: Normal | None = None
+        structured = line.rstrip().endswith("}")
         for rule in rules:
-            match = rule.pattern.search(line)
+            assert rule.loose is not None
+            printed = None if structured else rule.loose.search(line)
+            if printed is None and not structured:
+                continue
+            if normal is None:
+                normal = normalise(line)
+            match = rule.pattern.search(normal.body)
+            if match is None and rule.loose is rule.pattern:
+                match = printed  # a pattern that spans the prefix
             if match is None:
                 continue
             if rule.action == "fatal":
                 if source is None:
-                    source = is_source_line(line)
+                    source = is_source(normal)
                 if source:
                     continue  # the exception line after it says it, and is quoted
                 if not _repeated(hits, "fatal", line):

@@ -1,0 +1,283 @@
+"""Families of crash kinds, and the words that name one in an ordinary error line.
+
+A fatal signature (``engines/<engine>.py``) names its kind exactly and decides on sight.
+Many failures end in a line no signature names, because the same words also appear in
+lines an engine prints and survives (``ImportError`` of an optional kernel, ``undefined
+symbol`` in a flash-attn import that falls back, tritonserver's ``failed to load`` of
+one optional model). Once a verdict is a CRASH for another reason (the process exited,
+a wrapper line waited, an essential child died), the line chosen as its cause
+(``gate/cause.py``) is read for these words, and its kind is the first family that
+they name, in this order:
+
+========== ===================================================================
+family     kinds
+========== ===================================================================
+memory     ``oom``, ``gpu-busy``
+disk       ``disk`` (no space, quota, read-only), ``permission`` (denied, EACCES)
+port       ``port-in-use``
+model      ``model-load`` (files, config, gated or private repos, tokens),
+           ``unsupported-model``
+install    ``install`` (imports, undefined symbols, missing libraries, version
+           mismatches, failed builds), ``engine-version``
+cuda       ``cuda-arch`` (kernel image, PTX, ptxas, compute capability),
+           ``cuda-error``, ``cuda-graph``
+distributed ``nccl``, ``distributed`` (gloo, c10d, the store), ``mpi`` (MPI, world
+           size)
+arguments  ``bad-args``, ``max-model-len``
+download   ``download`` (the Hub or the network)
+engine     ``engine-init``, ``engine-dead``, ``child-exit``, ``shard``, ``webserver``
+process    ``exit``, ``killed``, ``segfault``, ``abort``, ``fatal-python``
+timeout    ``stuck``, ``stall``, ``deadline``
+========== ===================================================================
+
+Kinds are a contract (scripts, the start history and the campaign's flag search read
+them): a kind is added, never renamed. The family (the verdict's ``family``) is the
+coarse class for a reader who does not need the kind.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["FAMILY", "KIND_HINTS", "Words", "family_of", "words_kind"]
+
+FAMILY: dict[str, str] = {
+    "oom": "memory",
+    "gpu-busy": "memory",
+    "disk": "disk",
+    "permission": "disk",
+    "port-in-use": "port",
+    "model-load": "model",
+    "unsupported-model": "model",
+    "install": "install",
+    "engine-version": "install",
+    "cuda-arch": "cuda",
+    "cuda-error": "cuda",
+    "cuda-graph": "cuda",
+    "nccl": "distributed",
+    "distributed": "distributed",
+    "mpi": "distributed",
+    "bad-args": "arguments",
+    "max-model-len": "arguments",
+    "download": "download",
+    "engine-init": "engine",
+    "engine-dead": "engine",
+    "child-exit": "engine",
+    "shard": "engine",
+    "webserver": "engine",
+    "exit": "process",
+    "killed": "process",
+    "segfault": "process",
+    "abort": "process",
+    "fatal-python": "process",
+    "stuck": "timeout",
+    "stall": "timeout",
+    "deadline": "timeout",
+    "signature": "user",  # a --crash pattern of the user's
+}
+
+
+def family_of(kind: str | None) -> str | None:
+    """The family of a kind (``oom`` -> ``memory``); None for None or an unknown kind."""
+    return None if kind is None else FAMILY.get(kind)
+
+
+# Engine-neutral hints, for a kind found by its words where the engine's profile has no
+# signature of that kind (a profile's own hint, naming its flags, is used when it has one)
+KIND_HINTS: dict[str, str] = {
+    "oom": "lower the server's memory share, batch size or context length, or free the GPU "
+    "(nvidia-smi shows who holds it)",
+    "disk": "free space where the engine writes (the model cache, /tmp, the compile caches) "
+    "or point them elsewhere (HF_HOME, TMPDIR, the engine's cache variables)",
+    "permission": "the engine cannot read or write a path it needs: check the owner and mode "
+    "of the model folder and the caches (HF_HOME, ~/.cache), or run as their owner",
+    "port-in-use": "another process holds the port: stop it or pick another port",
+    "model-load": "check the model path or Hub id and that its files are complete; for a "
+    "gated or private repo accept its terms on the Hub and set HF_TOKEN",
+    "unsupported-model": "this engine version does not support the model's architecture: "
+    "upgrade it, or serve the model with another engine",
+    "install": "the environment is incomplete or mismatched: install the engine and its "
+    "native libraries into a clean environment (or use its container) so that they match "
+    "torch, CUDA and the driver",
+    "cuda-arch": "the kernels were not built for this GPU (or the CUDA toolkit does not know "
+    "it): install a build for its compute capability, or a newer CUDA",
+    "cuda-error": "a CUDA failure: the matched line names it; rerun with "
+    "CUDA_LAUNCH_BLOCKING=1 to find the call, and check the GPU's health (nvidia-smi, dmesg)",
+    "cuda-graph": "run without CUDA graphs to confirm, then capture fewer batch sizes",
+    "nccl": "rerun with NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME, that every GPU is "
+    "visible and that no stale process holds one",
+    "distributed": "a peer of the distributed group died or cannot be reached: the first "
+    "error of another rank is above; check the rendezvous address and the firewall",
+    "mpi": "check that every rank started (mpirun -n equals the world size the engine asks "
+    "for: tensor x pipeline parallel), that the GPUs see each other, and the MPI settings",
+    "bad-args": "check the flag's spelling and value for this engine version (its --help)",
+    "max-model-len": "lower the context length to what the model allows",
+    "download": "the model could not be fetched: check the network, a proxy, the Hub id, or "
+    "use local files (HF_HUB_OFFLINE=1 with a filled cache)",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Words:
+    """Words that name a kind in an error line (matched without regard to case)."""
+
+    kind: str
+    title: str  # what the verdict's reason says it is
+    pattern: str
+
+
+# First match wins: the root of a chain of failures first (a missing library before the
+# CUDA error it causes, an out-of-memory before the NCCL error of a rank that lost it).
+_WORDS: tuple[Words, ...] = (
+    Words(
+        kind="oom",
+        title="out of memory",
+        pattern=r"out of memory|\bOOM\b|OutOfMemory|insufficient (?:gpu |device |host )?memory"
+        r"|not enough (?:gpu |device |free |host )?memory|cannot allocate memory"
+        r"|failed to allocate|memory allocation failed|\bENOMEM\b|std::bad_alloc"
+        r"|CUBLAS_STATUS_ALLOC_FAILED",
+    ),
+    Words(
+        kind="disk",
+        title="no space left on a disk, or a read-only one",
+        pattern=r"no space left on device|\bENOSPC\b|disk quota exceeded|\bEDQUOT\b"
+        r"|read-only file system|\bEROFS\b|disk (?:is )?full",
+    ),
+    Words(
+        kind="port-in-use",
+        title="the port is already in use",
+        pattern=r"address already in use|\bEADDRINUSE\b|port \d+ is (?:already )?in use"
+        r"|(?:socket|port|address)\b.{0,80}\balready in use"
+        r"|port is already (?:in use|allocated)|only one usage of each socket address"
+        r"|(?:failed to|could not|couldn't|cannot|unable to) bind",
+    ),
+    Words(
+        kind="model-load",
+        title="the model's Hub repo refused this token",
+        pattern=r"\b401\b|\b403\b|unauthorized|forbidden|gated repo|invalid (?:user )?token"
+        r"|token is (?:invalid|expired)|access to model .* is restricted|HF_TOKEN",
+    ),
+    Words(
+        kind="permission",
+        title="permission denied",
+        pattern=r"permission denied|\bEACCES\b|\bEPERM\b|operation not permitted"
+        r"|access (?:is )?denied|not writable",
+    ),
+    Words(
+        kind="cuda-arch",
+        title="the kernels were not built for this GPU",
+        pattern=r"no kernel image|invalid device function|compute capability|\bptxas\b"
+        r"|\bPTX\b|TORCH_CUDA_ARCH_LIST|cuda arch|gpu architecture"
+        r"|\bsm_?\d{2,3}a?\b.*(?:not|unsupported|no longer)|(?:not|un)supported.*\bsm_?\d{2,3}"
+        r"|not compatible with the current pytorch installation"
+        r"|(?:not supported|unsupported) (?:on|by) (?:this|your) gpu"
+        r"|only supports? (?:ampere|hopper|turing|volta|blackwell)",
+    ),
+    Words(
+        kind="engine-version",
+        title="the engine was built by another TensorRT or TensorRT-LLM version",
+        pattern=r"deserializ|engine plan file|serialized engine|TensorRT version"
+        r"|built (?:with|by) (?:a )?(?:different|another|newer|older) version",
+    ),
+    Words(
+        kind="install",
+        title="a module or native library is missing or does not match",
+        pattern=r"no module named|ModuleNotFoundError|ImportError|cannot import name"
+        r"|undefined symbol|cannot open shared object file|\bGLIBC(?:XX)?_\d"
+        r"|version mismatch|mismatch(?:es)? the version|incompatible (?:version|with)"
+        r"|compiled (?:against|with) .*version|driver version is insufficient"
+        r"|requires? .*(?:version|>=|==)|please (?:install|upgrade|update|reinstall)"
+        r"|pip install|is not installed|not found in PATH|command not found"
+        r"|got an unexpected keyword argument|module '[\w.]+' has no attribute"
+        r"|unable to find backend library|failed to build|returned non-zero exit status"
+        r"|exit status \d+|error: command '[^']*(?:gcc|g\+\+|nvcc|cc|ninja)"
+        r"|ninja: build stopped|CalledProcessError",
+    ),
+    Words(
+        kind="nccl",
+        title="NCCL failed",
+        pattern=r"\bnccl",
+    ),
+    Words(
+        kind="cuda-error",
+        title="a CUDA kernel failed",
+        pattern=r"illegal memory access|illegal address|device-side assert|misaligned address"
+        r"|uncorrectable (?:nvlink|ecc)|\bXid\b",
+    ),
+    Words(
+        kind="cuda-graph",
+        title="CUDA-graph capture failed",
+        pattern=r"cuda ?graph|stream is capturing|StreamCapture",
+    ),
+    Words(
+        kind="cuda-error",
+        title="a CUDA call failed",
+        pattern=r"cuda error|cudaError|CUDA kernel failed|CUBLAS_STATUS|CUDNN_STATUS"
+        r"|cudnn error|cuda runtime error|CUDA_ERROR_|\bCUresult\b|cuda driver",
+    ),
+    Words(
+        kind="mpi",
+        title="MPI failed, or its world size does not match",
+        pattern=r"\bMPI_|\bmpi4py\b|open mpi|\bORTE\b|\bPMIx?\b|\borted\b|\bmpirun\b"
+        r"|not enough slots|world[ _]size|\bmpi ?(?:error|size|rank|world)",
+    ),
+    Words(
+        kind="distributed",
+        title="the distributed group failed",
+        pattern=r"\bgloo\b|\bc10d\b|TCPStore|rendezvous|DistStoreError|DistNetworkError"
+        r"|DistBackendError|ProcessGroup|torch\.distributed|connection (?:closed|reset) by peer",
+    ),
+    Words(
+        kind="max-model-len",
+        title="the context length is longer than the model allows",
+        pattern=r"(?:max[_-]model[_-]len|context[_ -]length|max[_-]seq[_-]len"
+        r"|max_position_embeddings)\b.*(?:greater|larger|longer|exceed|too)",
+    ),
+    Words(
+        kind="bad-args",
+        title="a flag or its value is not accepted",
+        pattern=r"unrecognized (?:arguments?|option)|invalid (?:option|choice|value|argument)"
+        r"|unknown (?:argument|option|flag)|unexpected argument|requires an argument"
+        r"|missing (?:required )?argument|arguments are required|no such option"
+        r"|must be (?:one of|divisible by|a multiple of|greater than|less than|between"
+        r"|positive)|is not divisible by|expected one argument",
+    ),
+    Words(
+        kind="model-load",
+        title="the model's files or configuration could not be loaded",
+        pattern=r"should have a .model_type. key|config\.json|tokenizer|safetensors|\.gguf\b"
+        r"|checkpoint|(?:missing|unexpected) keys?|size mismatch|shape mismatch"
+        r"|not a valid model|can't load|error loading model|failed to load '"
+        r"|failed to load (?:the )?model|model loading|loading the model"
+        r"|HFValidationError|repo id must|trust_remote_code"
+        r"|weight \S+ does not exist",
+    ),
+    Words(
+        kind="unsupported-model",
+        title="the engine does not support this model",
+        pattern=r"architectures? .*(?:not supported|unsupported|not (?:yet )?implemented)"
+        r"|(?:unsupported|unknown|unrecognized) (?:model|architecture)"
+        r"|model type .*(?:not supported|unsupported|unrecognized)"
+        r"|(?:is )?not supported for \w*Model\b",
+    ),
+    Words(
+        kind="download",
+        title="the model could not be downloaded",
+        pattern=r"ConnectionError|max retries exceeded|temporary failure in name resolution"
+        r"|name or service not known|huggingface\.co|LocalEntryNotFoundError|offline mode"
+        r"|HF_HUB_OFFLINE|couldn't connect|could not connect|ReadTimeout"
+        r"|certificate verify failed|\bdownload",
+    ),
+)
+_COMPILED: tuple[tuple[re.Pattern[str], Words], ...] = tuple(
+    (re.compile(words.pattern, re.IGNORECASE), words) for words in _WORDS
+)
+
+
+def words_kind(text: str) -> Words | None:
+    """The first family whose words ``text`` holds, or None when it names none."""
+    for pattern, words in _COMPILED:
+        if pattern.search(text):
+            return words
+    return None
