@@ -30,7 +30,12 @@ interleaved rounds, a preflight, gate and stop per start, warmup once per start)
 ``direct``
 launches the same simulator commands itself through ``servegate.launch``, measures with
 ``servegate.bench.run_point`` and stores with ``servegate.store``, in the same
-interleaved order. ``auto`` (the default) takes ``runner`` when the campaign file
+interleaved order. ``model`` runs no process: it draws each request's durations from
+the simulator's own statistical model (``servegate.sim.model``: a lognormal speed factor
+and a run factor per start, a noise factor per first token and per decode step) and
+hands them to the report's estimate and call, with the A/A noise floor by the report's
+rule: thousands of campaigns in minutes, for the percentiles and the few-start designs.
+``auto`` (the default) takes ``runner`` when the campaign file
 accepts ``restarts``, else ``direct``.
 
     python benchmarks/comparison_coverage.py --campaigns 200 --workers 2
@@ -58,14 +63,16 @@ from pathlib import Path
 from typing import Any
 
 SPEEDUP = 0.95  # the faster variant's durations, as a fraction of the baseline's
-LOAD = 4  # concurrency of the one load point
+LOAD = 4  # concurrency of the one load point (--concurrency)
+# every latency percentile studied: the report's (p50, p99) and p90, of TTFT, TPOT, E2EL
+LATENCY_KEYS = tuple(
+    f"{name}_ms_{p}" for name in ("ttft", "tpot", "e2el") for p in ("p50", "p90", "p99")
+)
+METRIC_KEYS = ("output_throughput", *LATENCY_KEYS)
 TRUTH = {  # true ratio variant / baseline, per variant and metric
-    ("same", "output_throughput"): 1.0,
-    ("same", "tpot_ms_p50"): 1.0,
-    ("same", "ttft_ms_p50"): 1.0,
+    **{("same", key): 1.0 for key in METRIC_KEYS},
     ("faster", "output_throughput"): 1.0 / SPEEDUP,
-    ("faster", "tpot_ms_p50"): SPEEDUP,
-    ("faster", "ttft_ms_p50"): SPEEDUP,
+    **{("faster", key): SPEEDUP for key in LATENCY_KEYS},
 }
 DESIGNS = ("one-instance", "restarts")
 
@@ -84,6 +91,9 @@ class Study:
     output_len: int
     driver: str
     resamples: int
+    repeats: int = 1  # repeats on each start of the restarts design
+    concurrency: int = LOAD
+    aa_split: str = "report"  # model driver: the report's A/A rule, or "any" (see --aa-split)
 
     def sim_args(self, variant: str, seed: int, counter: Path) -> list[str]:
         """The simulator's flags for ``variant`` (the port is added by the caller)."""
@@ -218,7 +228,7 @@ def run_direct(study: Study, design: str, index: int, folder: Path) -> Path:
 def run_runner(study: Study, design: str, index: int, folder: Path) -> Path:
     """One campaign through ``servegate run`` with ``restarts`` in ``[bench]``."""
     starts = study.measurements if design == "restarts" else 1
-    repeats = 1 if design == "restarts" else study.measurements
+    repeats = study.repeats if design == "restarts" else study.measurements
     counter = folder / f"{design}-starts"
     variants = []
     for name in VARIANTS:
@@ -238,7 +248,7 @@ def run_runner(study: Study, design: str, index: int, folder: Path) -> Path:
         stop_grace_s = 5
 
         [bench]
-        concurrency = [{LOAD}]
+        concurrency = [{study.concurrency}]
         requests = {study.requests}
         warmup = 1
         input_len = 16
@@ -264,19 +274,138 @@ def run_runner(study: Study, design: str, index: int, folder: Path) -> Path:
     return db
 
 
-def measure(study: Study, index: int) -> dict[str, Any]:
-    """Both designs of campaign ``index``; what each interval says about the truth."""
+def study_metrics() -> list[Any]:
+    """The report's metrics, and the percentiles it does not show (p90, E2EL p99) built
+    the same way: each is compared by the report's own code."""
+    from dataclasses import replace
+
+    from servegate.report.bootstrap import quantile
+    from servegate.report.compare import METRICS, metric
+
+    known = {m.key: m for m in METRICS}
+    out = []
+    for key in METRIC_KEYS:
+        if key in known:
+            out.append(known[key])
+            continue
+        name, _, p = key.partition("_ms_")
+        like = metric(f"{name}_ms_p50" if name != "ttft" else "ttft_ms_p99")
+        q = float(p.removeprefix("p")) / 100.0
+        label = f"{name.upper()} {p}"
+        out.append(replace(like, key=key, label=label, stat=quantile(q)))
+    return out
+
+
+def model_side(study: Study, rng: Any, starts: int, repeats: int, scale: float) -> dict[str, Any]:
+    """One variant's values drawn from the simulator's own model (``servegate.sim.model``):
+    a lognormal speed factor and a run factor per start, a noise factor per first token
+    and per decode step; ``scale`` multiplies every duration (the faster variant: 0.95)."""
+    import numpy as np
+
+    from servegate.report.hierarchy import nested
+
+    sd, jitter, tokens = study.instance_sd, study.jitter, study.output_len
+    values: dict[str, list[list[Any]]] = {k: [] for k in ("thr", "ttft", "tpot", "e2el")}
+    for _ in range(starts):
+        factor = math.exp(sd * rng.normal() - sd * sd / 2.0) if sd else 1.0
+        run = max(0.2, 1.0 + jitter / 4.0 * rng.normal())
+        per: dict[str, list[Any]] = {k: [] for k in values}
+        for _ in range(repeats):
+            n = study.requests
+            noise = np.maximum(0.2, 1.0 + jitter * rng.normal(size=n))
+            ttft = study.ttft_ms * scale / factor * run * noise
+            step_noise = np.maximum(0.2, 1.0 + jitter * rng.normal(size=(n, tokens - 1)))
+            steps = study.itl_ms * scale / factor * run * step_noise
+            e2el = ttft + steps.sum(axis=1)
+            per["ttft"].append(ttft)
+            per["tpot"].append(steps.mean(axis=1))
+            per["e2el"].append(e2el)
+            per["thr"].append(np.asarray([study.concurrency * tokens / e2el.mean() * 1000.0]))
+        for key, kept in values.items():
+            kept.append(per[key])
+    return {key: nested(v) for key, v in values.items()}
+
+
+def run_model(study: Study, design: str, index: int) -> dict[str, Any]:
+    """One campaign of the model driver: the report's estimate and call on drawn values,
+    and the A/A noise floor by the report's rule (halves of alternate starts when each
+    has two, else no call)."""
+    import numpy as np
+
+    from servegate.report.bootstrap import call, estimate_nested, seeded_rng
+    from servegate.report.hierarchy import Nested, nested
+
+    rng = np.random.default_rng([index, DESIGNS.index(design)])
+    starts = study.measurements if design == "restarts" else 1
+    repeats = study.repeats if design == "restarts" else study.measurements
+    sides = {
+        name: model_side(study, rng, starts, repeats, SPEEDUP if name == "faster" else 1.0)
+        for name in VARIANTS
+    }
+    rows: dict[str, Any] = {}
+
+    def row(a: Nested, b: Nested, m: Any, truth: float, *keys: str) -> dict[str, Any]:
+        est = estimate_nested(
+            a, b, stat=m.stat, resamples=study.resamples, rng=seeded_rng(index, *keys)
+        )
+        said = call(est, m.direction, 0.01)
+        if est is None or est.ratio_low is None or est.ratio_high is None:
+            return {"refused": said, "call_1": said}
+        return {
+            "ratio": est.ratio,
+            "low": est.ratio_low,
+            "high": est.ratio_high,
+            "covered": est.ratio_low <= truth <= est.ratio_high,
+            "call_0": call(est, m.direction, 0.0),
+            "call_1": said,
+            "starts": [est.starts_baseline, est.starts_variant],
+        }
+
+    def halves(h: Nested) -> tuple[Nested, Nested]:
+        groups = [
+            [
+                h.values[h.point_offsets[p] : h.point_offsets[p + 1]]
+                for p in range(h.start_offsets[s], h.start_offsets[s + 1])
+            ]
+            for s in range(h.starts)
+        ]
+        return nested(groups[0::2]), nested(groups[1::2])
+
+    for m in study_metrics():
+        short = m.key.split("_ms_")[0] if "_ms_" in m.key else "thr"
+        for variant in ("same", "faster"):
+            truth = TRUTH[(variant, m.key)]
+            got = row(sides["baseline"][short], sides[variant][short], m, truth, variant, m.key)
+            rows[f"{variant}/{m.key}"] = got
+        if starts >= 4 or (study.aa_split == "any" and starts >= 2):
+            a, b = halves(sides["baseline"][short])
+            rows[f"noise/{m.key}"] = row(a, b, m, 1.0, "A/A", m.key)
+        else:
+            rows[f"noise/{m.key}"] = {"call_1": "needs more starts", "covered": None}
+    return rows
+
+
+def measure(study: Study, index: int, designs: tuple[str, ...] = DESIGNS) -> dict[str, Any]:
+    """The designs of campaign ``index``; what each interval says about the truth."""
     from servegate.report.bootstrap import call
-    from servegate.report.compare import compare, metric
+    from servegate.report.compare import compare
     from servegate.report.data import load_campaign
     from servegate.store import Store
 
-    # the report's own comparison, restricted to the metrics whose truth is known
-    metrics = [metric(key) for key in sorted({key for _, key in TRUTH})]
+    # the report's own comparison, on every metric whose truth is known
+    metrics = study_metrics()
+    load = f"c={study.concurrency}"
 
     record: dict[str, Any] = {"index": index, "driver": study.driver, "designs": {}}
-    for design in DESIGNS:
+    for design in designs:
         started = time.perf_counter()
+        if study.driver == "model":
+            record["designs"][design] = {
+                "seconds": round(time.perf_counter() - started, 2),
+                "rows": run_model(study, design, index),
+            }
+            record["designs"][design]["seconds"] = round(time.perf_counter() - started, 2)
+            continue
         with tempfile.TemporaryDirectory(prefix="coverage-") as tmp:
             folder = Path(tmp)
             run = run_runner if study.driver == "runner" else run_direct
@@ -288,10 +417,11 @@ def measure(study: Study, index: int) -> dict[str, Any]:
             report = compare(data, resamples=study.resamples, metrics=metrics)
         rows: dict[str, Any] = {}
         for (variant, key), truth in TRUTH.items():
-            comp = report.get(variant, f"c={LOAD}", key)
+            comp = report.get(variant, load, key)
             est = comp.estimate if comp else None
             if est is None or est.ratio_low is None or est.ratio_high is None:
-                rows[f"{variant}/{key}"] = None
+                # no interval: why (not estimable, needs more starts), or lost
+                rows[f"{variant}/{key}"] = None if comp is None else {"refused": comp.call}
                 continue
             direction = comp.metric.direction if comp else "higher"
             rows[f"{variant}/{key}"] = {
@@ -302,6 +432,19 @@ def measure(study: Study, index: int) -> dict[str, Any]:
                 "call_0": call(est, direction, 0.0),
                 "call_1": call(est, direction, 0.01),
                 "starts": [est.starts_baseline, est.starts_variant],
+            }
+        for key in METRIC_KEYS:  # the A/A noise floor: the baseline's halves
+            floor = report.noise(load, key)
+            if floor is None:
+                continue
+            est = floor.estimate
+            interval = est is not None and est.ratio_low is not None and est.ratio_high is not None
+            rows[f"noise/{key}"] = {
+                "split": floor.split,
+                "call_1": floor.call,
+                "covered": (est.ratio_low <= 1.0 <= est.ratio_high)  # type: ignore[operator]
+                if interval and est is not None
+                else None,
             }
         record["designs"][design] = {
             "seconds": round(time.perf_counter() - started, 2),
@@ -330,46 +473,68 @@ def _pct(hits: int, n: int) -> str:
 
 def summarize(records: list[dict[str, Any]]) -> str:
     """Markdown tables: coverage per design, variant and metric; A/A call rates."""
+    designs = [d for d in DESIGNS if any(d in r["designs"] for r in records)]
     lines = [
         "| design | variant | metric | true ratio | coverage of the 95 % interval "
-        "[Wilson 95 %] | median half-width | mean estimate |",
-        "| --- | --- | --- | ---: | --- | ---: | ---: |",
+        "[Wilson 95 %] | median half-width | mean estimate | no interval (why) |",
+        "| --- | --- | --- | ---: | --- | ---: | ---: | --- |",
     ]
-    for design in DESIGNS:
+    for design in designs:
         for (variant, key), truth in TRUTH.items():
-            rows = [r["designs"][design]["rows"].get(f"{variant}/{key}") for r in records]
-            rows = [row for row in rows if row is not None]
+            got = [r["designs"][design]["rows"].get(f"{variant}/{key}") for r in records]
+            got = [row for row in got if row is not None and design in r_designs(records)]
+            rows = [row for row in got if "refused" not in row]
+            refused: dict[str, int] = {}
+            for row in got:
+                if "refused" in row:
+                    refused[row["refused"]] = refused.get(row["refused"], 0) + 1
+            why = ", ".join(f"{n} {w}" for w, n in sorted(refused.items())) or "0"
             if not rows:
+                lines.append(f"| {design} | {variant} | {key} | {truth:.4f} | - | - | - | {why} |")
                 continue
             covered = sum(row["covered"] for row in rows)
             widths = sorted((row["high"] - row["low"]) / 2 for row in rows)
             estimate = sum(row["ratio"] for row in rows) / len(rows)
             lines.append(
                 f"| {design} | {variant} | {key} | {truth:.4f} | {_pct(covered, len(rows))} | "
-                f"{100 * widths[len(widths) // 2]:.2f} % | {estimate:.4f} |"
+                f"{100 * widths[len(widths) // 2]:.2f} % | {estimate:.4f} | {why} |"
             )
     lines += [
         "",
-        "| design | metric | A/A called better, min_effect 0 | A/A called better, 1 % | "
-        "A/A called better or worse, 0 | better or worse, 1 % |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "A/A: `same` against `baseline`, and the baseline's noise floor (its halves); "
+        "calls with min_effect 1 %, over the comparisons that had an interval:",
+        "",
+        "| design | comparison | metric | called better or worse | not called (why) |",
+        "| --- | --- | --- | --- | --- |",
     ]
-    for design in DESIGNS:
-        for key in ("output_throughput", "tpot_ms_p50", "ttft_ms_p50"):
-            rows = [r["designs"][design]["rows"].get(f"same/{key}") for r in records]
-            rows = [row for row in rows if row is not None]
-            if not rows:
-                continue
-            n = len(rows)
-            better = [sum(row[c] == "better" for row in rows) for c in ("call_0", "call_1")]
-            called = [
-                sum(row[c] in ("better", "worse") for row in rows) for c in ("call_0", "call_1")
-            ]
+    totals = {d: [0, 0] for d in designs}
+    for design in designs:
+        for kind in ("same", "noise"):
+            for key in METRIC_KEYS:
+                got = [r["designs"][design]["rows"].get(f"{kind}/{key}") for r in records]
+                got = [row for row in got if row is not None]
+                made = [row for row in got if row.get("call_1") in CALLED_OR_NOT]
+                refused: dict[str, int] = {}
+                for row in got:
+                    said = row.get("refused") or row.get("call_1")
+                    if said not in CALLED_OR_NOT:
+                        refused[str(said)] = refused.get(str(said), 0) + 1
+                why = ", ".join(f"{n} {w}" for w, n in sorted(refused.items())) or "0"
+                called = sum(row["call_1"] in ("better", "worse") for row in made)
+                totals[design][0] += called
+                totals[design][1] += len(made)
+                share = _pct(called, len(made)) if made else "-"
+                label = "same vs baseline" if kind == "same" else "noise floor"
+                lines.append(f"| {design} | {label} | {key} | {share} | {why} |")
+    lines.append("")
+    for design in designs:
+        called, made = totals[design]
+        if made:
             lines.append(
-                f"| {design} | {key} | {_pct(better[0], n)} | {_pct(better[1], n)} | "
-                f"{_pct(called[0], n)} | {_pct(called[1], n)} |"
+                f"{design}: {called} false calls in {made} A/A comparisons with an interval "
+                f"({_pct(called, made)})."
             )
-    seconds = [r["designs"][d]["seconds"] for r in records for d in DESIGNS]
+    seconds = [r["designs"][d]["seconds"] for r in records for d in designs if d in r["designs"]]
     drivers = sorted({str(r.get("driver", "not recorded")) for r in records})
     lines += [
         "",
@@ -378,6 +543,14 @@ def summarize(records: list[dict[str, Any]]) -> str:
         f"(median {sorted(seconds)[len(seconds) // 2]:.1f} s per campaign and design).",
     ]
     return "\n".join(lines)
+
+
+CALLED_OR_NOT = ("better", "worse", "no meaningful difference")
+
+
+def r_designs(records: list[dict[str, Any]]) -> set[str]:
+    """The designs any record measured."""
+    return {d for r in records for d in r["designs"]}
 
 
 def main() -> None:
@@ -390,11 +563,22 @@ def main() -> None:
     parser.add_argument("--jitter", type=float, default=0.05)
     parser.add_argument("--itl-ms", type=float, default=5.0)
     parser.add_argument("--ttft-ms", type=float, default=20.0)
-    parser.add_argument("--requests", type=int, default=12)
+    parser.add_argument("--requests", type=int, default=12, help="requests per point")
+    parser.add_argument("--repeats", type=int, default=1, help="repeats per start (restarts)")
+    parser.add_argument("--concurrency", type=int, default=LOAD)
+    parser.add_argument("--designs", default=",".join(DESIGNS), help="one-instance,restarts")
+    parser.add_argument(
+        "--aa-split",
+        choices=("report", "any"),
+        default="report",
+        help="model driver's noise floor: the report's rule (halves of two starts or more), "
+        "or any (alternate starts whenever there are two: servegate before the rule, to "
+        "measure the code of that time)",
+    )
     parser.add_argument("--output-len", type=int, default=16)
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--driver", choices=("auto", "runner", "direct"), default="auto")
+    parser.add_argument("--driver", choices=("auto", "runner", "direct", "model"), default="auto")
     parser.add_argument("--out", type=Path, default=Path("comparison_coverage.jsonl"))
     parser.add_argument("--resume", action="store_true", help="keep --out, skip done ones")
     parser.add_argument("--summary", action="store_true", help="only summarise --out")
@@ -413,7 +597,11 @@ def main() -> None:
         output_len=args.output_len,
         driver=driver,
         resamples=args.resamples,
+        repeats=args.repeats,
+        concurrency=args.concurrency,
+        aa_split=args.aa_split,
     )
+    designs = tuple(d for d in args.designs.split(",") if d)
     records: list[dict[str, Any]] = []
     if (args.resume or args.summary) and args.out.exists():
         records = [json.loads(line) for line in args.out.read_text().splitlines() if line]
@@ -429,7 +617,7 @@ def main() -> None:
         )
         begun = time.perf_counter()
         with ProcessPoolExecutor(max_workers=args.workers) as pool, args.out.open("a") as out:
-            futures = [pool.submit(measure, study, index) for index in todo]
+            futures = [pool.submit(measure, study, index, designs) for index in todo]
             for count, future in enumerate(as_completed(futures), 1):
                 record = future.result()
                 records.append(record)

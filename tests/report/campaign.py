@@ -1,7 +1,8 @@
 """A constructed campaign in a real SQLite file: the material of the report tests.
 
-Four variants as in the demo: the baseline, a variant 5 % faster, one that crashes while
-starting (out of memory), and a speculative-decoding variant measured once per point.
+Four variants as in the demo: the baseline, a variant 5 % faster (each started twice, so
+their comparison has the variation between starts), one that crashes while starting (out
+of memory), and a speculative-decoding variant started once and measured once per point.
 Results are passed to the store as plain dicts, the shape of ``PointResult.to_json()``.
 """
 
@@ -62,8 +63,13 @@ def _point(
     }
 
 
-def build(path: Path, *, repeats: int = 3, requests: int = 60, name: str = "demo") -> int:
-    """Write the campaign into the database at ``path``; return its id."""
+def build(
+    path: Path, *, repeats: int = 3, requests: int = 60, name: str = "demo", starts: int = 2
+) -> int:
+    """Write the campaign into the database at ``path``; return its id.
+
+    ``starts``: server starts of the baseline and the fast variant (spec has one).
+    """
     rng = np.random.default_rng(7)
     phases = [("load_weights", 0.2, 2.0), ("kv_cache", 2.0, 2.6), ("cuda_graphs", 2.6, 4.1)]
     plan = [
@@ -76,38 +82,70 @@ def build(path: Path, *, repeats: int = 3, requests: int = 60, name: str = "demo
         cid = store.campaign(name, "[campaign]\nname = 'demo'\n", "baseline")
         for variant, speed, latency, status, elapsed in plan:
             store.add_variant(cid, variant)
-            aid = store.start_attempt(
-                cid,
-                variant=variant,
-                server_key=variant,
-                command=["python3", "-m", "servegate", "sim", "--port", "30000"],
-                env={"HF_TOKEN": "secret"},
-                host="local",
-                versions={"servegate": "0.1.0"},
-                git_commit=None,
-            )
-            shown = phases if status == "ready" else [("load_weights", 0.2, None)]
-            store.record_verdict(aid, _verdict(status, elapsed, shown))
-            if status != "ready":
-                store.finish_attempt(aid, status)
-                continue
-            runs = 1 if variant == "spec" else repeats
-            for load in LOADS:
-                for rep in range(runs):
-                    store.record_point(
-                        aid,
-                        variant=variant,
-                        load=f"c={load}",
-                        repeat=rep,
-                        result=_point(
-                            rng,
-                            throughput=100.0 * load**0.8 * speed,
-                            ttft_ms=40.0 * latency * (1 + load / 16),
-                            itl_ms=8.0 * latency,
-                            requests=requests,
-                        ),
-                    )
-            store.record_stop(aid, {"killed": [1, 2], "duration_s": 0.3, "port_free": True})
-            store.finish_attempt(aid, "done")
+            for start in range(starts if variant in ("baseline", "fast") else 1):
+                _start(
+                    store,
+                    cid,
+                    rng,
+                    variant,
+                    speed,
+                    latency,
+                    status,
+                    elapsed,
+                    start,
+                    repeats,
+                    requests,
+                    phases,
+                )
         store.set_campaign_status(cid, "done")
     return cid
+
+
+def _start(
+    store: Store,
+    cid: int,
+    rng: np.random.Generator,
+    variant: str,
+    speed: float,
+    latency: float,
+    status: str,
+    elapsed: float,
+    start: int,
+    repeats: int,
+    requests: int,
+    phases: list[tuple[str, float, float]],
+) -> None:
+    """One server start of ``variant`` with its points (repeat keys go on across starts)."""
+    aid = store.start_attempt(
+        cid,
+        variant=variant,
+        server_key=variant,
+        command=["python3", "-m", "servegate", "sim", "--port", "30000"],
+        env={"HF_TOKEN": "secret"},
+        host="local",
+        versions={"servegate": "0.1.0"},
+        git_commit=None,
+    )
+    shown = phases if status == "ready" else [("load_weights", 0.2, None)]
+    store.record_verdict(aid, _verdict(status, elapsed, shown))
+    if status != "ready":
+        store.finish_attempt(aid, status)
+        return
+    runs = 1 if variant == "spec" else repeats
+    for load in LOADS:
+        for rep in range(runs):
+            store.record_point(
+                aid,
+                variant=variant,
+                load=f"c={load}",
+                repeat=start * runs + rep,
+                result=_point(
+                    rng,
+                    throughput=100.0 * load**0.8 * speed,
+                    ttft_ms=40.0 * latency * (1 + load / 16),
+                    itl_ms=8.0 * latency,
+                    requests=requests,
+                ),
+            )
+    store.record_stop(aid, {"killed": [1, 2], "duration_s": 0.3, "port_free": True})
+    store.finish_attempt(aid, "done")

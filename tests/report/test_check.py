@@ -103,7 +103,12 @@ def test_a_regression_exits_1_and_the_markdown_names_it(results: Path) -> None:
     rows = [line for line in run.stdout.splitlines() if line.startswith("slower ")]
     throughput = [line for line in rows if "output throughput" in line]
     assert len(throughput) == 2 and all(line.endswith("REGRESSION") for line in throughput)
-    assert all(line.endswith("ok") for line in rows if "TTFT" in line)  # same latencies
+    # 80 requests a start cannot estimate a p99 (368): listed, never called, never failed
+    ttft = [line for line in rows if "TTFT" in line]
+    assert ttft and all(
+        line.endswith("not estimable (too few requests per start)") for line in ttft
+    )
+    assert "4 comparison(s) are percentiles from too few requests per start" in run.stdout
     assert "slower: output throughput regressed -10.0 %" in run.stdout
     markdown = out.read_text(encoding="utf-8")
     assert markdown.startswith("## servegate check: FAIL, regression")
@@ -164,10 +169,13 @@ def test_a_failed_candidate_fails_with_its_reason(results: Path) -> None:
 
 
 def test_json_carries_the_reports_numbers(results: Path) -> None:
-    """In one campaign the check's estimates are the report's, interval for interval."""
+    """In one campaign the check's estimates are the report's, interval for interval, at
+    the check's per-comparison confidence (95 % over its 6 comparisons: Bonferroni)."""
     run = servegate(results.parent, "--db", "results.db", "--variant", "slower", "--json")
     assert run.returncode == 1
     doc = json.loads(run.stdout)
+    each = doc["variants"][0]["interval_confidence"]
+    assert each == pytest.approx(1 - 0.05 / 6)
     assert doc["candidate"] == {"db": "results.db", "campaign": "nightly", "status": "done"}
     assert doc["max_regression"] == {
         "output_throughput": 0.03,
@@ -175,13 +183,27 @@ def test_json_carries_the_reports_numbers(results: Path) -> None:
         "tpot_ms_p99": 0.05,
     }
     with Store.open(results, read_only=True) as store:
-        report = build_report(store, "nightly")
+        report = build_report(store, "nightly", confidence=each)
     for item in doc["variants"][0]["checks"]:
         comp = report.get("slower", item["load"], item["metric"])
         assert comp is not None and comp.estimate is not None
+        if comp.estimate.ratio_low is None:  # the p99s: not estimable from 80 requests a start
+            assert (item["change_low"], item["result"]) == (None, "not estimable")
+            continue
         assert item["change_low"] == pytest.approx(comp.estimate.ratio_low - 1, abs=1e-6)
         assert item["change_high"] == pytest.approx(comp.estimate.ratio_high - 1, abs=1e-6)
         assert item["result"] == ("regression" if comp.call == "worse" else "ok")
+
+
+def test_strict_fails_a_comparison_that_cannot_be_called(results: Path) -> None:
+    """--strict: the not estimable p99s of ``same`` fail the check; without it they pass."""
+    plain = servegate(results.parent, "--db", "results.db", "--variant", "same")
+    assert plain.returncode == 0, plain.stdout
+    strict = servegate(results.parent, "--db", "results.db", "--variant", "same", "--strict")
+    assert strict.returncode == 1, strict.stdout
+    assert "FAIL: 0 regression(s) established, 0 variant(s) failed, 4 not called (--strict)" in (
+        strict.stdout
+    )
 
 
 def test_another_database_as_baseline(tmp_path: Path) -> None:
@@ -320,7 +342,8 @@ input_len = 32
 output_len = 8
 concurrency = [2]
 requests = 8
-repeats = 3
+repeats = 2
+restarts = 2
 
 [[variant]]
 name = "baseline"

@@ -35,7 +35,7 @@ def test_console_table_has_every_variant_load_and_delta(report: Report) -> None:
     out = console_text(report, width=140)
     for header in ("variant", "status", "startup", "c=1", "c=4", "c=16"):
         assert header in out
-    assert re.search(r"fast\s+│ ok\s+│\s+4\.6 s │\s+\d+\.\d", out)
+    assert re.search(r"fast\s+│ ok, 2 starts\s+│\s+4\.6 s \(warm 4\.6 s, 1x\) │\s+\d+\.\d", out)
     assert re.search(r"\+\d\.\d % \[\+\d\.\d, \+\d\.\d\]", out)
     assert "CRASH (oom)" in out
     assert "lower --mem-fraction-static" in out
@@ -78,11 +78,19 @@ def test_markdown_has_tables_calls_and_the_crash_tail(report: Report) -> None:
     md = render_markdown(report)
     assert md.startswith("# Campaign `demo`")
     assert "| variant | status | startup | c=1 | c=4 | c=16 |" in md
-    assert re.search(r"\| fast \| ok \| 4\.6 s \| [\d.]+ \(\+\d\.\d % \[.*\], better\) \|", md)
+    assert re.search(
+        r"\| fast \| ok, 2 starts \| 4\.6 s \(warm 4\.6 s, 1x\) \| "
+        r"[\d.]+ \(\+\d\.\d % \[.*\], better\) \|",
+        md,
+    )
     assert "## Latency vs baseline" in md
     assert "| fast | cold | 4.3 s | 4.6 s |" in md
     assert "```text\nTraceback (most recent call last):\ntorch.OutOfMemoryError\n```" in md
     assert "percentile bootstrap" in md
+    # a p99 from 180 requests per start is listed, never called, and the report says why
+    assert "| fast | c=1 | TTFT p99 (ms) |" in md
+    assert "not estimable |" in md
+    assert "p99 needs at least 368 requests per server start" in md
 
 
 def test_json_names_schema_versions_platform_and_every_comparison(report: Report) -> None:
@@ -124,7 +132,7 @@ def test_csv_has_a_row_per_variant_load_and_metric(report: Report) -> None:
     )
     assert fast["call"] == "better"
     assert float(fast["ratio_low"]) < float(fast["ratio"]) < float(fast["ratio_high"])
-    assert fast["n"] == "3"
+    assert fast["n"] == "6"  # two starts of three repeats
 
 
 def test_a_campaign_without_measurements_renders_in_every_format(tmp_path: Path) -> None:

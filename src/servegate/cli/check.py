@@ -80,6 +80,12 @@ no load point in common, bad option); 3 an internal error."""
     help="The largest tolerated regression per metric; the metrics named are the ones "
     "checked. [default: output_throughput=3%,ttft_p99=10%,tpot_p99=5%]",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail on a comparison that cannot be called: a percentile from too few requests "
+    "per server start, or one start on a side (listed, not failed, without it).",
+)
 @json_flag("the result")
 @stdout_flag("markdown", "the markdown summary")
 @json_file("the result")
@@ -124,6 +130,7 @@ def _check(
     markdown_file: Path | None,
     confidence: float,
     seed: int,
+    strict: bool,
 ) -> int:
     from servegate.report import check as checks
 
@@ -163,6 +170,7 @@ def _check(
         baseline_variant=baseline_variant,
         confidence=confidence,
         seed=seed,
+        strict=strict,
     )
     markdown = checks.render_markdown(result)
     if not (as_json or as_markdown):

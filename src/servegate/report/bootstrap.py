@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -25,14 +25,24 @@ from servegate.report.hierarchy import (
     Nested,
     bootstrap_side,
     flat,
+    nested,
     scaled_interval,
     weighted_statistic,
     widening,
 )
+from servegate.report.quantiles import log_ratio_interval, side_spread
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["higher", "lower"]  # which way is better
-Call = Literal["better", "worse", "no meaningful difference", "1 run, no interval", "no data"]
+Call = Literal[
+    "better",
+    "worse",
+    "no meaningful difference",
+    "1 run, no interval",
+    "no data",
+    "not estimable",  # a percentile from too few requests per start: listed, never called
+    "needs more starts",  # an A/A split with one start a side: no call (see compare)
+]
 
 MIN_EFFECT = 0.01  # the smallest change called better or worse, as a fraction
 
@@ -90,6 +100,7 @@ class Estimate:
     starts_baseline: int = 1  # server starts behind the values
     starts_variant: int = 1
     df: float | None = None  # degrees of freedom the interval was widened with
+    refused: str | None = None  # why there is no interval although both sides have data
 
     @property
     def has_interval(self) -> bool:
@@ -115,16 +126,32 @@ def estimate(
 ) -> Estimate | None:
     """Ratio and difference of ``stat(variant)`` over ``stat(baseline)``: one level of values.
 
-    Each value is its own unit (a repeat, or a request). See ``estimate_nested``.
+    Each value is an independent unit: a server start for the mean (startup times), a
+    request for a percentile (order statistics). See ``estimate_nested``.
     """
+    if stat.q is not None:
+        return estimate_nested(
+            flat(baseline),
+            flat(variant),
+            stat=stat,
+            confidence=confidence,
+            resamples=resamples,
+            rng=rng,
+            independent=True,
+        )
     return estimate_nested(
-        flat(baseline),
-        flat(variant),
+        per_start(baseline),
+        per_start(variant),
         stat=stat,
         confidence=confidence,
         resamples=resamples,
         rng=rng,
     )
+
+
+def per_start(values: FloatArray) -> Nested:
+    """Each value its own server start (startup times; one value per start)."""
+    return nested([[np.asarray([v])] for v in np.asarray(values, dtype=np.float64)])
 
 
 def estimate_nested(
@@ -135,14 +162,20 @@ def estimate_nested(
     confidence: float = 0.95,
     resamples: int = 2000,
     rng: np.random.Generator,
+    independent: bool = False,
 ) -> Estimate | None:
     """Ratio and difference of the statistic of ``variant`` over ``baseline``, with intervals.
 
     Each side is resampled hierarchically and independently (starts, repeats, values);
     the ratio's interval is taken on the log scale, the difference's on its own, each
-    widened for the few starts it rests on. The interval is None when a side has a
-    single value: one run says nothing about its own noise. Returns None when a side
-    has no finite values at all.
+    widened for the few starts it rests on. Percentiles (``stat.q``) take the interval
+    of ``quantiles`` instead (order statistics within a start, Student t across starts),
+    or none, with ``refused`` saying why, when a start has too few requests for them.
+    The interval is None when a side has a single value (one run says nothing about its
+    own noise) or a single server start (the variation between starts, often larger
+    than the noise within one, is unknown). Returns None when a side has no finite
+    values at all. ``independent``: the values of one start are independent draws (no
+    variation between starts to account for), so one start a side has an interval.
     """
     if baseline.size == 0 or variant.size == 0:
         return None
@@ -165,6 +198,10 @@ def estimate_nested(
     )
     if baseline.size < 2 or variant.size < 2 or not math.isfinite(ratio):
         return single
+    if min(baseline.starts, variant.starts) < 2 and not independent:
+        return single  # the variation between starts is unknown: no interval
+    if stat.q is not None:
+        return _percentile_estimate(baseline, variant, stat.q, confidence, single)
     side_a = bootstrap_side(baseline, stat.q, resamples, rng)
     side_b = bootstrap_side(variant, stat.q, resamples, rng)
     r_span: tuple[float, float] | None = None
@@ -196,16 +233,49 @@ def estimate_nested(
     )
 
 
+def _percentile_estimate(
+    baseline: Nested, variant: Nested, q: float, confidence: float, single: Estimate
+) -> Estimate:
+    """A tail percentile's ratio with the interval of ``quantiles`` (order statistics
+    within a start, Student t across starts), or refused with the reason."""
+    side_a = side_spread(baseline, q, confidence)
+    side_b = side_spread(variant, q, confidence)
+    if isinstance(side_a, str) or isinstance(side_b, str):
+        why = side_a if isinstance(side_a, str) else side_b
+        assert isinstance(why, str)
+        return replace(single, refused=why)
+    low, high, df = log_ratio_interval(side_a, side_b, confidence)
+    # the difference's interval is the ratio's in the baseline's units
+    a = single.baseline
+    return replace(
+        single,
+        ratio_low=math.exp(low),
+        ratio_high=math.exp(high),
+        difference_low=a * (math.exp(low) - 1.0),
+        difference_high=a * (math.exp(high) - 1.0),
+        df=df if math.isfinite(df) else None,
+    )
+
+
 def call(est: Estimate | None, direction: Direction, min_effect: float = MIN_EFFECT) -> Call:
     """better / worse / no meaningful difference, from the interval, size and direction.
 
     A difference is called only when the whole interval of the ratio lies on one side
     of 1 and the ratio itself is at least ``min_effect`` away from 1; "higher" metrics
-    (throughput) are better when higher, "lower" ones (latency) when lower.
+    (throughput) are better when higher, "lower" ones (latency) when lower. Without an
+    interval: "not estimable" (a percentile from too few requests per start), "needs
+    more starts" (one server start on a side), "1 run, no interval" (one value).
     """
     if est is None:
         return "no data"
+    if est.refused is not None:
+        return "not estimable"
     if est.ratio_low is None or est.ratio_high is None:
+        if (
+            min(est.n_baseline, est.n_variant) >= 2
+            and min(est.starts_baseline, est.starts_variant) < 2
+        ):
+            return "needs more starts"
         return "1 run, no interval"
     if est.ratio_low > 1.0 and est.ratio - 1.0 >= min_effect:
         return "better" if direction == "higher" else "worse"

@@ -24,7 +24,7 @@ import math
 import platform
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -52,7 +52,9 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "tpot_ms_p99": 0.05,
 }
 
-Result = Literal["regression", "ok", "no interval", "no data"]
+Result = Literal["regression", "ok", "no interval", "no data", "not estimable", "needs more starts"]
+# results of a comparison that has data but no call: listed; they fail only with --strict
+UNCALLED = ("not estimable", "needs more starts")
 
 
 def short_name(key: str) -> str:
@@ -140,8 +142,8 @@ class MetricCheck:
             return "regression"
         if self.call == "1 run, no interval":
             return "no interval"
-        if self.call == "no data":
-            return "no data"
+        if self.call in ("no data", "not estimable", "needs more starts"):
+            return self.call
         return "ok"
 
     def to_json(self) -> dict[str, Any]:
@@ -182,6 +184,8 @@ class VariantCheck:
     failure: str | None  # why it failed: it then fails the check whatever its numbers
     checks: tuple[MetricCheck, ...] = ()
     unmatched_loads: tuple[str, ...] = ()  # measured by one side only: not compared
+    strict: bool = False  # a comparison that could not be called fails the check
+    interval_confidence: float | None = None  # each interval's (Bonferroni over checks)
 
     @property
     def regressions(self) -> tuple[MetricCheck, ...]:
@@ -189,8 +193,15 @@ class VariantCheck:
         return tuple(c for c in self.checks if c.result == "regression")
 
     @property
+    def uncalled(self) -> tuple[MetricCheck, ...]:
+        """Comparisons with data that could not be called (not estimable, one start)."""
+        return tuple(c for c in self.checks if c.result in UNCALLED)
+
+    @property
     def passed(self) -> bool:
-        """Neither failed nor regressed."""
+        """Neither failed nor regressed (with ``strict``: and every comparison called)."""
+        if self.strict and self.uncalled:
+            return False
         return self.failure is None and not self.regressions
 
     def to_json(self) -> dict[str, Any]:
@@ -204,6 +215,7 @@ class VariantCheck:
             "result": "pass" if self.passed else "fail",
             "checks": [c.to_json() for c in self.checks],
             "unmatched_loads": list(self.unmatched_loads),
+            "interval_confidence": self.interval_confidence,
         }
 
 
@@ -243,7 +255,10 @@ class CheckResult:
     def unestablished(self) -> tuple[tuple[str, MetricCheck], ...]:
         """(variant, comparison) pairs without an interval: nothing could be established."""
         return tuple(
-            (v.variant, c) for v in self.variants for c in v.checks if c.result == "no interval"
+            (v.variant, c)
+            for v in self.variants
+            for c in v.checks
+            if c.result in ("no interval", *UNCALLED)
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -332,6 +347,7 @@ def run_check(
     resamples: int = 2000,
     seed: int = 0,
     now: str | None = None,
+    strict: bool = False,
 ) -> CheckResult:
     """Check the candidate campaign's variants against their baseline variants.
 
@@ -344,8 +360,12 @@ def run_check(
         baseline_variant: the variant every candidate is compared with. None: the
             campaign's baseline (and the report's workload references) when ``baseline``
             is None, else the variant of the same name in ``baseline``.
-        confidence, resamples, seed: the bootstrap's, as in ``servegate report``.
+        confidence, resamples, seed: the bootstrap's, as in ``servegate report``;
+            ``confidence`` holds for each candidate as a whole (each interval is wider
+            when several metrics and loads are checked: ``per_comparison_confidence``).
         now: the timestamp written in the result (tests pin it).
+        strict: a comparison that cannot be called (a percentile from too few requests
+            per start, one server start a side) fails the check instead of being listed.
 
     Raises UsageError (exit 2) when a comparison is impossible: an unknown or unmeasured
     variant, a baseline that failed, another workload, no load point in common, or
@@ -368,7 +388,7 @@ def run_check(
         if isinstance(outcome, Skipped):
             skipped.append(outcome)
         else:
-            checked.append(outcome)
+            checked.append(replace(outcome, strict=strict))
     if not checked:
         raise _nothing_to_check(candidate, skipped)
     base = plan.base
@@ -552,6 +572,17 @@ def _why_not_checked(plan: _Plan, name: str, reference: str) -> str | None:
     return None
 
 
+def per_comparison_confidence(confidence: float, comparisons: int) -> float:
+    """Each interval's confidence so that the whole check keeps ``confidence`` (Bonferroni).
+
+    A check calls a regression when any of its comparisons (metrics x loads) does: with
+    ``m`` of them at 95 % each, identical servers would fail about ``m`` times in 20.
+    Each interval is therefore taken at ``1 - (1 - confidence) / m``, so that the chance
+    of any false regression for a candidate stays under ``1 - confidence``.
+    """
+    return 1.0 - (1.0 - confidence) / max(1, comparisons)
+
+
 def _compare_pair(
     base_data: CampaignData,
     reference: str,
@@ -577,31 +608,32 @@ def _compare_pair(
             "measure the same [bench] concurrency or rate."
         )
     checks = []
-    for load in common:
-        for m in metrics:
-            a = m.nested(base_data, reference, load)
-            b = m.nested(data, name, load)
-            if a.size == 0 and b.size == 0:
-                continue
-            # the report's generator keys: in one campaign the numbers are the report's
-            est = estimate_nested(
-                a,
-                b,
-                stat=m.stat,
-                confidence=confidence,
-                resamples=resamples,
-                rng=seeded_rng(seed, name, load, m.key),
+    pairs = [(load, m) for load in common for m in metrics]
+    each = per_comparison_confidence(confidence, len(pairs))
+    for load, m in pairs:
+        a = m.nested(base_data, reference, load)
+        b = m.nested(data, name, load)
+        if a.size == 0 and b.size == 0:
+            continue
+        # the report's generator keys: with one comparison the interval is the report's
+        est = estimate_nested(
+            a,
+            b,
+            stat=m.stat,
+            confidence=each,
+            resamples=resamples,
+            rng=seeded_rng(seed, name, load, m.key),
+        )
+        threshold = float(thresholds[m.key])
+        checks.append(
+            MetricCheck(
+                load=load,
+                metric=m,
+                threshold=threshold,
+                estimate=est,
+                call=call(est, m.direction, threshold),
             )
-            threshold = float(thresholds[m.key])
-            checks.append(
-                MetricCheck(
-                    load=load,
-                    metric=m,
-                    threshold=threshold,
-                    estimate=est,
-                    call=call(est, m.direction, threshold),
-                )
-            )
+        )
     return VariantCheck(
         variant=name,
         reference=reference,
@@ -609,6 +641,7 @@ def _compare_pair(
         failure=None,
         checks=tuple(checks),
         unmatched_loads=tuple(sorted(mine ^ theirs, key=load_sort_key)),
+        interval_confidence=each,
     )
 
 
@@ -627,6 +660,8 @@ def _result_words(check: MetricCheck) -> str:
         "ok": "ok",
         "no interval": "ok (1 run, no interval)",
         "no data": "no data",
+        "not estimable": "not estimable (too few requests per start)",
+        "needs more starts": "not called (needs more starts)",
     }[check.result]
 
 
@@ -664,17 +699,31 @@ def summary_lines(result: CheckResult) -> list[str]:
             )
     for s in result.skipped:
         lines.append(f"{s.variant}: not checked, {s.why}")
-    if result.unestablished:
+    counts: dict[str, int] = {}
+    for _, c in result.unestablished:
+        counts[c.result] = counts.get(c.result, 0) + 1
+    why = {
+        "no interval": "rest on one run on a side (measure repeats = 2 or more)",
+        "needs more starts": "rest on one server start on a side (set restarts = 2 or more)",
+        "not estimable": "are percentiles from too few requests per start (measure more "
+        "requests per point)",
+    }
+    for result_name, count in counts.items():
+        strict = result_name in UNCALLED and any(v.strict for v in result.variants)
         lines.append(
-            f"{len(result.unestablished)} comparison(s) rest on one run on a side: no "
-            "interval, so no regression can be established there; measure repeats = 2 or more."
+            f"{count} comparison(s) {why[result_name]}: no interval, so no regression can "
+            + ("be established there; --strict fails them." if strict else "be established there.")
         )
     if result.passed:
         lines.append("no regression established")
     else:
         failed = sum(1 for v in result.variants if v.failure is not None)
         regressions = sum(len(v.regressions) for v in result.variants)
-        lines.append(f"FAIL: {regressions} regression(s) established, {failed} variant(s) failed")
+        uncalled = sum(len(v.uncalled) for v in result.variants if v.strict)
+        tail = f", {uncalled} not called (--strict)" if uncalled else ""
+        lines.append(
+            f"FAIL: {regressions} regression(s) established, {failed} variant(s) failed{tail}"
+        )
     return lines
 
 

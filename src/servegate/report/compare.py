@@ -19,7 +19,9 @@ least ``min_effect``. Before anything is compared the report decides what may be
 
 The baseline is also compared with itself, its starts split in two halves, at every
 load and metric (on its most measured GPU model): the A/A noise floor shown with every
-campaign.
+campaign. It makes calls only when each half has two starts or more (four starts of
+the baseline); with fewer it splits the repeats of one start, labelled "within one
+start", and says "needs more starts" instead of a call.
 """
 
 from __future__ import annotations
@@ -201,7 +203,7 @@ class NoiseFloor:
 
     load: str
     metric: Metric
-    split: str  # "starts 1, 3, 5 vs 2, 4, 6", or "repeats 1, 3 vs 2 of one start"
+    split: str  # "starts 1, 3 vs 2, 4", or "repeats 1, 3 vs 2 of one start, within one start"
     estimate: Estimate | None
     call: Call
 
@@ -306,13 +308,13 @@ class Report:
 
     @property
     def single_start(self) -> bool:
-        """Whether some interval rests on one server start on a side (no restarts)."""
-        return any(
-            c.estimate is not None
-            and c.estimate.has_interval
-            and min(c.estimate.starts_baseline, c.estimate.starts_variant) < 2
-            for c in self.comparisons
-        )
+        """Whether some comparison is not called for one server start on a side."""
+        return any(c.call == "needs more starts" for c in self.comparisons)
+
+    @property
+    def not_estimable(self) -> tuple[MetricComparison, ...]:
+        """The comparisons of a percentile from too few requests per start (not called)."""
+        return tuple(c for c in self.comparisons if c.call == "not estimable")
 
 
 # --- what happened to each variant ----------------------------------------------------
@@ -564,23 +566,38 @@ def _references(
 # --- the comparison -------------------------------------------------------------------
 
 
-def _split_halves(points: Sequence[PointInfo]) -> tuple[list[PointInfo], list[PointInfo], str]:
-    """The baseline's points in two halves for the A/A: alternate starts, else repeats."""
+def _split_halves(
+    points: Sequence[PointInfo],
+) -> tuple[list[PointInfo], list[PointInfo], str, bool]:
+    """The baseline's points in two halves for the A/A, and whether it may call.
+
+    Alternate starts when each half gets at least two (four starts or more): the A/A
+    then has what a comparison needs, the variation between starts on each side. With
+    fewer, the repeats of the start with the most of them are split: the noise within
+    one start, shown and never called (one start a side says nothing of the variation
+    between starts, which is what makes identical servers differ).
+    """
     starts = sorted({p.attempt_id for p in points})
-    if len(starts) >= 2:
+    if len(starts) >= 4:
         first = set(starts[0::2])
         numbers = {aid: index + 1 for index, aid in enumerate(starts)}
         a = [p for p in points if p.attempt_id in first]
         b = [p for p in points if p.attempt_id not in first]
         left = ", ".join(str(numbers[s]) for s in starts[0::2])
         right = ", ".join(str(numbers[s]) for s in starts[1::2])
-        return a, b, f"starts {left} vs {right}"
-    ordered = sorted(points, key=lambda p: p.repeat)
+        return a, b, f"starts {left} vs {right}", True
+    if not starts:
+        return [], [], "", False
+    by_start = {aid: [p for p in points if p.attempt_id == aid] for aid in starts}
+    most = max(starts, key=lambda aid: len(by_start[aid]))
+    ordered = sorted(by_start[most], key=lambda p: p.repeat)
     if len(ordered) >= 2:
         left = ", ".join(str(p.repeat + 1) for p in ordered[0::2])
         right = ", ".join(str(p.repeat + 1) for p in ordered[1::2])
-        return ordered[0::2], ordered[1::2], f"repeats {left} vs {right} of one start"
-    return [], [], ""
+        where = "of one start" if len(starts) == 1 else f"of start {starts.index(most) + 1}"
+        split = f"repeats {left} vs {right} {where}, within one start"
+        return ordered[0::2], ordered[1::2], split, False
+    return [], [], "", False
 
 
 def compare(
@@ -769,7 +786,8 @@ def _noise_floor(
         return ()
     out = []
     for load in data.loads:
-        a_points, b_points, split = _split_halves(_one_gpu(data, data.points_of(base.name, load)))
+        halves = _split_halves(_one_gpu(data, data.points_of(base.name, load)))
+        a_points, b_points, split, calls = halves
         if not split:
             continue
         for m in metrics:
@@ -778,15 +796,10 @@ def _noise_floor(
             if a.size == 0 or b.size == 0:
                 continue
             est = method.estimate(a, b, m.stat, "A/A", load, m.key)
-            out.append(
-                NoiseFloor(
-                    load=load,
-                    metric=m,
-                    split=split,
-                    estimate=est,
-                    call=call(est, m.direction, method.min_effect),
-                )
-            )
+            said = call(est, m.direction, method.min_effect)
+            if not calls and said not in ("no data", "1 run, no interval"):
+                said = "needs more starts"
+            out.append(NoiseFloor(load=load, metric=m, split=split, estimate=est, call=said))
     return tuple(out)
 
 

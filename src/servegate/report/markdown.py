@@ -42,7 +42,7 @@ def render_markdown(report: Report) -> str:
     ]
     note = text.single_start_note(report)
     if note is not None:
-        out += [f"> {note}", ""]
+        out += [f"> {line}" for line in note.split("\n")] + [""]
     out += [text.method_note(report), ""]
     return "\n".join(out)
 

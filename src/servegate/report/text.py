@@ -51,14 +51,20 @@ def percent(ratio: float) -> str:
 def delta(est: Estimate | None, *, short: bool = False) -> str:
     """The change vs baseline with its interval: ``+3.6 % [+2.8, +4.4]``.
 
-    Without an interval: ``+3.6 % (1 run, no interval)``, or ``+3.6 % (1 run)`` when short.
+    Without an interval: ``+3.6 % (1 run, no interval)``, or ``+3.6 % (1 run)`` when short;
+    ``+3.6 % (not estimable)`` for a percentile from too few requests per start;
+    ``+3.6 % (1 start)`` when a side has one server start.
     """
     if est is None or not math.isfinite(est.ratio):
         return "–"
     text = percent(est.ratio)
+    if est.refused is not None:
+        return f"{text} (not estimable)"
     if est.ratio_low is None or est.ratio_high is None:
         runs = min(est.n_baseline, est.n_variant)
-        return f"{text} ({runs} run)" if short else f"{text} ({runs} run, no interval)"
+        if runs < 2:
+            return f"{text} ({runs} run)" if short else f"{text} ({runs} run, no interval)"
+        return f"{text} (1 start)" if short else f"{text} (1 start, no interval)"
     low = (est.ratio_low - 1.0) * 100
     high = (est.ratio_high - 1.0) * 100
     return f"{text} [{low:+.1f}, {high:+.1f}]"
@@ -167,7 +173,10 @@ def tail_line(report: Report, row: VariantSummary) -> str | None:
     for key in TAIL_METRICS:
         tail = report.get(row.name, comp.load, key)
         if tail is not None and tail.estimate is not None:
-            parts.append(f"{tail.metric.label} {delta(tail.estimate)} ({verdict_words(tail)})")
+            said = delta(tail.estimate)
+            if tail.estimate.has_interval:  # else delta already says why there is no call
+                said += f" ({verdict_words(tail)})"
+            parts.append(f"{tail.metric.label} {said}")
     if not parts:
         return None
     return f"{row.name}: {', '.join(parts)} at {comp.load}"
@@ -224,15 +233,24 @@ def placement_lines(report: Report) -> list[str]:
 
 
 def single_start_note(report: Report) -> str | None:
-    """A warning when intervals rest on one server start per side."""
-    if not report.single_start:
-        return None
-    return (
-        "Note: some intervals rest on one server start per variant, so they leave out the "
-        "variation between starts, which can be larger than the noise between repeats "
-        "(a server can run in a slower regime for its whole life); restart each variant "
-        "several times (restarts = K in [bench]) before trusting a change of a few percent."
-    )
+    """Why some changes are not called: one server start per side, or too few requests."""
+    notes = []
+    if report.single_start:
+        notes.append(
+            "Note: changes measured on one server start per variant are not called "
+            "(needs more starts): two starts of the same server can differ more than "
+            "their repeats (a server can run in a slower regime for its whole life), and "
+            "one start a side cannot tell that from the change; restart each variant "
+            "(restarts = 2 or more in [bench]) to call them."
+        )
+    refused = report.not_estimable
+    if refused and refused[0].estimate is not None and refused[0].estimate.refused:
+        labels = sorted({c.metric.label for c in refused})
+        notes.append(
+            f"Not estimable: {', '.join(labels)}: {refused[0].estimate.refused} "
+            "(measure more requests per point: requests or duration_s in [bench])."
+        )
+    return "\n".join(notes) or None
 
 
 def verdict_words(comp: MetricComparison) -> str:
@@ -246,10 +264,12 @@ def verdict_words(comp: MetricComparison) -> str:
 def method_note(report: Report) -> str:
     """How the intervals were computed and a change called, in two sentences."""
     return (
-        f"Intervals: {confidence_label(report)} hierarchical percentile bootstrap "
-        f"({report.resamples} resamples, seed {report.seed}) over server starts, then the "
-        "repeats of each start, then (latencies) their requests, widened for few starts "
-        "(Student t, Welch-Satterthwaite degrees of freedom). A change is called better "
+        f"Intervals: {confidence_label(report)}; throughput: hierarchical percentile "
+        f"bootstrap ({report.resamples} resamples, seed {report.seed}) over server starts, "
+        "then the repeats of each start; latency percentiles: each start's percentile "
+        "(its order statistics give the error within it), Student t across starts; both "
+        "widened for few starts (Welch-Satterthwaite degrees of freedom), none with one "
+        "start a side. A change is called better "
         "or worse only when its whole interval lies on one side of no change and it is at "
         f"least {report.min_effect * 100:g} %; otherwise no meaningful difference."
     )
