@@ -90,6 +90,11 @@ class EngineProfile:
     # status (503 while loading) still means not ready
     probe_absent_ok: bool = False
     ready_lines: tuple[str, ...]  # regexes: the server says it is ready
+    # ready lines the server prints before it binds its port (uvicorn's "Application
+    # startup complete.", then a failed bind and exit): without a probe to confirm one,
+    # READY waits a moment for a fatal line or an exit to follow (each is also listed
+    # in ready_lines)
+    ready_before_bind: tuple[str, ...] = ()
     generate_check: bool = False  # READY also needs one real 1-token completion
     fatal: tuple[Signature, ...] = ()
     phases: tuple[Phase, ...] = ()

@@ -60,6 +60,7 @@ PROFILE = EngineProfile(
         r"Started HTTPService at ",
         r"Started GRPCInferenceService at ",
     ),
+    ready_before_bind=(r"Application startup complete\.",),
     fatal=(
         # executor creation (py_executor_creator.py explains OOMs this way)
         Signature(

@@ -57,6 +57,7 @@ PROFILE = EngineProfile(
         r"Starting vLLM API server",
         r"Starting vLLM server on http",
     ),
+    ready_before_bind=(r"Application startup complete\.",),
     generate_check=True,
     fatal=(
         Signature(

@@ -53,8 +53,10 @@ _WRAPPER_WAIT_S = 0.5  # after a wrapper signature, wait this long for the speci
 # lines, before it retries), so 1 s is ample on a loaded machine, and a real failure of a
 # process that keeps running is decided 1 s later than on sight (an exit decides at once)
 _WITHDRAW_WAIT_S = 1.0
-# a fatal line this close after a ready line, in the same read, means it never came up
-_CONTRADICTED_LINES = 3
+# a ready line printed before the port is bound (EngineProfile.ready_before_bind), with
+# no probe to confirm it: READY after this long without a fatal line or an exit (uvicorn
+# logs a failed bind and exits within milliseconds of its "Application startup complete.")
+_BEFORE_BIND_WAIT_S = 0.2
 _CHILD_GRACE_S = 0.3  # after an essential child dies, wait this long for the main to follow
 _PARTIAL_QUIET_S = 0.1  # output quiet this long: match an unfinished last line as it stands
 # a slow (busy) server is looked at again this often: the stall period / 10, within bounds
@@ -139,6 +141,8 @@ class Gate:
         # fatal hits that a recovery line may still withdraw (oldest first), and until when
         self._held: list[tuple[Signature, str]] = []
         self._held_until: float | None = None
+        # a ready line printed before the port is bound, and until when READY waits
+        self._ready_hold: tuple[str, float] | None = None
         self._child_gone: tuple[int, str, float] | None = None  # pid, label, until
         self.essential_pids: tuple[int, ...] = ()  # essential children alive at the verdict
         # the flight recorder: from the gate's start to the verdict (--sample; 0: none)
@@ -291,6 +295,8 @@ class Gate:
             timers.append(self._wrapper[2])
         if self._held_until is not None:
             timers.append(self._held_until)
+        if self._ready_hold is not None:
+            timers.append(self._ready_hold[1])
         if self._child_gone is not None:
             timers.append(self._child_gone[2])
         if self._children is not None:
@@ -365,7 +371,7 @@ class Gate:
             self._snapshot(now)
 
     def _hits(self, hits: list[LineHit]) -> None:
-        for index, hit in enumerate(hits):
+        for hit in hits:
             if self._verdict is not None:
                 return
             if hit.what == "recover":
@@ -374,6 +380,7 @@ class Gate:
                     self._held_until = None
             elif hit.what == "fatal":
                 assert hit.signature is not None
+                self._ready_hold = None  # a failure after a ready line of a port not bound
                 if hit.signature.withdrawn_by is not None:
                     if not self._held:
                         self._held_until = time.monotonic() + _WITHDRAW_WAIT_S
@@ -387,38 +394,24 @@ class Gate:
                 elif self._wrapper is None:
                     until = time.monotonic() + _WRAPPER_WAIT_S
                     self._wrapper = (hit.signature, hit.line, until)
-            elif self._ready_line_at is None and not self._contradicted(hits, index):
+            elif self._ready_line_at is None:
                 self._ready_line_at = time.monotonic()
                 self._ready_in_backlog = self._in_backlog
                 self._ready_line_s = self._clock.place(hit.line, self._rel(self._ready_line_at))
-                if self._prober is None:
-                    self._decide(
-                        Status.READY,
-                        DetectedBy.LOG,
-                        f"ready line seen: {hit.line.strip()[:200]}",
-                        matched_line=hit.line,
-                    )
-                else:
+                if self._prober is not None:
                     self._prober.nudge()
+                elif hit.before_bind:
+                    self._ready_hold = (hit.line, time.monotonic() + _BEFORE_BIND_WAIT_S)
+                else:
+                    self._ready_by_line(hit.line)
 
-    def _contradicted(self, hits: list[LineHit], index: int) -> bool:
-        """True when a fatal line follows the ready line ``hits[index]`` at once (within
-        a few lines, in the same read): the server did not come up. uvicorn prints
-        ``Application startup complete.`` before it binds its port, and then
-        ``error while attempting to bind`` and exits."""
-        fatal = {
-            hit.line.strip()
-            for hit in hits[index + 1 :]
-            if hit.what == "fatal" and hit.signature is not None and not hit.signature.wrapper
-        }
-        if not fatal:
-            return False
-        lines = [line.strip() for line in self.watcher.tail.last(_CONTRADICTED_LINES * 8)]
-        ready = hits[index].line.strip()
-        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == ready), None)
-        if at is None:
-            return False
-        return any(line in fatal for line in lines[at + 1 : at + 1 + _CONTRADICTED_LINES])
+    def _ready_by_line(self, line: str) -> None:
+        self._decide(
+            Status.READY,
+            DetectedBy.LOG,
+            f"ready line seen: {line.strip()[:200]}",
+            matched_line=line,
+        )
 
     def _on_probe(self) -> None:
         try:
@@ -595,6 +588,9 @@ class Gate:
             return
         if self._child_gone is not None and now >= self._child_gone[2]:
             self._settle_child()
+            return
+        if self._ready_hold is not None and now >= self._ready_hold[1]:
+            self._ready_by_line(self._ready_hold[0])  # nothing contradicted it
             return
         if now >= self.started_mono + self.options.timeout_s:
             self._deadline(now)

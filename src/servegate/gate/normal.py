@@ -275,8 +275,9 @@ def logical_lines(lines: Sequence[str]) -> list[Logical]:
     A line without a header continues the logger message before it (one with a level
     of warning or above) unless it starts something of its own (a traceback, a frame,
     an exception, a backtrace, a table, a blank line). A line of 80 characters or more
-    that ends inside a word, followed by one that goes on with a lower-case letter, was
-    wrapped at a width: the two are joined without a space.
+    that ends inside a word (on a letter), followed by one that goes on with a lower-case
+    letter and names no source of its own (``note: ...``), was wrapped at a width: the
+    two are joined without a space, as are the lines after it of that same width.
     """
     out: list[Logical] = []
     index = 0
@@ -327,13 +328,15 @@ def _continues(pieces: Sequence[str], head: Normal, line: str) -> str | None:
     normal = normalise(line)
     if normal.header or _EXCEPTION_START.match(normal.text):
         return None
-    # wrapped at a width: the first break inside a word, the next ones at that width
+    # wrapped at a width: the first break inside a word (a letter, then a lower-case
+    # letter that starts no line of its own), the next ones at that same width
     width = len(pieces[0])
     if (
         width >= _WRAP_WIDTH
         and len(previous) == width
         and line[:1].isalnum()
-        and (len(pieces) > 1 or (previous[-1:].isalnum() and line[:1].islower()))
+        and not _NAMED.match(line)
+        and (len(pieces) > 1 or (previous[-1:].isalpha() and line[:1].islower()))
     ):
         return ""
     # a logger's message that went on after a line break, or a line of its own?

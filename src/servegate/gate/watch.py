@@ -75,6 +75,7 @@ class LineHit:
     line: str
     signature: Signature | None = None
     withdraws: str | None = None
+    before_bind: bool = False  # a ready line printed before the port is bound
 
 
 def withdrawn(signature: Signature, hit: LineHit) -> bool:
@@ -143,7 +144,14 @@ class Rules:
         rules.extend(
             _Rule(pattern=compile_user_pattern(t, "--ready"), action="ready") for t in ready
         )
-        rules.extend(_Rule(pattern=re.compile(t), action="ready") for t in profile.ready_lines)
+        rules.extend(
+            _Rule(
+                pattern=re.compile(t),
+                action="ready",
+                name="before-bind" if t in profile.ready_before_bind else "",
+            )
+            for t in profile.ready_lines
+        )
         for phase in profile.phases:
             rules.extend(
                 _Rule(pattern=re.compile(t), action="end", name=phase.name) for t in phase.end
@@ -488,7 +496,8 @@ class LogWatcher:
                 if self.ready_line is None:
                     self.ready_line = line
                 if not any(hit.what == "ready" and hit.line == line for hit in hits):
-                    hits.append(LineHit(what="ready", line=line))
+                    held = rule.name == "before-bind"
+                    hits.append(LineHit(what="ready", line=line, before_bind=held))
             elif rule.action == "recover":
                 self.recovered = True
                 if not _repeated(hits, "recover", line, rule.name):

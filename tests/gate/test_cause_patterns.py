@@ -1,0 +1,351 @@
+"""The cause and kind of a crash, for each shape a log takes on its way to the gate.
+
+Each log is written by a live process that then exits, kills itself or stays alive
+(tests/gate/crash_replay.py), and the real gate decides: lines behind a launcher's tab,
+docker and kubectl prefixes, JSON and glog lines, a line wrapped by a terminal, a Rust
+panic before TGI's ``Webserver Crashed``, a missing module without a traceback,
+getopt's errors, tritonserver's model table; the rule that picks the cause (the failure's
+own episode, the earliest root, a retried line last); and logs that only look bad,
+which stay READY.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.gate.crash_replay import run_log
+
+from servegate.gate.verdict import Verdict
+
+
+def gate(tmp_path: Path, engine: str, lines: list[str], exit: int | None = 1) -> Verdict:
+    """The verdict on a live process that prints ``lines`` and ends as ``exit`` says."""
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    ready = ("serving on port",) if engine == "generic" else ()
+    return run_log(log, engine=engine, exit=exit, ready=ready)
+
+
+def test_a_launchers_tab_is_not_a_tracebacks_indentation(tmp_path: Path) -> None:
+    """Every line indented with a tab: the exception line still decides, on sight."""
+    cause = "\tRuntimeError: CUDA error: no kernel image is available for execution on the device"
+    lines = [
+        "\tINFO 12-04 10:00:00 [core.py:58] Initializing a V1 LLM engine",
+        "\tTraceback (most recent call last):",
+        '\t  File "/app/vllm/v1/engine/core.py", line 691, in run_engine_core',
+        '\t    raise RuntimeError("CUDA error: no kernel image is available")',
+        cause,
+    ]
+    verdict = gate(tmp_path, "vllm", lines, exit=None)
+    assert (verdict.status, verdict.detected_by, verdict.kind) == (
+        "crash",
+        "signature",
+        "cuda-arch",
+    )
+    assert verdict.matched_line == cause.strip()
+
+
+def test_docker_and_kubectl_prefixes_come_off(tmp_path: Path) -> None:
+    """A compose service's and a pod's prefix before vLLM's own: the line still decides."""
+    cause = (
+        "[pod/vllm-0/vllm] (EngineCore_DP0 pid=7) ERROR 12-04 10:00:05 [core.py:700] "
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    )
+    lines = [
+        "vllm-1  | (APIServer pid=1) INFO 12-04 10:00:00 [api_server.py:1] vLLM API server",
+        "2026-12-04T10:00:01.123456789Z stderr F (EngineCore_DP0 pid=7) INFO 12-04 10:00:01 "
+        "[gpu_model_runner.py:1] Starting to load model /models/m",
+        cause,
+    ]
+    verdict = gate(tmp_path, "vllm", lines, exit=None)
+    assert (verdict.kind, verdict.matched_line) == ("oom", cause)
+
+
+def test_a_tgi_json_line_holds_the_shards_error(tmp_path: Path) -> None:
+    """TGI's --json-output: the shard's standard error inside one JSON line is read as
+    lines; an undefined symbol in the flash-attn import is an install problem."""
+    stderr = (
+        "Shard complete standard error output:\n\nTraceback (most recent call last):\n"
+        '  File "/opt/conda/bin/text-generation-server", line 8, in <module>\n'
+        "    sys.exit(app())\n"
+        "ImportError: /opt/conda/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311"
+        "-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
+    )
+
+    def line(level: str, message: str, target: str = "text_generation_launcher") -> str:
+        return json.dumps(
+            {
+                "timestamp": "2026-12-04T10:00:00.000000Z",
+                "level": level,
+                "fields": {"message": message},
+                "target": target,
+                "span": {"rank": 0, "name": "shard-manager"},
+            }
+        )
+
+    lines = [
+        line("INFO", "Starting shard"),
+        line("ERROR", stderr),
+        line("ERROR", "Shard 0 failed to start"),
+        line("INFO", "Shutting down shards"),
+        "Error: ShardCannotStart",
+    ]
+    verdict = gate(tmp_path, "tgi", lines)
+    assert verdict.kind == "install"
+    assert verdict.matched_line is not None and "undefined symbol" in verdict.matched_line
+    assert verdict.to_json()["family"] == "install"
+
+
+def test_a_json_ready_line_is_ready(tmp_path: Path) -> None:
+    """TGI's JSON 'Connected' is its ready line, read as the message."""
+    lines = [
+        '{"timestamp":"2026-12-04T10:00:00Z","level":"INFO",'
+        '"fields":{"message":"Warming up model"}}',
+        '{"timestamp":"2026-12-04T10:00:09Z","level":"INFO","fields":{"message":"Connected"},'
+        '"target":"text_generation_router"}',
+    ]
+    assert gate(tmp_path, "tgi", lines, exit=None).status == "ready"
+
+
+def test_a_llama_cpp_json_error_line_is_the_cause(tmp_path: Path) -> None:
+    """llama.cpp's old server logged JSON; its ERROR message is quoted as printed."""
+    cause = (
+        '{"timestamp":1733306400,"level":"ERROR","function":"init","line":42,'
+        '"message":"failed to initialize: cannot open shared object file libcublas.so.12"}'
+    )
+    verdict = gate(tmp_path, "llamacpp", ['{"level":"INFO","message":"build info"}', cause])
+    assert (verdict.kind, verdict.matched_line) == ("install", cause)
+
+
+def test_a_glog_error_line_is_the_cause_of_tritonservers_exit(tmp_path: Path) -> None:
+    """tritonserver: the first E-line (a missing backend library) is the root; the
+    ensemble's error and 'failed to load all models' after it are consequences."""
+    cause = (
+        "E1204 10:00:01.123456 1 model_lifecycle.cc:638] failed to load 'preprocessing' "
+        "version 1: Invalid argument: unable to find backend library for backend 'python', "
+        "try specifying runtime on the model configuration."
+    )
+    lines = [
+        "I1204 10:00:00.000000 1 server.cc:619] loading models",
+        cause,
+        "I1204 10:00:01.123500 1 model_lifecycle.cc:773] failed to load 'preprocessing'",
+        "E1204 10:00:01.200000 1 model_repository_manager.cc:579] Invalid argument: ensemble "
+        "'ensemble' depends on 'preprocessing' which has no loaded version",
+        "I1204 10:00:01.300000 1 server.cc:305] Waiting for in-flight requests to complete.",
+        "error: creating server: Internal - failed to load all models",
+    ]
+    verdict = gate(tmp_path, "trtllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("install", cause)
+
+
+def test_a_line_a_terminal_wrapped_is_read_whole(tmp_path: Path) -> None:
+    """A glog line hard-wrapped mid-word: the signature split over two lines is found
+    once the lines are joined (at the exit: neither half names it on sight), and the
+    quote is the message as printed."""
+    message = (
+        "E1204 10:00:01.123456 1 backend_model.cc:553] ERROR: Failed to create instance: "
+        "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMalloc(&ptr, n): out of memory "
+        "(/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:123)"
+    )
+    width = message.index("CUDA runtime") + 9  # the wrap splits "runtime"
+    lines = [message[:width], message[width:], "error: creating server: Internal - failed"]
+    verdict = gate(tmp_path, "trtllm", lines)
+    assert verdict.kind == "oom"
+    assert verdict.matched_line == message
+
+
+def test_a_rust_panic_before_webserver_crashed_is_the_cause(tmp_path: Path) -> None:
+    """TGI's router panics, then the launcher says Webserver Crashed: the panic is
+    quoted, and its message read from inside the panic."""
+    panic = (
+        "thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: "
+        'Tokenizer("could not read tokenizer.json")\', router/src/main.rs:123:45'
+    )
+    lines = [
+        "2026-12-04T10:00:00.000000Z  INFO text_generation_launcher: Starting Webserver",
+        panic,
+        "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+        "2026-12-04T10:00:00.100000Z ERROR text_generation_launcher: Webserver Crashed",
+        "2026-12-04T10:00:00.100100Z  INFO text_generation_launcher: Shutting down shards",
+        "Error: WebserverFailed",
+    ]
+    verdict = gate(tmp_path, "tgi", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", panic)
+    assert "could not read tokenizer.json" in verdict.reason
+
+
+def test_a_panic_on_out_of_memory_decides_on_sight(tmp_path: Path) -> None:
+    """The panic's own words name the failure: out of memory, before Webserver Crashed."""
+    panic = (
+        "thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: "
+        'Warmup(Generation("CUDA out of memory. Tried to allocate 1.17 GiB"))\', '
+        "router/src/main.rs:400:10"
+    )
+    lines = [panic, "2026-12-04T10:00:00.1Z ERROR text_generation_launcher: Webserver Crashed"]
+    verdict = gate(tmp_path, "tgi", lines, exit=None)
+    assert (verdict.kind, verdict.matched_line) == ("oom", panic)
+
+
+def test_a_missing_module_without_a_traceback_is_install(tmp_path: Path) -> None:
+    """python -m of an engine that is not installed prints one line and exits 1."""
+    line = (
+        "/usr/bin/python3: Error while finding module specification for "
+        "'sglang.launch_server' (ModuleNotFoundError: No module named 'sglang')"
+    )
+    verdict = gate(tmp_path, "sglang", [line])
+    assert (verdict.kind, verdict.matched_line) == ("install", line)
+
+
+def test_getopts_unrecognized_option_is_bad_args(tmp_path: Path) -> None:
+    """getopt's message (tritonserver's command line) is a bad flag."""
+    line = "tritonserver: unrecognized option '--model-stor=/models'"
+    verdict = gate(tmp_path, "trtllm", [line, "Usage: tritonserver [options]"])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", line)
+
+
+def test_the_tritonserver_table_quotes_the_row_that_failed(tmp_path: Path) -> None:
+    """The model table's status, split over rows, names the failure: MPI's world size."""
+    lines = [
+        "+--------------+---------+------------------------------------------------------+",
+        "| Model        | Version | Status                                               |",
+        "+--------------+---------+------------------------------------------------------+",
+        "| tensorrt_llm | 1       | UNAVAILABLE: Internal: unexpected error when creating|",
+        "|              |         |  modelInstanceState: [TensorRT-LLM][ERROR] Assertion |",
+        "|              |         | failed: mpiSize == tp * pp (worldConfig.cpp:80)      |",
+        "+--------------+---------+------------------------------------------------------+",
+        "error: creating server: Internal - failed to load all models",
+    ]
+    verdict = gate(tmp_path, "trtllm", lines)
+    assert verdict.kind == "mpi"
+    assert verdict.matched_line is not None and "mpiSize == tp * pp" in verdict.matched_line
+
+
+def test_vocabulary_of_cuda_and_install_failures(tmp_path: Path) -> None:
+    """ptxas for a new GPU, an invalid device function: the kernels' architecture."""
+    ptxas = "ptxas fatal   : Value 'sm_120a' is not defined for option 'gpu-name'"
+    assert gate(tmp_path, "sglang", [ptxas], exit=None).kind == "cuda-arch"
+    kernel = "RuntimeError: CUDA kernel failed : invalid device function"
+    assert gate(tmp_path, "tgi", [kernel], exit=None).kind == "cuda-arch"
+    failed = "RuntimeError: CUDA kernel failed : an operation is not supported"
+    assert gate(tmp_path, "tgi", [failed], exit=None).kind == "cuda-error"
+
+
+def test_method_warmup_waits_for_the_shards_error(tmp_path: Path) -> None:
+    """TGI's 'Method Warmup encountered an error.' is a wrapper: the traceback's
+    exception after it is quoted, with the kind its words name."""
+    cause = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB"
+    lines = [
+        "2026-12-04T10:00:00Z ERROR text_generation_launcher: Method Warmup encountered an error.",
+        "Traceback (most recent call last):",
+        '  File "/opt/text_generation_server/models/flash_causal_lm.py", line 1, in warmup',
+        "    _, batch = self.generate_token(batch)",
+        cause,
+    ]
+    verdict = gate(tmp_path, "tgi", lines, exit=None)
+    assert (verdict.kind, verdict.matched_line) == ("oom", cause)
+
+
+def test_an_ignored_import_error_explains_sglangs_unsupported_architecture(
+    tmp_path: Path,
+) -> None:
+    """SGLang skips a model module whose import failed; the architecture then looks
+    unsupported: the ignored import error (a failed kernel build) is the cause."""
+    cause = (
+        "[2026-12-04 10:00:00] Ignore import error when loading sglang.srt.models.deepseek_v2: "
+        "Command '['/usr/bin/gcc', '/tmp/main.c', '-O3']' returned non-zero exit status 1."
+    )
+    lines = [
+        cause,
+        "[2026-12-04 10:00:02 TP0] Load weight begin. avail mem=78.00 GB",
+        "[2026-12-04 10:00:02 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl/model_loader/utils.py", line 80, in get_model_architecture',
+        "    return ModelRegistry.resolve_model_cls(architectures)",
+        "ValueError: Model architectures ['DeepseekV3ForCausalLM'] are not supported for now.",
+    ]
+    verdict = gate(tmp_path, "sglang", lines, exit=None)
+    assert (verdict.kind, verdict.matched_line) == ("install", cause)
+
+
+def test_an_error_the_engine_moved_on_from_is_not_the_cause(tmp_path: Path) -> None:
+    """A benign early ERROR (then loading went on) is not quoted; the failure's own is."""
+    cause = "RuntimeError: the worker process exited before reporting"
+    lines = [
+        "ERROR 12-04 10:00:00 [chat_utils.py:1] Failed to load the chat template of the tokenizer",
+        "INFO 12-04 10:00:01 [gpu_model_runner.py:1] Starting to load model /models/m",
+        "Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:03<00:00,  1.10it/s]",
+        "INFO 12-04 10:00:05 [core.py:1] init engine took 4.1 seconds",
+        cause,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("exit", cause)
+
+
+def test_within_one_failure_the_earliest_root_is_the_cause(tmp_path: Path) -> None:
+    """Two error lines of one failure: the first (the checkpoint) is the root, the
+    lost peer after it a consequence."""
+    cause = "ERROR 12-04 10:00:05 [weight_utils.py:1] size mismatch for lm_head.weight"
+    lines = [
+        "INFO 12-04 10:00:01 [gpu_model_runner.py:1] Starting to load model /models/m",
+        cause,
+        "ERROR 12-04 10:00:06 [core.py:1] rank 1: Connection reset by peer",
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", cause)
+
+
+def test_a_retried_error_is_not_the_cause(tmp_path: Path) -> None:
+    """Lines that say they will retry give way to the error that ended the start."""
+    cause = "OSError: We couldn't connect to 'https://huggingface.co' to load this file"
+    lines = [
+        "WARNING 12-04 10:00:00 [hub.py:1] Download of config.json failed, retrying (1/3)",
+        "ERROR 12-04 10:00:10 [hub.py:1] Download of config.json failed, retrying (3/3)",
+        cause,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("download", cause)
+    alone = gate(tmp_path, "vllm", lines[:2])
+    assert alone.matched_line == lines[1]
+
+
+def test_logs_that_only_look_bad_stay_ready(tmp_path: Path) -> None:
+    """ERROR lines, a caught traceback, JSON errors, glog E-lines and an unavailable
+    optional model do not stop a server that comes up."""
+    vllm = [
+        "WARNING 12-04 10:00:00 [utils.py:1] Failed to import flash_attn: undefined symbol: x",
+        "ERROR 12-04 10:00:00 [chat_utils.py:1] Failed to load the chat template, using default",
+        "Traceback (most recent call last):",
+        '  File "/app/x.py", line 1, in <module>',
+        "ImportError: cannot import name 'flash_attn_varlen_func'",
+        "ERROR 12-04 10:00:01 [hub.py:1] Download failed, retrying (1/3)",
+        "(APIServer pid=1) INFO:     Application startup complete.",
+    ]
+    assert gate(tmp_path, "vllm", vllm, exit=None).status == "ready"
+    tgi = [
+        '{"level":"ERROR","fields":{"message":"Could not import Flash Attention: No module"}}',
+        '{"level":"WARN","fields":{"message":"Mamba kernels are not installed"}}',
+        '{"timestamp":"2026","level":"INFO","fields":{"message":"Connected"}}',
+    ]
+    assert gate(tmp_path, "tgi", tgi, exit=None).status == "ready"
+    triton = [
+        "E1204 10:00:01.1 1 model_lifecycle.cc:638] failed to load 'optional' version 1: "
+        "Invalid argument: unable to find backend library for backend 'onnxruntime'",
+        "| optional     | 1       | UNAVAILABLE: Invalid argument: unable to find backend |",
+        "I1204 10:00:02.1 1 grpc_server.cc:2451] Started GRPCInferenceService at 0.0.0.0:8001",
+        "I1204 10:00:02.2 1 http_server.cc:3558] Started HTTPService at 0.0.0.0:8000",
+    ]
+    assert gate(tmp_path, "trtllm", triton, exit=None).status == "ready"
+
+
+def test_a_fatal_line_right_after_the_ready_line_wins(tmp_path: Path) -> None:
+    """uvicorn prints 'Application startup complete.' before it binds: a bind error
+    right after it is the verdict, not READY."""
+    lines = [
+        "INFO:     Waiting for application startup.",
+        "INFO:     Application startup complete.",
+        "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
+        "address already in use",
+        "INFO:     Waiting for application shutdown.",
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.status, verdict.kind) == ("crash", "port-in-use")
