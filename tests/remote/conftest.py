@@ -1,6 +1,7 @@
 """A real OpenSSH server on 127.0.0.1, with servegate installed behind it (``sshd.py``).
 
-The server and the install are once per session; every test then runs with
+The server, its user (as root, one of this session's own, removed at its end) and the
+install are once per session, in a fresh venv; every test then runs with
 ``SERVEGATE_SSH_CONFIG`` pointing at the generated config and a control folder of its
 own, and is checked afterwards on the remote side too: the control masters are closed,
 and no process of the remote user may be left (as root). The remote sessions carry this

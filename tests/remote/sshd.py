@@ -2,9 +2,14 @@
 
 ``start(folder, marker)`` runs ``sshd`` (Debian's openssh-server) on a free port with
 generated host and user keys, a known_hosts and an ssh config of its own in ``folder``
-(the real ~/.ssh is never read). As root it logs in an unprivileged user with a home of
-its own (``servegate-test``, created once); otherwise the current user. The sessions get
-``marker`` in their environment (``SetEnv``), so the processes they start can be found.
+(the real ~/.ssh is never read). As root it logs in an unprivileged user made for this
+run (``sgt-PID-TICKS-XXXX``: the PID and start, in clock ticks since boot, of the process
+that made it, which is the test run), with a home of its own that ``stop`` removes with
+the user; otherwise the current user. Two test runs at once (two checkouts, or a
+developer's run beside CI's) so share no user, key, home or process. A run killed before
+its teardown leaves its user behind: the next ``start`` on the machine removes every such
+user whose run has ended (``reap_users``). The sessions get ``marker`` in their
+environment (``SetEnv``), so the processes they start can be found.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -23,9 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+from tests.remote import venv_cache
+
+from servegate._proc import start_ticks
 
 SSHD = "/usr/sbin/sshd"
-TEST_USER = "servegate-test"
+USER_PREFIX = "sgt-"  # a test run's own user: sgt-PID-TICKS-XXXX (32 characters at most)
+_RUN_USER = re.compile(re.escape(USER_PREFIX) + r"(\d+)-(\d+)-[0-9a-f]{4}")
 ALIAS = "sgtest"  # a Host alias of the generated ssh config
 EMPTY_ALIAS = "sgtest-empty"  # the same host, where servegate is not installed
 OLD_ALIAS = "sgtest-old"  # the same host, where an older servegate answers
@@ -110,34 +121,74 @@ def free_port() -> int:
 
 
 def _user() -> tuple[str, int, Path]:
-    """The remote user: servegate-test (created once) as root, else the current user."""
+    """The remote user: one made for this run as root (see ``run_user``), else the
+    current user."""
     if os.geteuid() != 0:
         entry = pwd.getpwuid(os.geteuid())
         return entry.pw_name, entry.pw_uid, Path(entry.pw_dir)
-    try:
-        entry = pwd.getpwnam(TEST_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--create-home", "--shell", "/bin/sh", "--password", "*", TEST_USER],
-            check=False,  # a concurrent creation is fine: looked up again below
-            capture_output=True,
-        )
-        entry = pwd.getpwnam(TEST_USER)
+    reap_users()
+    entry = add_user(run_user(os.getpid(), start_ticks(os.getpid())))
     return entry.pw_name, entry.pw_uid, Path(entry.pw_dir)
 
 
-def _clear_leftovers(uid: int, remote_dir: Path, state: Path) -> None:
-    """What a test session killed before its teardown left to the test user: its
-    processes, its jobs, campaigns and launch records (the venv is kept). The user is the
-    tests' own, so this takes nothing of anyone else's; two test sessions at once share
-    it and cannot both pass."""
-    for proc in psutil.process_iter(["uids"]):
-        uids = proc.info["uids"]
-        if uids is not None and uids.real == uid:
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-    for folder in (remote_dir / "jobs", remote_dir / "campaigns", state):
-        shutil.rmtree(folder, ignore_errors=True)
+def add_user(name: str) -> pwd.struct_passwd:
+    """A new user ``name`` with a home of its own and no password (keys only)."""
+    subprocess.run(
+        ["useradd", "--create-home", "--shell", "/bin/sh", "--password", "*", name],
+        check=True,
+        capture_output=True,
+    )
+    return pwd.getpwnam(name)
+
+
+def run_user(pid: int, ticks: int) -> str:
+    """A new user name for the run of process ``pid`` that started ``ticks`` clock ticks
+    after boot: the owner is in the name, so a killed run's user can be told from a live
+    one's by the process table alone."""
+    return f"{USER_PREFIX}{pid}-{ticks}-{secrets.token_hex(2)}"
+
+
+def _owner_alive(pid: int, ticks: int) -> bool:
+    try:
+        return start_ticks(pid) == ticks and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (OSError, ValueError, psutil.Error):
+        return False
+
+
+def reap_users() -> list[str]:
+    """Remove the test users whose run has ended (killed before its teardown), with their
+    processes and homes; their names. Users of running runs, and every other user, are
+    left alone."""
+    removed = []
+    for entry in pwd.getpwall():
+        owner = _RUN_USER.fullmatch(entry.pw_name)
+        if owner and not _owner_alive(int(owner[1]), int(owner[2])):
+            remove_user(entry.pw_name, entry.pw_uid)
+            removed.append(entry.pw_name)
+    return removed
+
+
+def remove_user(name: str, uid: int) -> None:
+    """Kill every process of the user ``name``, then remove it and its home (``userdel``);
+    a user a concurrent reaper removed first is fine."""
+    deadline = time.monotonic() + 30.0
+    while True:
+        procs = []
+        for proc in psutil.process_iter(["uids"]):
+            uids = proc.info["uids"]
+            if uids is not None and uid in (uids.real, uids.effective):
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+                    procs.append(proc)
+        psutil.wait_procs(procs, timeout=10)
+        done = subprocess.run(
+            ["userdel", "--remove", name], capture_output=True, text=True, check=False
+        )
+        if done.returncode in (0, 6):  # removed; no such user (a concurrent reaper's)
+            return
+        if time.monotonic() > deadline:  # 8: a process of it still runs (forked meanwhile)
+            raise RuntimeError(f"userdel {name} failed ({done.returncode}): {done.stderr}")
+        time.sleep(0.1)
 
 
 def _keygen(path: Path) -> None:
@@ -164,6 +215,15 @@ def start(folder: Path, marker: str) -> Remote:
         raise RuntimeError(f"{SSHD} is missing: apt-get install openssh-server (.ci/run does)")
     folder.mkdir(parents=True, exist_ok=True)
     user, uid, home = _user()
+    try:
+        return _serve(folder, marker, user, uid, home)
+    except BaseException:
+        if _RUN_USER.fullmatch(user):
+            remove_user(user, uid)
+        raise
+
+
+def _serve(folder: Path, marker: str, user: str, uid: int, home: Path) -> Remote:
     port = free_port()
     _keygen(folder / "host_key")
     _keygen(folder / "user_key")
@@ -178,7 +238,6 @@ def start(folder: Path, marker: str) -> Remote:
             os.chown(path, uid, uid)
         remote_dir = home / ".servegate"
         state = home / ".local" / "state" / "servegate-test"
-        _clear_leftovers(uid, remote_dir, state)
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     else:
         keys = folder / "authorized_keys"
@@ -257,17 +316,24 @@ def start(folder: Path, marker: str) -> Remote:
 
 
 def stop(remote: Remote) -> None:
-    """Stop the daemon (and with it every connection it serves)."""
+    """Stop the daemon (and with it every connection it serves); as root, remove the
+    run's user with its processes and home."""
     with contextlib.suppress(OSError):
         os.kill(remote.daemon_pid, signal.SIGTERM)
     with contextlib.suppress(psutil.Error):
         psutil.Process(remote.daemon_pid).wait(timeout=10)
     shutil.rmtree(remote.old_dir, ignore_errors=True)
+    if os.geteuid() == 0 and _RUN_USER.fullmatch(remote.user):
+        remove_user(remote.user, remote.uid)
 
 
 def install(remote: Remote, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``servegate remote install ALIAS --json`` from this side."""
-    return subprocess.run(
+    """``servegate remote install ALIAS --json`` from this side; as root, into a venv
+    linked from the cache of ``venv_cache``, or into a new one that then joins it."""
+    venv = remote.remote_dir / "venv"
+    root = os.geteuid() == 0
+    linked = root and venv_cache.link(venv, remote.uid)
+    done = subprocess.run(
         [sys.executable, "-m", "servegate", "remote", "install", remote.alias, "--json"],
         capture_output=True,
         text=True,
@@ -275,6 +341,9 @@ def install(remote: Remote, env: dict[str, str]) -> subprocess.CompletedProcess[
         timeout=600,
         check=False,
     )
+    if root and not linked and done.returncode == 0:
+        venv_cache.keep(venv)
+    return done
 
 
 def close_masters(env: dict[str, str]) -> None:

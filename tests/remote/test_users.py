@@ -1,0 +1,78 @@
+"""The SSH host's user: one of each test run's own as root, removed after the run, and a
+killed run's removed by the next run's ``start`` (``sshd.reap_users``)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from tests.conftest import MARKER
+from tests.remote import sshd
+
+from servegate._proc import start_ticks
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="makes users (useradd): root only")
+
+
+def ended_process() -> tuple[int, int]:
+    """The PID and start (clock ticks since boot) of a process that has ended."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    ticks = start_ticks(proc.pid)
+    assert proc.wait(timeout=30) == 0
+    return proc.pid, ticks
+
+
+def test_a_killed_runs_user_is_removed_and_a_running_runs_kept() -> None:
+    """A user whose run has ended is removed with its home and its processes; the user of
+    a run still running (this one) is kept."""
+    dead = sshd.add_user(sshd.run_user(*ended_process()))
+    live = sshd.add_user(sshd.run_user(os.getpid(), start_ticks(os.getpid())))
+    left = subprocess.Popen(
+        ["cat"], stdin=subprocess.PIPE, user=dead.pw_uid, group=dead.pw_gid, cwd="/"
+    )
+    running = psutil.Process(left.pid)
+    try:
+        removed = sshd.reap_users()
+        assert dead.pw_name in removed
+        assert live.pw_name not in removed
+        assert not running.is_running()  # killed (and reaped, our child, by the wait)
+        with pytest.raises(KeyError):
+            pwd.getpwnam(dead.pw_name)
+        assert not Path(dead.pw_dir).exists()
+        assert pwd.getpwnam(live.pw_name).pw_uid == live.pw_uid
+        assert Path(live.pw_dir).is_dir()
+    finally:
+        left.kill()
+        left.wait(timeout=30)
+        assert left.stdin is not None
+        left.stdin.close()
+        sshd.remove_user(live.pw_name, live.pw_uid)
+        sshd.remove_user(dead.pw_name, dead.pw_uid)
+    with pytest.raises(KeyError):
+        pwd.getpwnam(live.pw_name)
+
+
+def test_each_start_has_its_own_user_and_stop_removes_it(tmp_path: Path) -> None:
+    """Two sshd servers started at once (as two test runs would) log in two users of this
+    run, with their own homes and ports; each stop removes its user, home and daemon."""
+    first = sshd.start(tmp_path / "first", MARKER)
+    try:
+        second = sshd.start(tmp_path / "second", MARKER)
+        sshd.stop(second)
+    finally:
+        sshd.stop(first)
+    assert first.user != second.user
+    assert first.home != second.home
+    assert first.port != second.port
+    for remote in (first, second):
+        assert remote.user.startswith(f"{sshd.USER_PREFIX}{os.getpid()}-")
+        assert len(remote.user) <= 32  # Linux's limit on a user name
+        with pytest.raises(KeyError):
+            pwd.getpwnam(remote.user)
+        assert not remote.home.exists()
+        assert not psutil.pid_exists(remote.daemon_pid)
