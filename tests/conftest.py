@@ -5,12 +5,17 @@ ends, for SQLite connections it left open and for processes it left behind:
 descendants of the test process, and any process anywhere that carries this session's
 marker in its environment (which catches servers that called setsid() and left our
 process group and our tree).
+
+The tests of CI's own steps (``real_engine``, ``ray``) are left out of every run whose
+``-m`` does not name their marker, so ``pytest -m "not slow"`` leaves them out as a plain
+``pytest`` does, and ``pytest -m ray tests/cluster`` runs them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import sqlite3
 import time
@@ -27,6 +32,20 @@ MARKER_VAR = "SERVEGATE_TEST_MARKER"
 # mint a second marker (its processes would then escape the leak check)
 MARKER = os.environ.get(MARKER_VAR) or uuid.uuid4().hex
 os.environ[MARKER_VAR] = MARKER
+OWN_STEP_MARKERS = ("real_engine", "ray")  # run only where -m names them (CI's own steps)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tests of CI's own steps unless ``-m`` names their marker."""
+    expression = config.getoption("markexpr") or ""
+    named = {name for name in OWN_STEP_MARKERS if re.search(rf"\b{name}\b", expression)}
+    kept, dropped = [], []
+    for item in items:
+        own = {mark.name for mark in item.iter_markers()} & set(OWN_STEP_MARKERS)
+        (dropped if own - named else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def free_port() -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
 from tests.campaign.helpers import query, servegate, write_campaign
 
 from servegate.campaign.crash import classify
@@ -59,6 +60,7 @@ DYING_SERVER = textwrap.dedent(
 ).replace("DEATH", repr(DEATH))
 
 
+@pytest.mark.slow
 def test_campaign_crash_pattern_names_a_death_after_ready(tmp_path: Path) -> None:
     """A server that prints a line matching only the campaign's crash pattern after READY,
     then dies mid-bench: the attempt's reason names that pattern and the matched line

@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from tests.campaign.helpers import query, servegate, write_campaign
 
 from servegate.campaign.preflight import process_tree, run_preflight
@@ -115,6 +116,7 @@ def test_campaign_stores_telemetry_writes_history_and_shows_etas(tmp_path: Path)
     assert len(history_rows()) == 6
 
 
+@pytest.mark.slow
 def test_slow_note_reaches_the_campaign_progress(tmp_path: Path) -> None:
     """A silent compile that burns a core past stall_s is slow: the campaign says so
     and the start goes on to READY."""

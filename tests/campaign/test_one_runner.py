@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.campaign.helpers import query, servegate, wait_for_points, write_campaign
 from tests.conftest import leftovers
 
@@ -18,6 +19,7 @@ def _points(db: Path) -> dict[object, tuple[object, ...]]:
     return {row[0]: row[1:] for row in rows}
 
 
+@pytest.mark.slow
 def test_second_run_on_a_live_runners_database_exits_2_and_changes_nothing(
     tmp_path: Path,
 ) -> None:

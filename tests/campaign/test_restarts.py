@@ -48,6 +48,7 @@ def _starts(db: Path) -> list[tuple[str, int]]:
     return [(shared.get(str(n), str(n)), int(s)) for n, s in rows]  # type: ignore[call-overload]
 
 
+@pytest.mark.slow
 def test_restarts_interleave_in_seeded_rounds_with_warmup_per_start(tmp_path: Path) -> None:
     """restarts = 3: each server starts 3 times in the order start_order gives for the
     recorded seed; each start's first repeat of a point has the warmup, the next none;
@@ -122,6 +123,7 @@ def test_resume_continues_the_order_and_keeps_measured_starts(tmp_path: Path) ->
     assert "measurements stored; skipped" in out.stderr
 
 
+@pytest.mark.slow
 def test_until_precision_stops_at_the_target_or_the_budget(tmp_path: Path) -> None:
     """A loose target is reached after the first rounds; a tight one adds one seeded
     round up to --max-starts and says so, with the half-widths; --budget ends it too."""

@@ -179,6 +179,7 @@ def test_ctrl_c_stops_the_server_and_keeps_the_results(
     assert leftovers(grace_s=5) == []
 
 
+@pytest.mark.slow
 def test_server_dying_mid_benchmark_is_recorded_with_its_tail(tmp_path: Path) -> None:
     """A crash after READY fails that attempt with the signature and tail; the next runs."""
     path = write_campaign(

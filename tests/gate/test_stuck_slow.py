@@ -209,6 +209,7 @@ def launch_sim(port: int, *sim_args: str, name: str, stall: str = "2") -> tuple[
     return done.returncode, {**json.loads(done.stdout), "stderr": done.stderr}
 
 
+@pytest.mark.slow
 def test_silent_cpu_compile_longer_than_stall_is_kept_waiting_and_ready(port: int) -> None:
     code, verdict = launch_sim(
         port, "--phase", "jit_compile=6", "--work", "jit_compile=cpu", name="compile"
@@ -231,6 +232,7 @@ def test_silent_cpu_compile_longer_than_stall_is_kept_waiting_and_ready(port: in
         assert servegate("stop", "compile").returncode == 0
 
 
+@pytest.mark.slow
 def test_silent_download_from_disk_is_slow_not_stuck(port: int) -> None:
     code, verdict = launch_sim(
         port, "--phase", "download=6", "--work", "download=disk", name="download"

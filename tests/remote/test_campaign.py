@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 from tests.campaign.helpers import query, wait_for_points, write_campaign
 from tests.remote.helpers import run
 from tests.remote.sshd import Remote
@@ -142,6 +143,7 @@ def test_servegate_run_with_server_host(host: Remote, tmp_path: Path) -> None:
     assert [(a.status, a.host) for a in attempts] == [("done", host.alias)]
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_campaign_on_the_host_keeps_its_points_and_resume_ends_it(
     host: Remote, tmp_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import psutil
+import pytest
 from tests.conftest import free_port
 from tests.remote.helpers import drive, run, serving, sim, simulator_here, simulators
 from tests.remote.sshd import Remote
@@ -158,6 +159,7 @@ def test_wait_gates_a_server_started_on_the_host(host: Remote) -> None:
         assert other.poll() is None
 
 
+@pytest.mark.slow
 def test_a_dropped_connection_is_reopened_and_the_wait_goes_on(host: Remote) -> None:
     """Killing the sshd session serving the launch: the server keeps starting there, the
     local side reconnects and prints the verdict; the server outlived the connection."""
@@ -213,6 +215,7 @@ def test_foreground_dies_with_the_local_side_even_by_sigkill(host: Remote) -> No
     assert (code, out) == (0, [])
 
 
+@pytest.mark.slow
 def test_ctrl_c_here_interrupts_the_launch_there(host: Remote) -> None:
     """Ctrl-C during a launch over SSH: the tree on the host is stopped, exit 130, as a
     local launch does."""
