@@ -349,3 +349,38 @@ def test_a_fatal_line_right_after_the_ready_line_wins(tmp_path: Path) -> None:
     ]
     verdict = gate(tmp_path, "vllm", lines)
     assert (verdict.status, verdict.kind) == ("crash", "port-in-use")
+
+
+def test_an_exception_logged_as_a_warning_was_handled(tmp_path: Path) -> None:
+    """A traceback vLLM logs at WARNING (an optional import) is no cause; the error after
+    it is."""
+    cause = "(EngineCore pid=7) ERROR 12-04 10:00:05 [core.py:1] RuntimeError: worker hung up"
+    warn = "(EngineCore pid=7) WARNING 12-04 10:00:00 [utils.py:1]"
+    lines = [
+        f"{warn} Traceback (most recent call last):",
+        f'{warn}   File "/x.py", line 1, in <module>',
+        f"{warn} ImportError: cannot import name 'flash_attn_varlen_func'",
+        cause,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("exit", cause)
+
+
+def test_a_shards_output_is_read_as_what_its_error_line_reports(tmp_path: Path) -> None:
+    """TGI's 'Shard 0 failed to start:' introduces the shard's output: its exception is
+    the cause, a warning in it is not; with no exception, its distributed warning is."""
+    head = "2026-12-04T10:00:00Z ERROR text_generation_launcher: Shard 0 failed to start:"
+    warning = "Could not import Flash Attention enabled models: No module named 'flash_attn'"
+    tail = [
+        "2026-12-04T10:00:00Z  INFO text_generation_launcher: Shutting down shards",
+        "Error: ShardCannotStart",
+    ]
+    error = "RuntimeError: the shard's model could not be built"
+    verdict = gate(tmp_path, "tgi", [head, warning, error, *tail])
+    assert (verdict.kind, verdict.matched_line) == ("shard", error)
+    c10d = (
+        "[W socket.cpp:601] [c10d] The client socket has failed to connect to "
+        "[localhost]:29500 (errno: 99 - Cannot assign requested address)."
+    )
+    verdict = gate(tmp_path, "tgi", [head, c10d, warning, *tail])
+    assert (verdict.kind, verdict.matched_line) == ("distributed", c10d)

@@ -97,16 +97,19 @@ def classify(
         return None
     signature, line = wrapper
     cause = _cause(signature, line)
-    # the wrapper says that something failed; quote the line that says what, as the gate
-    last = watcher.last_error
-    if last and last.strip() not in line:
-        return Cause(
-            reason=f"{cause.reason}: {last[:200]}",
-            kind=cause.kind,
-            hint=cause.hint,
-            matched_line=cause.matched_line,
-        )
-    return cause
+    # the wrapper says that something failed; quote the line that says what, and take
+    # the kind its words name, as the gate does
+    found = watcher.cause()
+    if found is None:
+        return cause
+    kind, hint = cause.kind, cause.hint
+    if found.kind is not None:
+        kind, hint = found.kind, found.hint or hint
+    last = found.text
+    reason = cause.reason
+    if last.strip() and last.strip() not in line:
+        reason = f"{reason}: {last[:200]}"
+    return Cause(reason=reason, kind=kind, hint=hint, matched_line=cause.matched_line)
 
 
 def _cause(signature: Signature, line: str) -> Cause:

@@ -12,22 +12,28 @@ tritonserver's table rows joined) and picks the one that says *what* failed.
 The rule, over the tail:
 
 1. Never a source line of a frame (``File "..."``, indented code, ``raise ...``,
-   carets), never a line a recovery withdrew (gate/watch.py), never a line that only
-   introduces what follows (an ``ERROR`` message ending in ``:``).
-2. Only the failure's own episode counts: the lines after the last sign of progress
-   (a phase opening, a progress bar, a ready line) that precedes the last error line.
-   An error the engine printed and then moved on from (a benign early ``ERROR``) is not
-   the cause.
-3. The most specific class wins: a line a fatal signature names; then an error line
-   (exception, panic, ``what():``, a ``FATAL`` or ``ERROR`` level, ``error: ...``) whose
-   words name a family of kinds (engines/families.py); then any other error line; then
-   a wrapper or consequence signature; last, a line that says it will retry.
+   carets, the line after a frame even when a paste took its indentation), never a line
+   a recovery withdrew (gate/watch.py), never a line that only introduces what follows
+   (an ``ERROR`` message ending in ``:``: the lines after it, up to its logger's next
+   line, are its report, and count as error lines whatever their own level).
+2. Only the failure's own episode counts: the lines after the last sign that the engine
+   moved on (a phase opening, a ready line) before the last candidate line. An error the
+   engine printed and then moved on from (a benign early ``ERROR``) is not the cause.
+3. The most specific class wins: a line a fatal signature names; then an error line (an
+   exception, a panic, ``what():``, a ``FATAL`` or ``ERROR`` level, ``error: ...``)
+   whose words name a family of kinds (engines/families.py); then any other exception,
+   panic or ``FATAL`` line; then a reported line whose words name a family; then a
+   wrapper or consequence signature; then an ``ERROR`` line naming no family; last, a
+   line that says it will retry (``retrying (1/3)``). An exception logged at ``WARNING``
+   or below was handled: it is no error line.
 4. Within a class: the higher severity (``FATAL`` or a panic, then an exception, then an
    ``ERROR`` line), then the earliest line, the root: the first exception of a chained
    traceback, the shard's error before the launcher's ``Webserver Crashed``. Wrappers go
    by the profile's order (most specific first), then the latest.
 5. A signature with ``explained_by`` (SGLang's unsupported architecture after ``Ignore
    import error when loading ...``) gives way to the line that explains it.
+6. With no candidate at all, a ``raise X("...")`` statement (a paste cut before its
+   exception line) gives the kind its message names; it is not quoted.
 
 The message inside a panic (``panicked at ...: called `Result::unwrap()` on an `Err`
 value: ...``) or a Rust error's debug form (``Error: Warmup(Generation("..."))``) is the
@@ -84,9 +90,12 @@ _RAISE = re.compile(
 )
 _EXCEPTION_SEVERITY = 3
 # classes of candidate lines, most specific first: a signature; an error line whose words
-# name a family; an exception, panic or FATAL line; a wrapper signature; an ERROR line
-# naming no family; a line that says it will retry
-_SIGNATURE, _FAMILY, _EXCEPTIONAL, _WRAPPER, _ERROR, _RETRIED = 5, 4, 3, 2, 1, 0
+# name a family; an exception, panic or FATAL line; a line of another program's output
+# that an error line introduced, whose words name a family; a wrapper signature; an
+# ERROR line naming no family; a line that says it will retry
+_SIGNATURE, _FAMILY, _EXCEPTIONAL, _REPORTED, _WRAPPER, _ERROR, _RETRIED = 6, 5, 4, 3, 2, 1, 0
+# an exception logged at these levels was handled (vLLM's warnings with a traceback)
+_HANDLED = frozenset(("warning", "info", "debug"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,12 +208,13 @@ def _candidate(
     exception = _exception(normal)
     shown, panic = _inner(text)
     severity = _SEVERITY.get(normal.level or "", 0)
-    if reported:
-        severity = max(severity, _SEVERITY["error"])
-    if exception is not None:
+    if exception is not None and normal.level not in _HANDLED:
         severity = max(severity, _EXCEPTION_SEVERITY)
     if panic or text.startswith("Fatal Python error"):
         severity = _SEVERITY["fatal"]
+    own = severity
+    if reported:
+        severity = max(severity, _SEVERITY["error"])
     line = entry.line.strip()
     hit = _first_rule(rules, text, entry.line)
     if hit is not None and not hit[0].wrapper:
@@ -235,7 +245,7 @@ def _candidate(
     if wrapper is not None:
         order = next(n for n, (_, sig) in enumerate(rules) if sig is wrapper)
     if words is not None:
-        rank = _FAMILY
+        rank = _FAMILY if own >= _SEVERITY["error"] or wrapper is not None else _REPORTED
         cause = Cause(
             line=line,
             text=shown,

@@ -339,10 +339,11 @@ def _continues(pieces: Sequence[str], head: Normal, line: str) -> str | None:
         and (len(pieces) > 1 or (previous[-1:].isalpha() and line[:1].islower()))
     ):
         return ""
-    # a logger's message that went on after a line break, or a line of its own?
+    # a logger's message that went on after a line break, mid-sentence (one that ends
+    # in ":" introduces what follows: gate/cause.py reads that as its report)
     if head.header and head.level in ("warning", "error", "fatal") and len(pieces) == 1:
         ends = head.text[-1:]
-        if (ends == ":" or ends.isalnum() or ends == ",") and not _NAMED.match(line):
+        if (ends.isalnum() or ends == ",") and not _NAMED.match(line):
             return " "
     return None
 

@@ -171,9 +171,11 @@ class Rules:
             for rule in rules
             if rule.action == "fatal" and rule.signature is not None
         )
-        # lines that show the engine moving on: cause() ignores errors printed before
+        # lines that show the engine moved on (a phase opens, a ready line): cause()
+        # ignores errors printed before the last of them (progress bars do not count:
+        # another rank may go on drawing one after this rank failed)
         self.progress_marks: tuple[re.Pattern[str], ...] = tuple(
-            rule.pattern for rule in rules if rule.action in ("start", "progress", "ready")
+            rule.pattern for rule in rules if rule.action in ("start", "ready")
         )
         # the profile's hint for each kind (its first specific signature of that kind),
         # for a cause whose words name a kind that no signature of the line named
