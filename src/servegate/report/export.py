@@ -51,6 +51,7 @@ def _estimate(est: Estimate | None) -> dict[str, Any] | None:
         "starts_variant": est.starts_variant,
         "df": _num(est.df),
         "half_width": _num(est.half_width),
+        "not_estimable": est.refused,  # why a percentile has no interval; None otherwise
     }
 
 
