@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 from servegate.engines.profile import EngineProfile, Progress, Signature
 from servegate.errors import UsageError
@@ -96,13 +96,17 @@ class _Rule:
     progress: Progress | None = None
     # the pattern as searched in the line as printed, before it is normalised: without
     # a leading ``^`` (a prefix may come first), so it finds every line the pattern can
-    loose: re.Pattern[str] | None = None
+    loose: re.Pattern[str] = field(init=False)
+    # a literal every match holds (None: none known): ``in`` rules a line out faster
+    # than a search, which matters on lines a progress bar redraws thousands of times
+    literal: str | None = field(init=False)
 
-
-def _loose(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    if not pattern.pattern.startswith("^"):
-        return pattern
-    return re.compile(pattern.pattern[1:], pattern.flags)
+    def __post_init__(self) -> None:
+        loose = self.pattern
+        if loose.pattern.startswith("^"):
+            loose = re.compile(loose.pattern[1:], loose.flags)
+        object.__setattr__(self, "loose", loose)
+        object.__setattr__(self, "literal", required_literal(loose.pattern))
 
 
 class Rules:
@@ -164,7 +168,6 @@ class Rules:
             for spec in profile.progress
         )
         rules.append(_Rule(pattern=re.compile(_TRACEBACK), action="traceback"))
-        rules = [replace(rule, loose=_loose(rule.pattern)) for rule in rules]
         # every fatal rule in priority order: the first that matches a line names it
         self.fatal: tuple[tuple[re.Pattern[str], Signature], ...] = tuple(
             (rule.pattern, rule.signature)
@@ -466,28 +469,39 @@ class LogWatcher:
     def _classify(self, line: str, rules: Sequence[_Rule], now: float, hits: list[LineHit]) -> bool:
         """Apply every rule to one line; True when it opens a traceback.
 
-        A rule is first searched in the line as printed (``_Rule.loose``: a superset),
-        and only a line that some rule may match is normalised (gate/normal.py) and
-        searched again as its message, so that prefixes, JSON and indentation do not
-        decide; a JSON line (it ends with ``}``) is always read as its message.
+        A rule is searched in the line as printed (``_Rule.loose``: a superset of what
+        it finds in the message). The line is normalised (gate/normal.py) only when that
+        can change the answer: a fatal rule matched (is it a traceback's source line,
+        once the wrappers are off?), an anchored pattern matched without its anchor, or
+        the line is JSON (it ends with ``}``), which is always read as its message. So
+        the lines a progress bar redraws cost what they cost before.
         """
         traceback = False
         source: bool | None = None  # is the line a traceback's frame or source line?
         normal: Normal | None = None
         structured = line.rstrip().endswith("}")
         for rule in rules:
-            assert rule.loose is not None
-            printed = None if structured else rule.loose.search(line)
-            if printed is None and not structured:
-                continue
-            if normal is None:
-                normal = normalise(line)
-            match = rule.pattern.search(normal.body)
-            if match is None and rule.loose is rule.pattern:
-                match = printed  # a pattern that spans the prefix
+            if structured:
+                if normal is None:
+                    normal = normalise(line)
+                match = rule.pattern.search(normal.body)
+            else:
+                literal = rule.literal
+                if literal is not None and literal not in line:
+                    continue
+                match = rule.loose.search(line)
+                if match is None:
+                    continue
+                if rule.action == "fatal" or rule.loose is not rule.pattern:
+                    if normal is None:
+                        normal = normalise(line)
+                    found = rule.pattern.search(normal.body)
+                    if found is not None or rule.loose is not rule.pattern:
+                        match = found  # else a pattern that spans the prefix: as printed
             if match is None:
                 continue
             if rule.action == "fatal":
+                assert normal is not None
                 if source is None:
                     source = is_source(normal)
                 if source:
