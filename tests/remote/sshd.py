@@ -7,9 +7,10 @@ run (``sgt-PID-TICKS-XXXX``: the PID and start, in clock ticks since boot, of th
 that made it, which is the test run), with a home of its own that ``stop`` removes with
 the user; otherwise the current user. Two test runs at once (two checkouts, or a
 developer's run beside CI's) so share no user, key, home or process. A run killed before
-its teardown leaves its user behind: the next ``start`` on the machine removes every such
-user whose run has ended (``reap_users``). The sessions get ``marker`` in their
-environment (``SetEnv``), so the processes they start can be found.
+its teardown leaves its user and daemon behind: the next ``start`` on the machine removes
+every such user whose run has ended, with its processes and sshd (``reap_users``). The
+sessions get ``marker`` in their environment (``SetEnv``), so the processes they start
+can be found. As root the venv there is linked from a cache runs share (``venv_cache``).
 """
 
 from __future__ import annotations
@@ -157,15 +158,34 @@ def _owner_alive(pid: int, ticks: int) -> bool:
 
 def reap_users() -> list[str]:
     """Remove the test users whose run has ended (killed before its teardown), with their
-    processes and homes; their names. Users of running runs, and every other user, are
-    left alone."""
+    processes, homes and sshd daemons; their names. Users of running runs, and every
+    other user, are left alone."""
     removed = []
     for entry in pwd.getpwall():
         owner = _RUN_USER.fullmatch(entry.pw_name)
         if owner and not _owner_alive(int(owner[1]), int(owner[2])):
+            _stop_daemons_of(entry.pw_name)
             remove_user(entry.pw_name, entry.pw_uid)
             removed.append(entry.pw_name)
     return removed
+
+
+def _stop_daemons_of(user: str) -> None:
+    """Stop the sshd daemons (root's) whose config lets only ``user`` in."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        argv = proc.info["cmdline"] or []
+        if proc.info["name"] != "sshd" or "-f" not in argv[:-1]:
+            continue
+        try:
+            config = Path(argv[argv.index("-f") + 1]).read_text()
+        except OSError:
+            continue
+        if f"\nAllowUsers {user}\n" in config:
+            with contextlib.suppress(psutil.Error):
+                proc.terminate()
+                found.append(proc)
+    psutil.wait_procs(found, timeout=10)
 
 
 def remove_user(name: str, uid: int) -> None:

@@ -17,20 +17,35 @@ from tests.remote import sshd
 from servegate._proc import start_ticks
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="makes users (useradd): root only")
+ROOT = Path(__file__).resolve().parents[2]
+RUN = """
+import sys
+from pathlib import Path
+from tests.remote import sshd
+remote = sshd.start(Path(sys.argv[1]), "a-killed-run")
+print(remote.user, remote.daemon_pid, flush=True)
+sys.stdin.read()
+"""
 
 
-def ended_process() -> tuple[int, int]:
-    """The PID and start (clock ticks since boot) of a process that has ended."""
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    ticks = start_ticks(proc.pid)
-    assert proc.wait(timeout=30) == 0
-    return proc.pid, ticks
+def killed_run(folder: Path) -> tuple[pwd.struct_passwd, psutil.Process]:
+    """The user and the sshd daemon of a run killed (SIGKILL) after its sshd started."""
+    run = subprocess.Popen([sys.executable, "-c", RUN, str(folder)], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True, cwd=ROOT)  # fmt: skip
+    assert run.stdin is not None and run.stdout is not None
+    user, daemon = run.stdout.readline().split()
+    run.kill()
+    run.wait(timeout=30)
+    run.stdin.close()
+    run.stdout.close()
+    return pwd.getpwnam(user), psutil.Process(int(daemon))
 
 
-def test_a_killed_runs_user_is_removed_and_a_running_runs_kept() -> None:
-    """A user whose run has ended is removed with its home and its processes; the user of
-    a run still running (this one) is kept."""
-    dead = sshd.add_user(sshd.run_user(*ended_process()))
+def test_a_killed_runs_user_is_removed_and_a_running_runs_kept(tmp_path: Path) -> None:
+    """The user of a run killed before its teardown is removed with its home, its
+    processes and its sshd daemon; the user of a run still running (this one) is kept."""
+    dead, daemon = killed_run(tmp_path / "ssh")
+    assert daemon.is_running()
     live = sshd.add_user(sshd.run_user(os.getpid(), start_ticks(os.getpid())))
     left = subprocess.Popen(
         ["cat"], stdin=subprocess.PIPE, user=dead.pw_uid, group=dead.pw_gid, cwd="/"
@@ -41,6 +56,7 @@ def test_a_killed_runs_user_is_removed_and_a_running_runs_kept() -> None:
         assert dead.pw_name in removed
         assert live.pw_name not in removed
         assert not running.is_running()  # killed (and reaped, our child, by the wait)
+        assert not daemon.is_running()
         with pytest.raises(KeyError):
             pwd.getpwnam(dead.pw_name)
         assert not Path(dead.pw_dir).exists()
