@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import socket
 import sqlite3
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -95,6 +97,16 @@ def _state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     monkeypatch.setenv("SERVEGATE_STATE_DIR", str(path))
     monkeypatch.setenv("SERVEGATE_HISTORY", str(path / "history.db"))  # never the user's
     return path
+
+
+@pytest.fixture(autouse=True)
+def _ssh_control_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test's ssh control sockets in a folder of its own, never the user's shared
+    /tmp/servegate-ssh-UID (short: a socket path has ~100 bytes)."""
+    path = tempfile.mkdtemp(prefix="sgc-")
+    monkeypatch.setenv("SERVEGATE_SSH_CONTROL_DIR", path)
+    yield
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,28 +24,29 @@ import sys
 from pathlib import Path
 from tests.remote import sshd
 remote = sshd.start(Path(sys.argv[1]), "a-killed-run")
-print(remote.user, remote.daemon_pid, flush=True)
+print(remote.user, remote.daemon_pid, remote.old_dir, flush=True)
 sys.stdin.read()
 """
 
 
-def killed_run(folder: Path) -> tuple[pwd.struct_passwd, psutil.Process]:
-    """The user and the sshd daemon of a run killed (SIGKILL) after its sshd started."""
+def killed_run(folder: Path) -> tuple[pwd.struct_passwd, psutil.Process, Path]:
+    """The user, the sshd daemon and the folder of the fake older servegate of a run
+    killed (SIGKILL) after its sshd started."""
     run = subprocess.Popen([sys.executable, "-c", RUN, str(folder)], stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, text=True, cwd=ROOT)  # fmt: skip
     assert run.stdin is not None and run.stdout is not None
-    user, daemon = run.stdout.readline().split()
+    user, daemon, old = run.stdout.readline().split()
     run.kill()
     run.wait(timeout=30)
     run.stdin.close()
     run.stdout.close()
-    return pwd.getpwnam(user), psutil.Process(int(daemon))
+    return pwd.getpwnam(user), psutil.Process(int(daemon)), Path(old)
 
 
 def test_a_killed_runs_user_is_removed_and_a_running_runs_kept(tmp_path: Path) -> None:
     """The user of a run killed before its teardown is removed with its home, its
     processes and its sshd daemon; the user of a run still running (this one) is kept."""
-    dead, daemon = killed_run(tmp_path / "ssh")
+    dead, daemon, old = killed_run(tmp_path / "ssh")
     assert daemon.is_running()
     live = sshd.add_user(sshd.run_user(os.getpid(), start_ticks(os.getpid())))
     left = subprocess.Popen(
@@ -69,6 +71,7 @@ def test_a_killed_runs_user_is_removed_and_a_running_runs_kept(tmp_path: Path) -
         left.stdin.close()
         sshd.remove_user(live.pw_name, live.pw_uid)
         sshd.remove_user(dead.pw_name, dead.pw_uid)
+        shutil.rmtree(old)  # the killed run's own, in /tmp
     with pytest.raises(KeyError):
         pwd.getpwnam(live.pw_name)
 
