@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.gate.crash_replay import run_log
 
 from servegate.gate.verdict import Verdict
@@ -384,3 +385,31 @@ def test_a_shards_output_is_read_as_what_its_error_line_reports(tmp_path: Path) 
     )
     verdict = gate(tmp_path, "tgi", [head, c10d, warning, *tail])
     assert (verdict.kind, verdict.matched_line) == ("distributed", c10d)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("OSError: [Errno 28] No space left on device: '/root/.cache/huggingface/x'", "disk"),
+        ("PermissionError: [Errno 13] Permission denied: '/models/m/config.json'", "permission"),
+        ("ModuleNotFoundError: No module named 'vllm._C'", "install"),
+        ("ImportError: libcudart.so.12: cannot open shared object file", "install"),
+        ("RuntimeError: The MPI world size (1) does not match tp_size * pp_size (2)", "mpi"),
+        ("torch.distributed.DistBackendError: [c10d] TCPStore timed out", "distributed"),
+        ("ValueError: --tensor-parallel-size must be divisible by the number of heads", "bad-args"),
+        ("OSError: We couldn't connect to 'https://huggingface.co' to load this file", "download"),
+        ("OSError: /models/m does not appear to be a valid config.json", "model-load"),
+        ("RuntimeError: this kernel needs compute capability 8.0 or newer", "cuda-arch"),
+        ("RuntimeError: something nobody has a word for", "exit"),
+    ],
+)
+def test_an_exit_takes_the_kind_its_cause_names(tmp_path: Path, line: str, kind: str) -> None:
+    """A traceback's last line, then exit 1: the kind is the family its words name."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/app/server.py", line 1, in <module>',
+        "    main()",
+        line,
+    ]
+    verdict = gate(tmp_path, "generic", lines)
+    assert (verdict.detected_by, verdict.kind, verdict.matched_line) == ("exit", kind, line)
