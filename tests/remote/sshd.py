@@ -185,7 +185,25 @@ def _stop_daemons_of(user: str) -> None:
             with contextlib.suppress(psutil.Error):
                 proc.terminate()
                 found.append(proc)
-    psutil.wait_procs(found, timeout=10)
+    wait_ended(found, 10.0)
+
+
+def ended(proc: psutil.Process) -> bool:
+    """Whether ``proc`` has ended: gone, or a zombie that its parent (init, for a daemon
+    or an orphan) has yet to reap."""
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
+
+
+def wait_ended(procs: list[psutil.Process], timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` until every one of ``procs`` has ended."""
+    deadline = time.monotonic() + timeout_s
+    while not all(ended(proc) for proc in procs) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def remove_user(name: str, uid: int) -> None:
@@ -200,7 +218,7 @@ def remove_user(name: str, uid: int) -> None:
                 with contextlib.suppress(psutil.Error):
                     proc.kill()
                     procs.append(proc)
-        psutil.wait_procs(procs, timeout=10)
+        wait_ended(procs, 10.0)
         done = subprocess.run(
             ["userdel", "--remove", name], capture_output=True, text=True, check=False
         )

@@ -57,8 +57,8 @@ def test_a_killed_runs_user_is_removed_and_a_running_runs_kept(tmp_path: Path) -
         removed = sshd.reap_users()
         assert dead.pw_name in removed
         assert live.pw_name not in removed
-        assert not running.is_running()  # killed (and reaped, our child, by the wait)
-        assert not daemon.is_running()
+        assert sshd.ended(running)
+        assert sshd.ended(daemon)
         with pytest.raises(KeyError):
             pwd.getpwnam(dead.pw_name)
         assert not Path(dead.pw_dir).exists()
