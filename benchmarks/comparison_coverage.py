@@ -382,7 +382,32 @@ def run_model(study: Study, design: str, index: int) -> dict[str, Any]:
             rows[f"noise/{m.key}"] = row(a, b, m, 1.0, "A/A", m.key)
         else:
             rows[f"noise/{m.key}"] = {"call_1": "needs more starts", "covered": None}
+    rows["check/same"] = model_check(study, sides, index)
     return rows
+
+
+def model_check(study: Study, sides: dict[str, Any], index: int) -> dict[str, Any]:
+    """``servegate check`` of ``same`` against ``baseline`` with its default thresholds:
+    each interval at the check's per-comparison confidence; a false alarm when any of
+    its metrics is called worse."""
+    from servegate.report import check as checks
+    from servegate.report.bootstrap import call, estimate_nested, seeded_rng
+
+    chosen = [m for m in study_metrics() if m.key in checks.DEFAULT_THRESHOLDS]
+    each = checks.per_comparison_confidence(0.95, len(chosen))
+    said = {}
+    for m in chosen:
+        short = m.key.split("_ms_")[0] if "_ms_" in m.key else "thr"
+        est = estimate_nested(
+            sides["baseline"][short],
+            sides["same"][short],
+            stat=m.stat,
+            confidence=each,
+            resamples=study.resamples,
+            rng=seeded_rng(index, "check", m.key),
+        )
+        said[m.key] = call(est, m.direction, checks.DEFAULT_THRESHOLDS[m.key])
+    return {"calls": said, "regression": "worse" in said.values()}
 
 
 def measure(study: Study, index: int, designs: tuple[str, ...] = DESIGNS) -> dict[str, Any]:
@@ -533,6 +558,20 @@ def summarize(records: list[dict[str, Any]]) -> str:
             lines.append(
                 f"{design}: {called} false calls in {made} A/A comparisons with an interval "
                 f"({_pct(called, made)})."
+            )
+    for design in designs:
+        checked = [r["designs"][design]["rows"].get("check/same") for r in records]
+        checked = [c for c in checked if c is not None]
+        if checked:
+            alarms = sum(c["regression"] for c in checked)
+            uncalled = sum(
+                any(v in ("not estimable", "needs more starts") for v in c["calls"].values())
+                for c in checked
+            )
+            lines.append(
+                f"{design}: servegate check of same against baseline (default thresholds, "
+                f"Bonferroni over its metrics): REGRESSION in {_pct(alarms, len(checked))} of "
+                f"pairs; {uncalled} pairs had a metric it could not call."
             )
     seconds = [r["designs"][d]["seconds"] for r in records for d in designs if d in r["designs"]]
     drivers = sorted({str(r.get("driver", "not recorded")) for r in records})

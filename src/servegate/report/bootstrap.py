@@ -236,8 +236,9 @@ def estimate_nested(
 def _percentile_estimate(
     baseline: Nested, variant: Nested, q: float, confidence: float, single: Estimate
 ) -> Estimate:
-    """A tail percentile's ratio with the interval of ``quantiles`` (order statistics
-    within a start, Student t across starts), or refused with the reason."""
+    """A percentile's ratio with the interval of ``quantiles`` (order statistics within a
+    start, Student t across starts), each side's percentile the geometric mean of its
+    starts'; or the pooled figures, refused with the reason."""
     side_a = side_spread(baseline, q, confidence)
     side_b = side_spread(variant, q, confidence)
     if isinstance(side_a, str) or isinstance(side_b, str):
@@ -245,10 +246,14 @@ def _percentile_estimate(
         assert isinstance(why, str)
         return replace(single, refused=why)
     low, high, df = log_ratio_interval(side_a, side_b, confidence)
+    a, b = math.exp(side_a.log_point), math.exp(side_b.log_point)
     # the difference's interval is the ratio's in the baseline's units
-    a = single.baseline
     return replace(
         single,
+        baseline=a,
+        variant=b,
+        ratio=b / a,
+        difference=b - a,
         ratio_low=math.exp(low),
         ratio_high=math.exp(high),
         difference_low=a * (math.exp(low) - 1.0),

@@ -20,8 +20,11 @@ Randomization Trials*, 2000, ch. 5), on the log scale:
 - a side with one start has no estimate of the variation between starts: its interval
   is the within-start one (the report says that the comparison rests on one start).
 
-The interval is centred on the ratio of the pooled percentiles, the figure the report
-shows.
+With two starts or more a side's percentile is the geometric mean of its starts'
+percentiles, the figure whose spread the interval measures (the percentile of all
+requests pooled would be another statistic: the tail of a mixture of starts comes mostly
+from its slowest start, and moves more than the average start's tail). With one start
+it is that start's percentile.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ def percentile_label(q: float) -> str:
 class SideSpread:
     """One side's percentile on the log scale: its variance and degrees of freedom."""
 
-    log_point: float  # log of the pooled percentile
+    log_point: float  # log of the percentile: the mean of the starts' logs
     variance: float  # of the log percentile
     df: float  # degrees of freedom of ``variance`` (inf: the within-start part only)
     starts: int
@@ -106,17 +109,16 @@ def side_spread(h: Nested, q: float, confidence: float = 0.95) -> SideSpread | s
         )
     if float(h.values.min()) <= 0.0:
         return f"{percentile_label(q)} of values at or below zero has no ratio"
-    pooled = float(np.quantile(h.values, q))
     if len(starts) == 1:
         return SideSpread(
-            log_point=math.log(pooled),
+            log_point=math.log(float(np.quantile(starts[0], q))),
             variance=within_variance(starts[0], q, confidence),
             df=math.inf,
             starts=1,
         )
     logs = np.log(np.asarray([np.quantile(v, q) for v in starts], dtype=np.float64))
     return SideSpread(
-        log_point=math.log(pooled),
+        log_point=float(logs.mean()),
         variance=float(np.var(logs, ddof=1)) / len(starts),
         df=float(len(starts) - 1),
         starts=len(starts),
