@@ -46,6 +46,7 @@ keeps its literal prefilter and never runs these expressions per line.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from dataclasses import dataclass
 from servegate.engines.families import KIND_HINTS, words_kind
 from servegate.engines.profile import Signature
 from servegate.gate.normal import Logical, Normal, logical_lines, normalise
+from servegate.gate.scan import required_literal
 
 __all__ = [
     "Cause",
@@ -180,10 +182,25 @@ class _Candidate:
     cause: Cause
 
 
+@functools.lru_cache(maxsize=4096)
+def _literal(pattern: str) -> str:
+    """A literal every match of ``pattern`` holds ("" when none is known)."""
+    return required_literal(pattern.removeprefix("^")) or ""
+
+
+# a fatal rule with the literal every match of it holds ("" when none is known)
+_Rule = tuple[str, re.Pattern[str], Signature]
+
+
 def _first_rule(
-    rules: Sequence[tuple[re.Pattern[str], Signature]], text: str, line: str
+    rules: Sequence[_Rule], text: str, line: str
 ) -> tuple[Signature, re.Match[str] | None] | None:
-    for pattern, signature in rules:
+    """The first rule that matches the message (with its match), or the line as printed
+    (a pattern that spans the prefix: no match of the message to cut out)."""
+    haystack = line if text in line else f"{line}\n{text}"  # JSON: the message differs
+    for literal, pattern, signature in rules:
+        if literal not in haystack:
+            continue  # neither can match: the search would only confirm it, slower
         match = pattern.search(text)
         if match is not None:
             return signature, match
@@ -192,10 +209,16 @@ def _first_rule(
     return None
 
 
+def _any(patterns: Sequence[tuple[str, re.Pattern[str]]], text: str) -> bool:
+    return any(
+        literal in text and pattern.search(text) is not None for literal, pattern in patterns
+    )
+
+
 def _candidate(
     position: int,
     entry: Logical,
-    rules: Sequence[tuple[re.Pattern[str], Signature]],
+    rules: Sequence[_Rule],
     hints: Mapping[str, str],
     *,
     reported: bool = False,
@@ -243,7 +266,7 @@ def _candidate(
     words = words_kind(words_in)
     order = 0
     if wrapper is not None:
-        order = next(n for n, (_, sig) in enumerate(rules) if sig is wrapper)
+        order = next(n for n, (_, _, sig) in enumerate(rules) if sig is wrapper)
     if words is not None:
         rank = _FAMILY if own >= _SEVERITY["error"] or wrapper is not None else _REPORTED
         cause = Cause(
@@ -278,7 +301,8 @@ def select_cause(
     patterns of lines that show the engine moving on (phases, progress bars, ready
     lines); ``hints`` the profile's hint per kind, for a kind found by its words.
     """
-    rules = tuple(fatal)
+    rules = tuple((_literal(pattern.pattern), pattern, sig) for pattern, sig in fatal)
+    moves = tuple((_literal(pattern.pattern), pattern) for pattern in progress)
     entries = logical_lines(lines)
     found: list[_Candidate] = []
     moved_on: list[int] = []
@@ -302,7 +326,7 @@ def select_cause(
             continue
         if framed and not (_EXCEPTION.match(text) or _WHAT.match(text)):
             continue  # a source line a paste or a logger took the indentation from
-        if any(pattern.search(text) for pattern in progress):
+        if _any(moves, text):
             moved_on.append(position)
             continue
         candidate = _candidate(position, entry, rules, hints or {}, reported=reporting)
@@ -331,9 +355,7 @@ def select_cause(
     return pick.cause
 
 
-def _from_raise(
-    entry: Logical, rules: Sequence[tuple[re.Pattern[str], Signature]], hints: Mapping[str, str]
-) -> Cause | None:
+def _from_raise(entry: Logical, rules: Sequence[_Rule], hints: Mapping[str, str]) -> Cause | None:
     """The kind a raise statement's message names, when the tail holds no cause line.
 
     A paste that ends at the last frame (``raise ValueError("sharded is not supported")``)

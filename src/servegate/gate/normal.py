@@ -101,21 +101,21 @@ _PREFIX = re.compile(
 )
 # each level group and the logger family it belongs to (a dump of another program's
 # output, inside an error report, ends at the next line of the reporter's own family)
-_LEVEL_GROUPS = (
-    ("l1", "python"),
-    ("l2", "python"),
-    ("l3", "python"),
-    ("l4", "loguru"),
-    ("l5", "tracing"),
-    ("l6", "env_logger"),
-    ("l7", "c10"),
-    ("l8", "glog"),
-    ("l9", "trtllm"),
-    ("l10", "trtllm"),
-    ("l11", "llamacpp"),
-    ("l12", "python"),
-    ("l13", "python"),
-)
+_LEVEL_GROUPS: dict[str, str] = {
+    "l1": "python",
+    "l2": "python",
+    "l3": "python",
+    "l4": "loguru",
+    "l5": "tracing",
+    "l6": "env_logger",
+    "l7": "c10",
+    "l8": "glog",
+    "l9": "trtllm",
+    "l10": "trtllm",
+    "l11": "llamacpp",
+    "l12": "python",
+    "l13": "python",
+}
 # C++ loggers pad their messages with spaces; no Python traceback follows their header
 _PADDED = frozenset(("c10", "glog", "trtllm"))
 _MAX_PREFIXES = 8
@@ -171,11 +171,9 @@ def normalise(line: str) -> Normal:
             rest = rest.lstrip("\t")
             break
         header = True
-        for name, family in _LEVEL_GROUPS:
-            word = match.group(name)
-            if word is not None:
-                level, source = _LEVEL.get(word.upper(), level), family
-                break
+        name = match.lastgroup  # the alternative's level group, if it has one
+        if name is not None:
+            level, source = _LEVEL.get(match.group(name).upper(), level), _LEVEL_GROUPS[name]
         rest = stripped[match.end() :]
         if source in _PADDED:
             rest = rest.lstrip()
@@ -188,8 +186,8 @@ def normalise(line: str) -> Normal:
         parsed = _from_logfmt(body)
         if parsed is not None:
             return parsed
-    if header and level is not None:
-        body = _FIELDS.sub("", body) if "=" in body else body
+    if source == "tracing" and "=" in body:
+        body = _FIELDS.sub("", body)
     if level is None:
         said = _SAYS_ERROR.match(body.lstrip())
         if said is not None:
@@ -325,27 +323,30 @@ def _continues(pieces: Sequence[str], head: Normal, line: str) -> str | None:
         return " "  # Rust 1.73+: "panicked at src/main.rs:1:2:" then the message
     if _FIELDS.fullmatch(line) and head.header:
         return ""  # tracing's span fields after a message that held a line break
-    normal = normalise(line)
-    if normal.header or _EXCEPTION_START.match(normal.text):
-        return None
     # wrapped at a width: the first break inside a word (a letter, then a lower-case
     # letter that starts no line of its own), the next ones at that same width
     width = len(pieces[0])
-    if (
+    wrapped = (
         width >= _WRAP_WIDTH
         and len(previous) == width
         and line[:1].isalnum()
-        and not _NAMED.match(line)
         and (len(pieces) > 1 or (previous[-1:].isalpha() and line[:1].islower()))
-    ):
-        return ""
+    )
     # a logger's message that went on after a line break, mid-sentence (one that ends
     # in ":" introduces what follows: gate/cause.py reads that as its report)
-    if head.header and head.level in ("warning", "error", "fatal") and len(pieces) == 1:
-        ends = head.text[-1:]
-        if (ends.isalnum() or ends == ",") and not _NAMED.match(line):
-            return " "
-    return None
+    ends = head.text[-1:]
+    goes_on = (
+        head.header
+        and head.level in ("warning", "error", "fatal")
+        and len(pieces) == 1
+        and (ends.isalnum() or ends == ",")
+    )
+    if not (wrapped or goes_on) or _NAMED.match(line):
+        return None
+    normal = normalise(line)  # only now: most lines were ruled out above
+    if normal.header or _EXCEPTION_START.match(normal.text):
+        return None
+    return "" if wrapped else " "
 
 
 # "llama_model_load: error ..." and "prog: message": a line that names its own source
