@@ -19,6 +19,14 @@ process exited. Port taken while loading: the server loads, another process (thi
 one) takes its port, the server fails to bind and exits; the figures are the verdict
 line after the server's error, and the command's return after its verdict line (the
 stop must not wait for a port that someone else holds).
+
+READY reaches the user: a real ``python -m servegate launch`` process gates a stand-in
+SGLang server (ready line, then GET /health); the latency is the time its
+``SERVER READY`` line arrived on its stdout (read here) minus the verdict's
+``decided_at`` (the start history's ``started_at`` plus ``elapsed_s``, which the
+command writes after the line), and "command returned" is when that process exited
+(after the startup record). ``--burn N`` runs N CPU-burning processes beside every
+trial (started here, killed at the end).
 """
 
 from __future__ import annotations
@@ -174,6 +182,36 @@ def crash_cli_trial(folder: Path) -> tuple[float, float]:
     return printed - written, returned - written
 
 
+def decided_of_last_start() -> float:
+    """The newest start history row's ``decided_at`` (its ``started_at`` + ``elapsed_s``)."""
+    from servegate.startup.history import opened
+
+    with opened(create=False) as history:
+        row = history.starts(limit=1)[0]
+    return datetime.fromisoformat(row.started_at).timestamp() + row.elapsed_s
+
+
+def ready_cli_trial(folder: Path) -> tuple[float, float]:
+    from servegate.launch import stop
+
+    port = free_port()
+    name = f"ready-{port}"
+    gate = ["--engine", "sglang", "--port", str(port), "--name", name]
+    server = [sys.executable, FAKE, "sglang", str(port), "--delay", "0.05"]
+    proc = launch_cli([*gate, "--log", str(folder / "cli-ready.log"), "--", *server])
+    line, printed, returned = first_line(proc)
+    stop(name, grace_s=2.0)
+    if not line.startswith(b"SERVER READY after"):
+        raise RuntimeError(f"unexpected verdict {line!r}")
+    decided_at = decided_of_last_start()
+    return printed - decided_at, returned - decided_at
+
+
+def burners(count: int) -> list[subprocess.Popen[bytes]]:
+    """``count`` processes that each burn a core until killed."""
+    return [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(count)]
+
+
 def port_taken_trial(folder: Path) -> tuple[float, float]:
     port = free_port()
     tag = time.monotonic_ns()
@@ -210,11 +248,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=50)
     parser.add_argument("--only", metavar="TEXT", help="run only the events whose name has TEXT")
+    parser.add_argument("--burn", type=int, default=0, help="CPU-burning processes beside")
     args = parser.parse_args()
     os.environ.setdefault("SERVEGATE_STATE_DIR", tempfile.mkdtemp(prefix="sg-bench-state-"))
     results: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="sg-bench-") as tmp:
         folder = Path(tmp)
+        os.environ["SERVEGATE_HISTORY"] = str(folder / "history.db")  # never the user's
         plans = [
             ("READY, ready line only (generic --ready)", lambda: ready_trial("generic", folder)),
             ("READY, line + GET /health (sglang)", lambda: ready_trial("sglang", folder)),
@@ -238,6 +278,10 @@ def main() -> None:
                 "verdict line after the server's error",
                 "command returned after the verdict line",
             ),
+            "READY reaches the user (servegate launch stdout)": (
+                "verdict line after decided_at",
+                "command returned after decided_at",
+            ),
         }
         plans.append(
             (
@@ -245,13 +289,28 @@ def main() -> None:
                 lambda: port_taken_trial(folder),
             )
         )
+        plans.append(
+            (
+                "READY reaches the user (servegate launch stdout)",
+                lambda: ready_cli_trial(folder),
+            )
+        )
         selected = [plan for plan in plans if not args.only or args.only in plan[0]]
-        for name, trial in selected:
-            first, second = labels.get(name, ("gate decided", "caller returned"))
-            pairs = [trial() for _ in range(args.trials)]
-            for label, values in ((first, [p[0] for p in pairs]), (second, [p[1] for p in pairs])):
-                results[f"{name}: {label}"] = values
-                print(summary(f"{name}: {label}", values), flush=True)
+        burning = burners(args.burn)
+        try:
+            for name, trial in selected:
+                first, second = labels.get(name, ("gate decided", "caller returned"))
+                pairs = [trial() for _ in range(args.trials)]
+                for label, values in (
+                    (first, [p[0] for p in pairs]),
+                    (second, [p[1] for p in pairs]),
+                ):
+                    results[f"{name}: {label}"] = values
+                    print(summary(f"{name}: {label}", values), flush=True)
+        finally:
+            for proc in burning:
+                proc.kill()
+                proc.wait()
     print()
     print("| event | trials | mean ms | p50 ms | p99 ms | max ms |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -8,6 +8,7 @@ Exit codes: 0 READY, 1 CRASH, 124 TIMEOUT, 2 bad usage or input.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -119,18 +120,22 @@ def _note(text: str) -> None:
     click.echo(("\r\x1b[K" if sys.stderr.isatty() else "") + text, err=True)
 
 
-def _render(verdict: Verdict, *, tail: int, as_json: bool, extra: dict[str, Any]) -> None:
-    verdict = scrub(verdict)  # a token the server echoed must not reach the terminal
+def _render(
+    verdict: Verdict, *, tail: int, as_json: bool, extra: dict[str, Any], line: bool = True
+) -> None:
+    """The verdict on stdout: its line (unless ``line`` is False: the keeper wrote it) and
+    a failure's tail, or the JSON object."""
+    # scrubbed: a token the server echoed must not reach the terminal
     if as_json:
-        click.echo(json.dumps({**verdict.to_json(), **extra}))
+        click.echo(json.dumps({**scrub(verdict).to_json(), **extra}))
         return
-    click.echo(verdict.line())
+    lines = [verdict.line()] if line else []
     if not verdict.ok and tail > 0 and verdict.tail:
-        lines = verdict.tail[-tail:]
+        shown = verdict.tail[-tail:]
         where = f" of {verdict.log_path}" if verdict.log_path else ""
-        click.echo(f"--- last {len(lines)} lines{where} ---")
-        for line in lines:
-            click.echo(line)
+        lines += [f"--- last {len(shown)} lines{where} ---", *shown]
+    if lines:  # only what is printed is scrubbed: READY waits for nothing
+        click.echo("\n".join(scrub(lines)))
 
 
 def _exit(code: int) -> NoReturn:
@@ -154,8 +159,36 @@ class _Stop(Exception):
     """SIGTERM arrived while a foreground server runs."""
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Stop
+class _Signals:
+    """Under --foreground: SIGTERM raises _Stop, SIGINT KeyboardInterrupt; held from the
+    verdict's line until the command can act on them (``release``), so that a READY line
+    on the screen is always followed by a clean stop."""
+
+    def __init__(self) -> None:
+        self.held = False
+        self.pending: int | None = None
+
+    def install(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.held:
+            self.pending = self.pending or signum
+            return
+        self._raise(signum)
+
+    def release(self) -> None:
+        """Raise the signal held since the verdict, if any; raise the next ones at once."""
+        self.held = False
+        if self.pending is not None:
+            self._raise(self.pending)
+
+    @staticmethod
+    def _raise(signum: int) -> NoReturn:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise _Stop
 
 
 @click.command(
@@ -221,9 +254,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     session = StartSession(engine=engine, command=command, env=env, via="launch", timeout=timeout_s)
     if not quiet and (chosen := session.timeout_note()):
         click.echo(chosen, err=True)
-    if foreground:
-        signal.signal(signal.SIGTERM, _on_sigterm)
-    shown: list[Verdict] = []  # a CRASH or TIMEOUT already printed by on_verdict
+    out = _Output(tail=tail, as_json=as_json, quiet=quiet, foreground=foreground, session=session)
     try:  # from the moment the SIGTERM handler is in place
         server = launch_server(
             list(command),
@@ -241,7 +272,9 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
             crash=crash,
             health_url=health_url,
             attached=foreground,
-            on_verdict=lambda verdict: _show_failure(verdict, session, tail, as_json, shown),
+            on_verdict=out.on_verdict,
+            on_telemetry=out.on_telemetry,
+            line_fd=out.line_fd,
             on_started=None if quiet else lambda tracked: _launching(tracked, session, env),
             on_note=None if quiet else _note,
             on_status=None if quiet else session.status.resources,
@@ -251,14 +284,14 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
         click.echo("stopped by SIGTERM before a verdict; the tree was stopped", err=True)
         _exit(143)
     except GateError as exc:
-        if not shown:
+        if out.shown is None:
             _render(exc.verdict, tail=tail, as_json=as_json, extra=_startup(session, exc.verdict))
         if keep:
             click.echo("the processes were left running (--keep): see servegate ps", err=True)
         _exit(exc.exit_code)
     finally:
         session.close()
-    _serve(server, session, tail=tail, as_json=as_json, foreground=foreground)
+    _serve(server, out, foreground=foreground)
 
 
 def _launching(tracked: Tracked, session: StartSession, env: dict[str, str]) -> None:
@@ -268,33 +301,81 @@ def _launching(tracked: Tracked, session: StartSession, env: dict[str, str]) -> 
     session.started(tracked)
 
 
-def _show_failure(
-    verdict: Verdict, session: StartSession, tail: int, as_json: bool, shown: list[Verdict]
-) -> None:
-    """``on_verdict``: CRASH and TIMEOUT reach the user the moment they are known; the
-    stop follows."""
-    session.status.stop()
-    if verdict.ok:
-        return
-    if as_json:
-        _render(verdict, tail=tail, as_json=True, extra=_startup(session, verdict))
-    else:
-        _render(verdict, tail=tail, as_json=False, extra={})
-        if _startup(session, verdict):
-            click.echo(session.note(), err=True)
-    shown.append(verdict)
+def _line_fd(*, quiet: bool, as_json: bool, foreground: bool) -> int | None:
+    """stdout, for the keeper to write the verdict line on the moment the gate decides
+    (no hop through this process), where nothing this process writes can land after it:
+    text output, and -q, or a stdout that is neither a terminal (the status line is
+    redrawn there) nor where stderr goes (a phase line could follow it there). Not with
+    --foreground: there the line waits until Ctrl-C and SIGTERM mean the stop after READY."""
+    if as_json or foreground:
+        return None
+    fd = sys.stdout.fileno()
+    if not quiet and (os.isatty(fd) or _same_file(fd, sys.stderr.fileno())):
+        return None
+    sys.stdout.flush()
+    return fd
 
 
-def _serve(
-    server: Server, session: StartSession, *, tail: int, as_json: bool, foreground: bool
-) -> NoReturn:
-    """A READY server: print the verdict and how to stop it, or stay with it (--foreground)."""
-    startup = _startup(session, server.verdict)
+def _same_file(a: int, b: int) -> bool:
+    """Whether two descriptors lead to the same file, pipe or terminal."""
+    try:
+        one, two = os.fstat(a), os.fstat(b)
+    except OSError:
+        return False
+    return (one.st_dev, one.st_ino) == (two.st_dev, two.st_ino)
+
+
+class _Output:
+    """How one launch shows its verdict: the line the moment the gate decides (written by
+    the keeper where ``line_fd`` allows), the startup record after; under --json the
+    object, which carries the record, waits for it."""
+
+    def __init__(
+        self, *, tail: int, as_json: bool, quiet: bool, foreground: bool, session: StartSession
+    ) -> None:
+        self.tail = tail
+        self.as_json = as_json
+        self.session = session
+        self.signals = _Signals()
+        if foreground:
+            self.signals.install()
+        self.line_fd = _line_fd(quiet=quiet, as_json=as_json, foreground=foreground)
+        self.shown: Verdict | None = None  # the verdict, once printed
+
+    def on_verdict(self, verdict: Verdict) -> None:
+        """The verdict line (and a failure's tail) at once, READY too; the startup record,
+        the stop or the detach follow."""
+        self.signals.held = True  # a Ctrl-C or SIGTERM from now on: the stop after READY
+        self.session.status.stop()  # no status or phase line after the verdict
+        if self.as_json:
+            return
+        _render(verdict, tail=self.tail, as_json=False, extra={}, line=self.line_fd is None)
+        self.shown = verdict
+
+    def on_telemetry(self, verdict: Verdict) -> None:
+        """A CRASH or TIMEOUT's startup record, with its telemetry series (and under --json
+        the object that carries it), before the tree is stopped."""
+        if verdict.ok:
+            return  # a READY start is recorded by _serve
+        startup = _startup(self.session, verdict)
+        if self.as_json:
+            _render(verdict, tail=self.tail, as_json=True, extra=startup)
+            self.shown = verdict
+        elif startup:
+            click.echo(self.session.note(), err=True)
+
+
+def _serve(server: Server, out: _Output, *, foreground: bool) -> NoReturn:
+    """A READY server, its line already printed: record the start, print the JSON object
+    (--json) and how to stop it, or stay with it (--foreground)."""
+    startup = _startup(out.session, server.verdict)
     if foreground:
-        _run_foreground(server, tail=tail, as_json=as_json, startup=startup)
-    _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name, **startup})
-    if not as_json:
-        click.echo(session.note(), err=True)
+        _run_foreground(server, out, startup=startup)
+    if out.as_json:
+        extra = {"name": server.name, **startup}
+        _render(server.verdict, tail=out.tail, as_json=True, extra=extra)
+    else:
+        click.echo(out.session.note(), err=True)
     click.echo(
         f"{server.name}: pid {server.pid}, {server.url or 'no URL'}, log {server.log_path}; "
         f"stop it with: servegate stop {server.name}",
@@ -312,13 +393,14 @@ def _startup(session: StartSession, verdict: Verdict) -> dict[str, Any]:
         return {}
 
 
-def _run_foreground(
-    server: Server, *, tail: int, as_json: bool, startup: dict[str, Any]
-) -> NoReturn:
+def _run_foreground(server: Server, out: _Output, *, startup: dict[str, Any]) -> NoReturn:
     """Stay with a READY server until it exits, Ctrl-C, or SIGTERM; then stop the tree."""
     try:
-        _render(server.verdict, tail=tail, as_json=as_json, extra={"name": server.name, **startup})
+        if out.as_json:  # the line was printed at the verdict
+            extra = {"name": server.name, **startup}
+            _render(server.verdict, tail=out.tail, as_json=True, extra=extra)
         sys.stdout.flush()
+        out.signals.release()  # a Ctrl-C or SIGTERM since the verdict: stop now
         click.echo(f"{server.name} is serving at {server.url}; Ctrl-C stops it", err=True)
         code = server.wait_exit()
     except (KeyboardInterrupt, _Stop):
@@ -401,9 +483,12 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
     else:
         code = 0
     finally:
-        session.close()
-    _render(verdict, tail=tail, as_json=as_json, extra=_startup(session, verdict))
-    if not as_json:
+        session.close()  # no status or phase line after the verdict
+    if as_json:  # the object carries the startup record: it waits for it
+        _render(verdict, tail=tail, as_json=True, extra=_startup(session, verdict))
+    else:  # the line first, the record after
+        _render(verdict, tail=tail, as_json=False, extra={})
+        _startup(session, verdict)
         click.echo(session.note(), err=True)
     _exit(code)
 

@@ -20,6 +20,11 @@ counted, and the problem is recorded in the server's ``NAME.status`` for ``ps`` 
 the server exits, its exit code and the time go to ``NAME.status`` too, so that ``ps``
 can say how a server that died after READY ended.
 
+With ``line_fd`` in its spec (a descriptor it inherits: the launching command's
+stdout), it writes the verdict's line there, redacted, the moment the gate decides,
+before anything else, and closes it: the line reaches the user without waiting for
+another process to be scheduled.
+
 Its stdin is a pipe from the process that launched it. ``detach`` on that pipe lets the
 server outlive the launcher (a detached ``servegate launch``); otherwise end-of-file,
 which the kernel delivers even when the launcher is SIGKILLed, stops the whole tree.
@@ -34,6 +39,7 @@ import errno
 import fcntl
 import json
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -70,8 +76,11 @@ _RETRY_S = 1.0  # after a failed log write, drop output this long before trying 
 _STATUS_EVERY_S = 1.0  # the dropped-bytes count in NAME.status is at most this old
 
 
-def spawn(spec: dict[str, Any], *, control: int) -> subprocess.Popen[bytes]:
-    """Start a keeper for ``spec``; ``control`` becomes its stdin (see the module doc).
+def spawn(
+    spec: dict[str, Any], *, control: int, line_fd: int | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a keeper for ``spec``; ``control`` becomes its stdin, ``line_fd`` (above 2) is
+    inherited as the spec's ``line_fd`` (see the module doc).
 
     The spec travels through a pipe: argv is world-readable in /proc and ``ps``.
     """
@@ -84,7 +93,7 @@ def spawn(spec: dict[str, Any], *, control: int) -> subprocess.Popen[bytes]:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
             close_fds=True,
-            pass_fds=(spec_r,),
+            pass_fds=(spec_r,) if line_fd is None else (spec_r, line_fd),
         )
     except BaseException:
         os.close(spec_w)
@@ -246,6 +255,7 @@ class Keeper:
         self.server: subprocess.Popen[bytes] | None = None
         self.out_r = -1
         self.log: LogSink | None = None
+        self.line_fd: int | None = spec.get("line_fd")
 
     def start(self) -> None:
         """Start the server; report its PID (or why it could not start)."""
@@ -318,8 +328,10 @@ class Keeper:
             on_sample=_status,
         )
         gate = Gate(resolved, sources)
+        redactor = self._redactor()  # built before: the verdict must not wait for it
         verdict = gate.run(close=False)
-        _send(Decided(verdict=verdict, essential=tuple(gate.essential_pids)), self._redactor())
+        self._show(redactor.text(verdict.line()))  # the user's line first
+        _send(Decided(verdict=verdict, essential=tuple(gate.essential_pids)), redactor)
         # the sampled series, after the verdict so as not to delay it (busiest processes only),
         # with one last sample taken now: the recording reaches the verdict's moment
         from servegate.telemetry.sampler import trimmed
@@ -331,6 +343,24 @@ class Keeper:
             self.out_r = -1  # the gate saw end-of-file and closed it
         if verdict.status == Status.CRASH and verdict.detected_by == DetectedBy.EXIT:
             self.server.returncode = verdict.exit_code  # reaped by the gate
+
+    def _show(self, line: str) -> None:
+        """Write ``line`` to ``line_fd``, if given, and close it (a detached keeper must not
+        hold the launching command's stdout open)."""
+        fd, self.line_fd = self.line_fd, None
+        if fd is None:
+            return
+        view = memoryview((line + "\n").encode())
+        try:
+            while view:
+                try:
+                    view = view[os.write(fd, view) :]
+                except BlockingIOError:  # a non-blocking stdout that is full: wait for room
+                    select.select([], [fd], [])
+        except OSError:
+            pass  # nobody reads it any more: the launcher still gets the verdict
+        finally:
+            os.close(fd)
 
     def _note(self, text: str) -> None:
         """A live note of the gate, redacted, to the launcher."""

@@ -12,6 +12,7 @@ launching process ends, however it ends.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -209,6 +210,8 @@ def launch(
     sample_s: float = 1.0,
     attached: bool = True,
     on_verdict: Callable[[Verdict], None] | None = None,
+    on_telemetry: Callable[[Verdict], None] | None = None,
+    line_fd: int | None = None,
     on_started: Callable[[state.Tracked], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     on_status: Callable[[Snapshot], None] | None = None,
@@ -229,8 +232,16 @@ def launch(
         ready, crash: extra ready / fatal line regexes; health_url: probe this URL.
         host: the address it serves on; model: model name for vLLM's 1-token check.
         attached: True: the server dies with this process (see ``Server.detach``).
-        on_verdict: called with the verdict the moment it arrives, before the tree is
-            stopped (CRASH, TIMEOUT) or detached: to show it without waiting for that.
+        on_verdict: called with the verdict the moment it arrives, before its telemetry
+            series and before the tree is stopped (CRASH, TIMEOUT) or detached: to show
+            it without waiting for those. Its ``snapshots`` are empty; ``telemetry`` lacks
+            the last sample.
+        on_telemetry: called next with the verdict completed by its telemetry series
+            (what ``Server.verdict`` and the raised error carry), still before the tree
+            is stopped or detached: to record the start.
+        line_fd: a descriptor (this process's stdout) that the keeper writes
+            ``verdict.line()`` to, redacted, the moment the gate decides, before this
+            process hears of it; the keeper then closes its copy.
         sample_s: the telemetry period until the verdict (0: none); the verdict carries
             its ``telemetry`` summary and its ``snapshots``.
         on_note: called with each live note of the gate while it waits (a silent server
@@ -270,7 +281,14 @@ def launch(
         log_path = _fresh_log(log_path, name)
         marker = uuid.uuid4().hex
         keeper, control_w = _start_keeper(
-            command, env, cwd=cwd, log_path=log_path, name=name, options=options, marker=marker
+            command,
+            env,
+            cwd=cwd,
+            log_path=log_path,
+            name=name,
+            options=options,
+            marker=marker,
+            line_fd=line_fd,
         )
     except BaseException:
         state.remove(name)  # the reservation: nothing was started
@@ -299,12 +317,19 @@ def launch(
         raise ServegateError(f"the keeper process failed before a verdict ({detail}).")
     server = Server(
         tracked=tracked,
-        verdict=_with_snapshots(message.verdict, keeper.stdout),
+        verdict=message.verdict,
         keeper=keeper,
         control=control_w,
         essential=[info for info in map(_proc_info, message.essential) if info is not None],
     )
-    return _settle(server, keep=keep, attached=attached, on_verdict=on_verdict)
+    return _settle(
+        server,
+        keep=keep,
+        attached=attached,
+        on_verdict=on_verdict,
+        on_telemetry=on_telemetry,
+        stream=keeper.stdout,
+    )
 
 
 def _gate_options(
@@ -370,27 +395,34 @@ def _start_keeper(
     name: str,
     options: GateOptions,
     marker: str,
+    line_fd: int | None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start the keeper on the server's spec; return it and its control pipe's write end."""
     env = dict(env)
     env.setdefault("PYTHONUNBUFFERED", "1")
     env[MARKER_VAR] = marker
-    spec = {
-        "command": command,
-        "env": env,
-        "cwd": cwd,
-        "log_path": log_path,
-        "status_path": str(state.status_path(name)),
-        "gate": options.to_json(),
-    }
     control_r, control_w = os.pipe()
+    line_copy = None
     try:
-        keeper = spawn_keeper(spec, control=control_r)  # the spec never goes in argv
+        if line_fd is not None:  # a copy above 2 (the keeper's own 0 to 2 are taken)
+            line_copy = fcntl.fcntl(line_fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        spec = {
+            "command": command,
+            "env": env,
+            "cwd": cwd,
+            "log_path": log_path,
+            "status_path": str(state.status_path(name)),
+            "gate": options.to_json(),
+            "line_fd": line_copy,
+        }
+        keeper = spawn_keeper(spec, control=control_r, line_fd=line_copy)  # not in argv
     except BaseException:
         os.close(control_w)
         raise
     finally:
         os.close(control_r)
+        if line_copy is not None:
+            os.close(line_copy)  # the keeper has its own
     return keeper, control_w
 
 
@@ -462,16 +494,15 @@ def _settle(
     keep: bool,
     attached: bool,
     on_verdict: Callable[[Verdict], None] | None,
+    on_telemetry: Callable[[Verdict], None] | None,
+    stream: IO[bytes],
 ) -> Server:
-    """Show the verdict through ``on_verdict``; then stop (or keep) a failed server and
-    raise, or detach a READY one unless attached."""
-    verdict = server.verdict
-    if on_verdict is not None:
-        try:
-            on_verdict(verdict)
-        except BaseException:
-            server.stop(grace_s=5.0)  # whatever the caller's trouble, nothing is left behind
-            raise
+    """Show the verdict through ``on_verdict`` at once; complete it with the telemetry
+    series that follows and pass it to ``on_telemetry``; then stop (or keep) a failed
+    server and raise, or detach a READY one unless attached."""
+    _call(server, on_verdict)
+    server.verdict = verdict = _with_snapshots(server.verdict, stream)
+    _call(server, on_telemetry)
     if verdict.status != Status.READY:
         if keep:
             server.detach()
@@ -481,6 +512,17 @@ def _settle(
     if not attached:
         server.detach()
     return server
+
+
+def _call(server: Server, callback: Callable[[Verdict], None] | None) -> None:
+    """``callback(server.verdict)``; whatever the caller's trouble, nothing is left behind."""
+    if callback is None:
+        return
+    try:
+        callback(server.verdict)
+    except BaseException:
+        server.stop(grace_s=5.0)
+        raise
 
 
 def _with_snapshots(verdict: Verdict, stream: IO[bytes]) -> Verdict:

@@ -82,6 +82,7 @@ class StatusLine:
         self._started_wall = time.time()
         self._offset = 0
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # a write and stop() never interleave
         self._thread: threading.Thread | None = None
         self._shown_count = 0  # phases already announced (off a terminal)
         self._drawn = False
@@ -101,16 +102,20 @@ class StatusLine:
         self._resources = snapshot
 
     def stop(self) -> None:
-        """Stop following and clear the status line."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
+        """Stop following and clear the status line: nothing is written once this returns.
+
+        The thread is not waited for (a verdict printed next must not wait for a read of
+        the log, nor for a busy machine to schedule that thread); it ends at its next look
+        at the stop event, and writes nothing more.
+        """
+        with self._lock:
+            self._stop.set()
             self._thread = None
-        if self._drawn:
-            with contextlib.suppress(OSError, ValueError):
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
-            self._drawn = False
+            if self._drawn:
+                with contextlib.suppress(OSError, ValueError):
+                    self.stream.write("\r\x1b[K")
+                    self.stream.flush()
+                self._drawn = False
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -160,19 +165,25 @@ class StatusLine:
             if eta:
                 parts.append(eta)
             parts.extend(describe_resources(self._resources))
-            self._write("\r\x1b[K" + " | ".join(parts))
-            self._drawn = True
+            if self._write("\r\x1b[K" + " | ".join(parts)):
+                self._drawn = True
         else:
             spans = phases.spans()
             for span in spans[self._shown_count :]:
                 text = f"phase {span.name} at {span.start_s:.1f}s"
                 if eta:
                     text += f"; {eta}"
+                if not self._write(text + "\n"):
+                    return  # stopped: no phase line after the verdict
                 self.lines.append(text)
-                self._write(text + "\n")
             self._shown_count = len(spans)
 
-    def _write(self, text: str) -> None:
-        with contextlib.suppress(OSError, ValueError):
+    def _write(self, text: str) -> bool:
+        """Write ``text`` unless stopped; whether it was written."""
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            if self._stop.is_set():
+                return False
             self.stream.write(text)
             self.stream.flush()
+            return True
+        return False
