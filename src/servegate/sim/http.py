@@ -93,8 +93,19 @@ class Connection(asyncio.Protocol):
         if not self.busy:
             self._next()
 
+    def eof_received(self) -> bool:
+        # the client closed its side: as for uvicorn, that is the client gone, so the
+        # request in progress is abandoned now, before a step still due is written
+        self._gone()
+        return False  # the transport closes
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._gone()
+
+    def _gone(self) -> None:
+        """The client went away (an end of file, a reset, a failed write): tell the
+        request in progress, once."""
         callback, self.on_close = self.on_close, None
         if callback is not None:
             callback()

@@ -333,7 +333,9 @@ class Generation:
         self.timer = self.app.loop.call_at(first_token_at - EARLY, self.tick)
 
     def cancel(self) -> None:
-        """The client went away."""
+        """The client went away: stop generating, and count the request as aborted, never
+        as finished (what it generated until now stays counted, as the engines count
+        tokens as they go)."""
         if self.cancelled:
             return
         self.cancelled = True
@@ -342,9 +344,8 @@ class Generation:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+        app.metrics.aborted += 1  # waiting or running, as SGLang's abort_request counts
         if self.started:
-            app.metrics.aborted += 1
-            app.metrics.finished["abort"] += 1
             app.scheduler.finish()
 
     def tick(self) -> None:
