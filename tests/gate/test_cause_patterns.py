@@ -12,10 +12,18 @@ which stay READY.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from tests.gate.crash_replay import run_log
+from tests.gate.crash_replay import (
+    CRASH_TIMEOUT_S,
+    TIMEOUT_S,
+    Fixture,
+    load_fixtures,
+    run_log,
+    score,
+)
 
 from servegate.gate.verdict import Verdict
 
@@ -413,3 +421,39 @@ def test_an_exit_takes_the_kind_its_cause_names(tmp_path: Path, line: str, kind:
     ]
     verdict = gate(tmp_path, "generic", lines)
     assert (verdict.detected_by, verdict.kind, verdict.matched_line) == ("exit", kind, line)
+
+
+# what a container, a pod, a log shipper, a launcher or a paste puts before every line
+WRAPPERS = (
+    lambda line: "server-1  | " + line,  # docker compose
+    lambda line: "[pod/server-0/server] " + line,  # kubectl logs --prefix
+    lambda line: "2026-12-04T10:00:00.123456789Z stderr F " + line,  # CRI
+    lambda line: "\t" + line,  # a launcher that indents
+    lambda line: "Dec  4 10:00:00 gpu1 server[123]: " + line,  # journald
+    lambda line: "> " + line,  # a markdown quote
+)
+# a terminal's hard wrap happens after any prefix: its continuation lines never get one
+UNWRAPPABLE = {"trtllm/207-glog-terminal-wrapped-json-parse-error"}
+
+
+def test_a_prefix_on_every_line_changes_no_verdict(tmp_path: Path) -> None:
+    """Every real log, each line behind a wrapper (one per log, in turn): the verdict's
+    status, kind and cause line are those of the log as pasted."""
+    fixtures = [f for f in load_fixtures() if f.name not in UNWRAPPABLE]
+
+    def replay(item: tuple[int, Fixture]) -> str | None:
+        index, fixture = item
+        wrap = WRAPPERS[index % len(WRAPPERS)]
+        log = tmp_path / f"{index}.log"
+        text = fixture.log.read_text()
+        log.write_text("\n".join(wrap(line) if line else line for line in text.split("\n")))
+        timeout = TIMEOUT_S if fixture.status == "timeout" else CRASH_TIMEOUT_S
+        verdict = run_log(
+            log, engine=fixture.engine, exit=fixture.exit, timeout_s=timeout, ready=fixture.ready
+        )
+        outcome = score(fixture, verdict)
+        return None if outcome.ok else f"{wrap('')!r}: {outcome.describe()}"
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        misses = [miss for miss in pool.map(replay, enumerate(fixtures)) if miss]
+    assert not misses, misses

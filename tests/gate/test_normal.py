@@ -72,6 +72,7 @@ from servegate.gate.normal import logical_lines, normalise
         ("[TensorRT-LLM][ERROR] Assertion failed: x", "error", "Assertion failed: x"),
         # wrappers that carry no level: compose, kubectl, journald, a CRI stamp, a tab
         ("vllm-1  | INFO 12-04 10:00:00 [api.py:1] hello", "info", "hello"),
+        ("tgi    | Error: ShardCannotStart", "error", "Error: ShardCannotStart"),
         ("[pod/vllm-0/vllm] ERROR 12-04 10:00:00 [core.py:1] boom", "error", "boom"),
         ("Dec  4 10:00:00 gpu1 vllm[123]: ERROR 12-04 10:00:00 [x.py:1] boom", "error", "boom"),
         ("2026-12-04T10:00:00.123456789Z stderr F RuntimeError: x", None, "RuntimeError: x"),

@@ -64,7 +64,7 @@ _STAMP = r"\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?"
 _PREFIX = re.compile(
     rf"""
     (?: [│┃|]\ ?                                               # a log viewer's frame
-      | >\ (?=\S)                                             # a quote in a paste
+      | >\                                                     # a quote in a paste
       | (?P<l1>{_PY})\ \d\d-\d\d\ \d\d:\d\d:\d\d(?:[.,]\d+)?
         \ \[?[\w./-]+:\d+\[?\]\ ?                              # vLLM's logger
       | \d{{4}}-\d\d-\d\d\ \d\d:\d\d:\d\d(?:[.,]\d+)?\ (?P<l2>{_PY})
@@ -81,6 +81,7 @@ _PREFIX = re.compile(
       | \[\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\]\ ?    # CI stamps
       | \[(?:\d{{4}}-\d\d-\d\d\ )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:\ [A-Z]+\d+)*\]\ ?  # SGLang
       | [\w.-]+[-_]\d+\ +\|\ ?                                 # docker compose service
+      | [a-z][\w.-]*\ +\|\ (?=\S)                              # (by its name alone)
       | \[pod/[\w.-]+/[\w.-]+\]\ ?                             # kubectl logs --prefix
       | [A-Z][a-z]{{2}}\ [\ \d]\d\ \d\d:\d\d:\d\d\ [\w.-]+\ [\w.@/-]+(?:\[\d+\])?:\ ?  # syslog
       | \([\w.= -]+?\ pid=\d+(?:,\ ip=[\w.:]+)?\)\ ?           # vLLM / Ray process tags
@@ -259,6 +260,23 @@ class Logical:
 
 _TABLE_BORDER = re.compile(r"\s*\+[-=+]+\+\s*$")
 _TABLE_ROW = re.compile(r"\s*\|.*\|\s*$")
+# what a container, a pod or a shipper puts before each line, the table's rows included
+_WRAPPERS = re.compile(
+    r"""(?:[\w.-]+[-_]\d+\ +\|\ ?|[a-z][\w.-]*\ +\|\ (?=\S)|\[pod/[\w.-]+/[\w.-]+\]\ ?
+      |\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?
+       (?:\ +(?:stdout|stderr)\ [FP])?\ +|\t|>\ |[│┃]\ ?
+      |[A-Z][a-z]{2}\ [\ \d]\d\ \d\d:\d\d:\d\d\ [\w.-]+\ [\w.@/-]+(?:\[\d+\])?:\ ?)*""",
+    re.VERBOSE,
+)
+
+
+def _table_line(line: str) -> str | None:
+    """``line`` without its wrappers when it is a row or a border of a table, else None."""
+    if "|" not in line and "+-" not in line:
+        return None
+    match = _WRAPPERS.match(line)
+    bare = (line[match.end() :] if match is not None else line).rstrip().rstrip("│┃")
+    return bare if _TABLE_BORDER.match(bare) or _TABLE_ROW.match(bare) else None
 _BACKTRACE = re.compile(r"\s*#?\d+\s+(?:0x[0-9a-fA-F]+|\S+\(\+0x)")
 _FRAME_START = re.compile(r'\s*(?:File "|Traceback \(|During handling|The above exception)')
 _EXCEPTION_START = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt):")
@@ -282,7 +300,7 @@ def logical_lines(lines: Sequence[str]) -> list[Logical]:
     count = len(lines)
     while index < count:
         line = lines[index]
-        if _TABLE_BORDER.match(line) or _TABLE_ROW.match(line):
+        if _table_line(line) is not None:
             index = _table(lines, index, out)
             continue
         normal = normalise(line)
@@ -296,33 +314,37 @@ def logical_lines(lines: Sequence[str]) -> list[Logical]:
             index += 1
             continue
         pieces = [line]
-        joined = line
+        joined, body = line, normal.body
         nxt = index + 1
         while nxt < count and len(pieces) < _MAX_JOINED:
-            joiner = _continues(pieces, normal, lines[nxt])
-            if joiner is None:
+            joins = _continues(pieces, normal, lines[nxt])
+            if joins is None:
                 break
+            joiner, more = joins
             pieces.append(lines[nxt])
-            joined += joiner + lines[nxt]
+            joined += joiner + lines[nxt]  # as printed
+            body += joiner + more.body  # each piece without its own wrappers
             nxt += 1
         if len(pieces) > 1:
-            normal = normalise(joined)
+            body = _FIELDS.sub("", body) if normal.source == "tracing" else body
+            normal = Normal(body, normal.level, normal.header, normal.source)
         out.append(Logical(joined, normal, index))
         index = nxt
     return out
 
 
-def _continues(pieces: Sequence[str], head: Normal, line: str) -> str | None:
-    """How ``line`` joins the message printed so far as ``pieces`` (None: it does not)."""
+def _continues(pieces: Sequence[str], head: Normal, line: str) -> tuple[str, Normal] | None:
+    """How ``line`` joins the message printed so far as ``pieces``: the joiner and the
+    line normalised; None when it does not join."""
     if not line.strip() or _FRAME_START.match(line) or _BACKTRACE.match(line):
         return None
-    if _TABLE_BORDER.match(line) or _TABLE_ROW.match(line):
+    if _table_line(line) is not None:
         return None
     previous = pieces[-1]
-    if len(pieces) == 1 and _PANIC_TAIL.search(previous):
-        return " "  # Rust 1.73+: "panicked at src/main.rs:1:2:" then the message
+    if len(pieces) == 1 and _PANIC_TAIL.search(head.text):
+        return " ", normalise(line)  # Rust 1.73+: "panicked at src/x.rs:1:2:", the message
     if _FIELDS.fullmatch(line) and head.header:
-        return ""  # tracing's span fields after a message that held a line break
+        return "", Normal(line, None)  # tracing's span fields after a line break
     # wrapped at a width: the first break inside a word (a letter, then a lower-case
     # letter that starts no line of its own), the next ones at that same width
     width = len(pieces[0])
@@ -346,7 +368,7 @@ def _continues(pieces: Sequence[str], head: Normal, line: str) -> str | None:
     normal = normalise(line)  # only now: most lines were ruled out above
     if normal.header or _EXCEPTION_START.match(normal.text):
         return None
-    return "" if wrapped else " "
+    return ("" if wrapped else " "), normal
 
 
 # "llama_model_load: error ..." and "prog: message": a line that names its own source
@@ -360,12 +382,15 @@ def _table(lines: Sequence[str], start: int, out: list[Logical]) -> int:
     rows: list[tuple[list[str], list[str]]] = []  # (cells, the lines printed)
     header: list[str] | None = None
     count = len(lines)
-    while index < count and (_TABLE_BORDER.match(lines[index]) or _TABLE_ROW.match(lines[index])):
+    while index < count:
         line = lines[index]
+        bare = _table_line(line)
+        if bare is None:
+            break
         index += 1
-        if _TABLE_BORDER.match(line):
+        if _TABLE_BORDER.match(bare):
             continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        cells = [cell.strip() for cell in bare.strip().strip("|").split("|")]
         if header is None:
             header = cells
             continue
