@@ -457,3 +457,35 @@ def test_a_prefix_on_every_line_changes_no_verdict(tmp_path: Path) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         misses = [miss for miss in pool.map(replay, enumerate(fixtures)) if miss]
     assert not misses, misses
+
+
+@pytest.mark.parametrize(
+    ("lines", "exit", "kind", "cause"),
+    [
+        (
+            ["llama_model_load: loaded meta data", "GGML_ASSERT: ggml.c:4785: view_src == NULL"],
+            -6,
+            "abort",
+            1,
+        ),
+        (
+            ["time=2026 level=INFO msg=starting", "panic: runtime error: index out of range"],
+            2,
+            "exit",
+            1,
+        ),
+        (
+            ["server: src/kv.cc:12: main: Assertion `n > 0' failed.", "ERROR: giving up"],
+            -6,
+            "abort",
+            0,
+        ),
+    ],
+)
+def test_an_assertion_or_a_panic_is_the_cause(
+    tmp_path: Path, lines: list[str], exit: int, kind: str, cause: int
+) -> None:
+    """A line that ends a process by itself (an assertion, a Go panic) is quoted as the
+    cause, also before an ERROR line that follows it."""
+    verdict = gate(tmp_path, "generic", lines, exit=exit)
+    assert (verdict.kind, verdict.matched_line) == (kind, lines[cause])

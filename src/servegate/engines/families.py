@@ -187,12 +187,14 @@ _WORDS: tuple[Words, ...] = (
         r"|undefined symbol|cannot open shared object file|\bGLIBC(?:XX)?_\d"
         r"|version mismatch|mismatch(?:es)? the version|incompatible (?:version|with)"
         r"|compiled (?:against|with) .*version|driver version is insufficient"
+        r"|not compiled with CUDA|found no NVIDIA driver|NVIDIA driver on your system is too old"
         r"|requires? .*(?:version|>=|==)|please (?:install|upgrade|update|reinstall)"
         r"|pip install|is not installed|not found in PATH|command not found"
         r"|got an unexpected keyword argument|module '[\w.]+' has no attribute"
         r"|unable to find backend library|failed to build|returned non-zero exit status"
         r"|exit status \d+|error: command '[^']*(?:gcc|g\+\+|nvcc|cc|ninja)"
-        r"|ninja: build stopped|CalledProcessError",
+        r"|ninja: build stopped|CalledProcessError|compilation terminated"
+        r"|\.h: No such file or directory",
     ),
     Words(
         kind="nccl",
@@ -214,7 +216,8 @@ _WORDS: tuple[Words, ...] = (
         kind="cuda-error",
         title="a CUDA call failed",
         pattern=r"cuda error|cudaError|CUDA kernel failed|CUBLAS_STATUS|CUDNN_STATUS"
-        r"|cudnn error|cuda runtime error|CUDA_ERROR_|\bCUresult\b|cuda driver",
+        r"|cudnn error|cuda runtime error|CUDA_ERROR_|\bCUresult\b|cuda driver|error \[CUDA\]"
+        r"|no CUDA GPUs are available|CUDA is not available|no CUDA-capable device",
     ),
     Words(
         kind="mpi",
@@ -237,7 +240,7 @@ _WORDS: tuple[Words, ...] = (
     Words(
         kind="bad-args",
         title="a flag or its value is not accepted",
-        pattern=r"unrecognized (?:arguments?|option)|invalid (?:option|choice|value|argument)"
+        pattern=r"unrecognized (?:arguments?|option)|invalid (?:option|choice|value)"
         r"|unknown (?:argument|option|flag)|unexpected argument|requires an argument"
         r"|missing (?:required )?argument|arguments are required|no such option"
         r"|must be (?:one of|divisible by|a multiple of|greater than|less than|between"
@@ -249,7 +252,7 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"should have a .model_type. key|config\.json|tokenizer|safetensors|\.gguf\b"
         r"|checkpoint|(?:missing|unexpected) keys?|size mismatch|shape mismatch"
         r"|not a valid model|can't load|error loading model|failed to load '"
-        r"|failed to load (?:the )?model|model loading|loading the model"
+        r"|failed to load (?:the |all )?models?|model loading|loading the model"
         r"|HFValidationError|repo id must|trust_remote_code"
         r"|weight \S+ does not exist",
     ),

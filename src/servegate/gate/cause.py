@@ -86,6 +86,12 @@ _RETRY = re.compile(
     re.IGNORECASE,
 )
 _SEVERITY = {"fatal": 4, "error": 2}
+# lines that end a process by themselves: an assertion (C, glog's CHECK, GGML_ASSERT,
+# TensorRT-LLM's), a Go panic, the interpreter's own fatal error
+_FATAL = re.compile(
+    r"(?:GGML_ASSERT|Fatal Python error|panic: |fatal error: |Check failed: "
+    r"|.*\bAssertion (?:`.*' )?failed)"
+)
 # a raise statement with a literal message: what its exception line would have said
 _RAISE = re.compile(
     r"""raise\s+(?P<name>[A-Za-z_][\w.]*)\(\s*[fr]?(?P<q>["'])(?P<message>.+?)(?P=q)"""
@@ -233,7 +239,7 @@ def _candidate(
     severity = _SEVERITY.get(normal.level or "", 0)
     if exception is not None and normal.level not in _HANDLED:
         severity = max(severity, _EXCEPTION_SEVERITY)
-    if panic or text.startswith("Fatal Python error"):
+    if panic or _FATAL.match(text):
         severity = _SEVERITY["fatal"]
     own = severity
     if reported:
