@@ -572,8 +572,8 @@ def summarize(records: list[dict[str, Any]]) -> str:
             )
             lines.append(
                 f"{design}: servegate check of same against baseline (default thresholds, "
-                f"Bonferroni over its metrics): REGRESSION in {_pct(alarms, len(checked))} of "
-                f"pairs; {uncalled} pairs had a metric it could not call."
+                f"its per-comparison confidence): REGRESSION in {_pct(alarms, len(checked))} "
+                f"of pairs; {uncalled} pairs had a metric it could not call."
             )
     seconds = [r["designs"][d]["seconds"] for r in records for d in designs if d in r["designs"]]
     drivers = sorted({str(r.get("driver", "not recorded")) for r in records})
