@@ -300,15 +300,24 @@ def select_cause(
     *,
     progress: Sequence[re.Pattern[str]] = (),
     hints: Mapping[str, str] | None = None,
+    literals: Mapping[str, str] | None = None,
 ) -> Cause | None:
     """The cause among ``lines`` (oldest first) by the rule above; None if none says one.
 
     ``fatal`` is the profile's compiled fatal rules in priority order; ``progress`` the
-    patterns of lines that show the engine moving on (phases, progress bars, ready
-    lines); ``hints`` the profile's hint per kind, for a kind found by its words.
+    patterns of lines that show the engine moving on (phase openings, ready lines);
+    ``hints`` the profile's hint per kind, for a kind found by its words; ``literals``
+    the literal each pattern's matches hold, by pattern (gate/watch.py's ``Rules`` has
+    them: the gate's first verdict then computes none).
     """
-    rules = tuple((_literal(pattern.pattern), pattern, sig) for pattern, sig in fatal)
-    moves = tuple((_literal(pattern.pattern), pattern) for pattern in progress)
+    known = literals or {}
+
+    def literal(pattern: re.Pattern[str]) -> str:
+        found = known.get(pattern.pattern)
+        return _literal(pattern.pattern) if found is None else found
+
+    rules = tuple((literal(pattern), pattern, sig) for pattern, sig in fatal)
+    moves = tuple((literal(pattern), pattern) for pattern in progress)
     entries = logical_lines(lines)
     found: list[_Candidate] = []
     moved_on: list[int] = []

@@ -186,6 +186,8 @@ class Rules:
         for sig in profile.fatal:
             if not sig.wrapper:
                 self.hints.setdefault(sig.kind, sig.hint)
+        # what every match of each pattern holds ("" when nothing is known), by pattern
+        self.literals: dict[str, str] = {rule.pattern.pattern: rule.literal or "" for rule in rules}
         # the recovery patterns by their text: cause() skips the lines they took back
         self.recoveries: dict[str, re.Pattern[str]] = {
             rule.name: rule.pattern for rule in rules if rule.action == "recover"
@@ -437,7 +439,11 @@ class LogWatcher:
         if self.recovered:
             lines = _without_withdrawn(lines, self.rules)
         found = select_cause(
-            lines, self.rules.fatal, progress=self.rules.progress_marks, hints=self.rules.hints
+            lines,
+            self.rules.fatal,
+            progress=self.rules.progress_marks,
+            hints=self.rules.hints,
+            literals=self.rules.literals,
         )
         if found is None:
             found = self._traceback_cause
