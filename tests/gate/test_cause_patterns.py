@@ -408,6 +408,7 @@ def test_a_shards_output_is_read_as_what_its_error_line_reports(tmp_path: Path) 
         ("OSError: We couldn't connect to 'https://huggingface.co' to load this file", "download"),
         ("OSError: /models/m does not appear to be a valid config.json", "model-load"),
         ("RuntimeError: this kernel needs compute capability 8.0 or newer", "cuda-arch"),
+        ("ValueError: 'fp9' is not a valid CacheDType", "bad-args"),
         ("RuntimeError: something nobody has a word for", "exit"),
     ],
 )
@@ -489,3 +490,11 @@ def test_an_assertion_or_a_panic_is_the_cause(
     cause, also before an ERROR line that follows it."""
     verdict = gate(tmp_path, "generic", lines, exit=exit)
     assert (verdict.kind, verdict.matched_line) == (kind, lines[cause])
+
+
+@pytest.mark.parametrize(("code", "kind"), [(137, "killed"), (139, "segfault"), (134, "abort")])
+def test_a_shells_128_plus_signal_is_that_signal(tmp_path: Path, code: int, kind: str) -> None:
+    """A launcher script or docker reports a server killed by signal N as 128 + N."""
+    verdict = gate(tmp_path, "generic", ["loading weights", "Killed"], exit=code)
+    assert (verdict.exit_code, verdict.kind) == (code, kind)
+    assert f"(exit code {code}, as a shell reports it)" in verdict.reason

@@ -244,7 +244,8 @@ _WORDS: tuple[Words, ...] = (
         r"|unknown (?:argument|option|flag)|unexpected argument|requires an argument"
         r"|missing (?:required )?argument|arguments are required|no such option"
         r"|must be (?:one of|divisible by|a multiple of|greater than|less than|between"
-        r"|positive)|is not divisible by|expected one argument",
+        r"|positive)|is not divisible by|expected one argument"
+        r"|is not a valid [A-Z]\w+",  # an enum's value from a flag ('fp9' is not a valid CacheDType)
     ),
     Words(
         kind="model-load",

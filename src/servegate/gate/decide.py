@@ -57,6 +57,9 @@ _WITHDRAW_WAIT_S = 1.0
 # no probe to confirm it: READY after this long without a fatal line or an exit (uvicorn
 # logs a failed bind and exits within milliseconds of its "Application startup complete.")
 _BEFORE_BIND_WAIT_S = 0.2
+# exit codes with which a shell or a container runtime reports a child killed by
+# SIGABRT, SIGKILL or SIGSEGV (128 + the signal)
+_SHELL_SIGNALS = (128 + signal.SIGABRT, 128 + signal.SIGKILL, 128 + signal.SIGSEGV)
 _CHILD_GRACE_S = 0.3  # after an essential child dies, wait this long for the main to follow
 _PARTIAL_QUIET_S = 0.1  # output quiet this long: match an unfinished last line as it stands
 # a slow (busy) server is looked at again this often: the stall period / 10, within bounds
@@ -462,25 +465,32 @@ class Gate:
         code = self.exit_code
         last = self.watcher.last_error
         kind: str
+        number = None  # the signal that ended it, if one did
         if code is not None and code < 0:
-            sig = _signal_name(-code)
-            if -code == signal.SIGSEGV:
+            number = -code
+        elif code in _SHELL_SIGNALS:
+            number = code - 128  # a shell (or docker) reports a child's signal N as 128 + N
+        if number is not None:
+            sig = _signal_name(number)
+            if number == signal.SIGSEGV:
                 kind, hint = Kind.SEGFAULT, "a native extension crashed: check that torch, CUDA "
                 hint += "and the engine were built for each other"
-            elif -code == signal.SIGKILL:
+            elif number == signal.SIGKILL:
                 kind = Kind.KILLED
                 hint = "SIGKILL without a message is often the OOM killer: check dmesg and memory"
-            elif -code == signal.SIGABRT:
+            elif number == signal.SIGABRT:
                 # abort() is called from inside: a failed assertion, an uncaught C++
                 # exception (std::terminate), a heap check ("free(): invalid pointer")
                 kind = Kind.ABORT
                 hint = "the server aborted itself: the cause is in the lines just above"
             else:
                 kind, hint = Kind.EXIT, "something sent the server a signal: check who stops it"
-            if -code == signal.SIGABRT:
+            if number == signal.SIGABRT:
                 reason = f"the server aborted itself ({sig})"
             else:
                 reason = f"the server was killed by {sig}"
+            if code is not None and code > 0:
+                reason += f" (exit code {code}, as a shell reports it)"
         else:
             kind = Kind.EXIT
             if code == 0:
