@@ -277,6 +277,8 @@ def _table_line(line: str) -> str | None:
     match = _WRAPPERS.match(line)
     bare = (line[match.end() :] if match is not None else line).rstrip().rstrip("│┃")
     return bare if _TABLE_BORDER.match(bare) or _TABLE_ROW.match(bare) else None
+
+
 _BACKTRACE = re.compile(r"\s*#?\d+\s+(?:0x[0-9a-fA-F]+|\S+\(\+0x)")
 _FRAME_START = re.compile(r'\s*(?:File "|Traceback \(|During handling|The above exception)')
 _EXCEPTION_START = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt):")
