@@ -275,7 +275,7 @@ def _serve(folder: Path, marker: str, user: str, uid: int, home: Path) -> Remote
         for path in (dot_ssh, keys):
             os.chown(path, uid, uid)
         remote_dir = home / ".servegate"
-        state = home / ".local" / "state" / "servegate-test"
+        state = home / ".local" / "state" / "servegate-state"
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     else:
         keys = folder / "authorized_keys"

@@ -27,7 +27,7 @@ import subprocess
 import time
 from pathlib import Path
 
-CACHE = Path("/var/tmp/servegate-test-venvs")
+CACHE = Path("/var/tmp/servegate-remote-venvs")
 UNUSED_S = 7 * 86400
 
 

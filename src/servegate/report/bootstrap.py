@@ -129,23 +129,16 @@ def estimate(
     Each value is an independent unit: a server start for the mean (startup times), a
     request for a percentile (order statistics). See ``estimate_nested``.
     """
-    if stat.q is not None:
-        return estimate_nested(
-            flat(baseline),
-            flat(variant),
-            stat=stat,
-            confidence=confidence,
-            resamples=resamples,
-            rng=rng,
-            independent=True,
-        )
+    percentile = stat.q is not None
+    level = flat if percentile else per_start
     return estimate_nested(
-        per_start(baseline),
-        per_start(variant),
+        level(baseline),
+        level(variant),
         stat=stat,
         confidence=confidence,
         resamples=resamples,
         rng=rng,
+        independent=percentile,
     )
 
 
