@@ -18,8 +18,10 @@ Randomization Trials*, 2000, ch. 5), on the log scale:
   degrees of freedom; the two sides are combined as Welch's t (Welch-Satterthwaite
   degrees of freedom; with two starts a side, where that approximation is poorest,
   Student's pooled 2), so two starts a side give an honestly wide interval;
-- a side with one start has no estimate of the variation between starts: its interval
-  is the within-start one (the report says that the comparison rests on one start).
+- a side with one start has no estimate of the variation between starts: a comparison
+  of server starts then has no interval ("needs more starts", ``bootstrap.call``); the
+  within-start interval serves values that are independent draws of one population
+  (``bootstrap.estimate``).
 
 With two starts or more a side's percentile is the geometric mean of its starts'
 percentiles, the figure whose spread the interval measures (the percentile of all
