@@ -89,6 +89,26 @@ def ready_line(lines: queue.Queue[str]) -> str:
             return line
 
 
+def started_until_ready(
+    argv: list[str], *, merged: bool
+) -> tuple[subprocess.Popen[str], queue.Queue[str], str]:
+    """``servegate ARGV`` started, read up to its SERVER READY line (killed if that read
+    fails); ``merged``: its stderr on its stdout."""
+    proc = subprocess.Popen(
+        [PY, "-m", "servegate", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+        text=True,
+    )
+    lines = lines_of(proc)
+    try:
+        return proc, lines, ready_line(lines)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+
+
 @pytest.mark.parametrize("stderr", ["apart", "on stdout"])
 def test_launch_prints_ready_before_the_startup_record(port: int, stderr: str) -> None:
     """launch prints SERVER READY while the start history's write is still blocked; the
@@ -96,19 +116,8 @@ def test_launch_prints_ready_before_the_startup_record(port: int, stderr: str) -
     keeper writes the line; with stderr on stdout (phase lines there) launch does."""
     gate = ["--engine", "sglang", "--port", str(port), "--name", "first"]
     with history_locked():
-        proc = subprocess.Popen(
-            [PY, "-m", "servegate", "launch", *gate, "--", *sim(port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if stderr == "apart" else subprocess.STDOUT,
-            text=True,
-        )
-        lines = lines_of(proc)
-        try:
-            line = ready_line(lines)
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
+        argv = ["launch", *gate, "--", *sim(port)]
+        proc, lines, line = started_until_ready(argv, merged=stderr != "apart")
     err = finish(proc, lines)
     assert servegate("stop", "first").returncode == 0
     assert line.startswith("SERVER READY after "), line + err
@@ -147,19 +156,8 @@ def test_wait_prints_ready_before_the_startup_record(port: int, tmp_path: Path) 
     try:
         gate = ["--engine", "sglang", "--port", str(port), "--log", str(log)]
         with history_locked():
-            proc = subprocess.Popen(
-                [PY, "-m", "servegate", "wait", *gate, "--pid", str(server.pid)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            lines = lines_of(proc)
-            try:
-                line = ready_line(lines)
-            except BaseException:
-                proc.kill()
-                proc.wait()
-                raise
+            argv = ["wait", *gate, "--pid", str(server.pid)]
+            proc, lines, line = started_until_ready(argv, merged=False)
         err = finish(proc, lines)
     finally:
         server.terminate()
