@@ -21,6 +21,7 @@ from servegate.campaign.preflight import (
     stale_locks,
 )
 from servegate.launch.tree import port_is_free as port_free
+from servegate.startup.caches import cache_paths
 
 
 @pytest.fixture
@@ -179,6 +180,41 @@ def test_cache_dirs_follow_the_server_environment(tmp_path: Path) -> None:
     assert tmp_path / "s" in dirs
     assert tmp_path / "i" in dirs
     assert Path.home() / ".cache" / "flashinfer" in dirs
+
+
+def test_lock_check_looks_in_every_cache_a_start_measures(tmp_path: Path) -> None:
+    """The stale-lock check reads the cold/warm map of cache folders: each cache but the
+    driver's lies in a folder it scans, whichever variables moved the caches."""
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "TRITON_HOME": str(tmp_path / "triton-home"),
+        "FLASHINFER_WORKSPACE_BASE": str(tmp_path / "flashinfer-base"),
+    }
+    for name in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "VLLM_CACHE_ROOT"):
+        env[name] = ""  # unset: the defaults above decide
+    scanned = jit_cache_dirs(env)
+    caches = cache_paths({**os.environ, **env})
+    missed = [
+        name
+        for name, path in caches.items()
+        if name != "cuda" and not any(path.is_relative_to(top) for top in scanned)
+    ]
+    assert [] == missed
+
+
+def test_a_lock_left_in_flashinfers_workspace_is_flagged(tmp_path: Path) -> None:
+    """FlashInfer's cache follows FLASHINFER_WORKSPACE_BASE for the lock check too."""
+    cache = tmp_path / "base" / ".cache" / "flashinfer" / "90" / "cached_ops" / "norm"
+    cache.mkdir(parents=True)
+    (cache / "lock").write_text("")
+    report = run_preflight(
+        port=None, env={"FLASHINFER_WORKSPACE_BASE": str(tmp_path / "base")}, timeout_s=0
+    )
+    check = by_name(report, "jit-locks")
+    assert check.level is Level.WARNING  # type: ignore[attr-defined]
+    assert str(cache / "lock") in check.message  # type: ignore[attr-defined]
 
 
 @pytest.mark.skipif(GpuMonitor.open() is not None, reason="this machine has an NVIDIA GPU")

@@ -34,6 +34,7 @@ import pynvml
 from servegate._proc import same_process
 from servegate.campaign.gpu import GpuMemory, GpuMonitor, wait_released
 from servegate.launch.tree import describe_holders, named_port_holders, port_is_free
+from servegate.startup.caches import lock_dirs
 
 __all__ = [
     "Check",
@@ -346,28 +347,9 @@ def _hub_cache(env: Mapping[str, str]) -> Path:
 
 
 def jit_cache_dirs(env: Mapping[str, str]) -> list[Path]:
-    """The JIT and compile cache folders a server with environment ``env`` would use."""
-
-    def get(key: str) -> str | None:
-        return env.get(key) or os.environ.get(key)
-
-    home = Path.home()
-    user = os.environ.get("USER") or str(os.getuid())
-    candidates = [
-        Path(get("FLASHINFER_CACHE_DIR") or home / ".cache" / "flashinfer"),
-        home / ".cache" / "flashinfer",
-        Path(get("SGLANG_CACHE_DIR") or home / ".cache" / "sglang"),
-        Path(get("TORCHINDUCTOR_CACHE_DIR") or Path("/tmp") / f"torchinductor_{user}"),
-        Path(get("TRITON_CACHE_DIR") or home / ".triton" / "cache"),
-        Path(get("TORCH_EXTENSIONS_DIR") or home / ".cache" / "torch_extensions"),
-        Path(get("VLLM_CACHE_ROOT") or home / ".cache" / "vllm"),
-    ]
-    seen: list[Path] = []
-    for candidate in candidates:
-        path = candidate.expanduser()
-        if path not in seen:
-            seen.append(path)
-    return seen
+    """The JIT and compile cache folders a server with environment ``env`` (added to
+    ours) would use: the folders whose caches a start measures (``startup.caches``)."""
+    return lock_dirs({**os.environ, **env})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,6 +17,9 @@ engines' and libraries' own sources):
   (older FlashInfer and other JIT extensions)
 - ``cuda``: ``$CUDA_CACHE_PATH``, else ``~/.nv/ComputeCache`` (the driver's PTX JIT cache)
 
+This is the one map of those folders: the campaign's preflight looks for stale JIT
+locks in the same folders (``lock_dirs``).
+
 The server's environment (the caller's, plus ``--env``) decides, as it does for the
 engine. A walk stops at ``MAX_FILES`` files and says so (``truncated``).
 """
@@ -37,6 +40,7 @@ __all__ = [
     "CacheState",
     "cache_paths",
     "engine_caches",
+    "lock_dirs",
     "measure",
 ]
 
@@ -127,11 +131,15 @@ def _user(env: Mapping[str, str]) -> str:
     return "".join("_" if ch in '\\/:*?"<>|' else ch for ch in name)
 
 
+def _vllm_root(env: Mapping[str, str]) -> str:
+    return env.get("VLLM_CACHE_ROOT") or os.path.join(_xdg_cache(env), "vllm")
+
+
 def cache_paths(env: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Every known cache's folder for a server started with ``env`` (default: ours)."""
     env = os.environ if env is None else env
     home = _home(env)
-    vllm_root = env.get("VLLM_CACHE_ROOT") or os.path.join(_xdg_cache(env), "vllm")
+    vllm_root = _vllm_root(env)
     triton_home = env.get("TRITON_HOME") or home
     tmp = env.get("TMPDIR") or tempfile.gettempdir()
     paths = {
@@ -153,6 +161,23 @@ def cache_paths(env: Mapping[str, str] | None = None) -> dict[str, Path]:
         "cuda": env.get("CUDA_CACHE_PATH") or os.path.join(home, ".nv", "ComputeCache"),
     }
     return {name: Path(os.path.expanduser(path)) for name, path in paths.items()}
+
+
+def lock_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
+    """The folders where a JIT build of a server started with ``env`` can leave a lock.
+
+    Every cache of ``cache_paths`` but the driver's (``cuda`` holds no lock files), with
+    vLLM's whole cache root in place of its compile cache (one folder of that root).
+    """
+    env = os.environ if env is None else env
+    paths = cache_paths(env)
+    paths["vllm_torch_compile"] = Path(os.path.expanduser(_vllm_root(env)))
+    del paths["cuda"]
+    found: list[Path] = []
+    for path in paths.values():
+        if path not in found:
+            found.append(path)
+    return found
 
 
 def engine_caches(engine: str) -> tuple[str, ...]:
