@@ -5,13 +5,16 @@
         print(server.url)
 
 The gate's names (``launch``, ``wait``, ``Server``, ``StopReport``, ``Verdict``) load on
-first use, so that ``servegate stop`` and ``import servegate`` stay quick.
+first use, so that ``servegate stop`` and ``import servegate`` stay quick. ``launch`` is
+the package ``servegate.launch``, callable as its function ``launch``: an ``import
+servegate.launch.…`` anywhere makes the package this attribute, so it is that always.
+The module's public names are ``__all__`` and nothing else (tests/test_package.py).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import typing as _typing
 
 from servegate._version import __version__
 from servegate.errors import (
@@ -27,7 +30,7 @@ from servegate.errors import (
     UsageError,
 )
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from servegate.gate import Verdict, wait
     from servegate.launch import Server, StopReport, launch
 
@@ -50,19 +53,25 @@ __all__ = [
     "wait",
 ]
 
-_LAZY = {
-    "launch": "servegate.launch",
-    "Server": "servegate.launch",
-    "StopReport": "servegate.launch",
-    "wait": "servegate.gate",
-    "Verdict": "servegate.gate",
+_LAZY = {  # name -> (module, its attribute; None: the module itself)
+    "launch": ("servegate.launch", None),
+    "Server": ("servegate.launch", "Server"),
+    "StopReport": ("servegate.launch", "StopReport"),
+    "wait": ("servegate.gate", "wait"),
+    "Verdict": ("servegate.gate", "Verdict"),
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _LAZY:
         raise AttributeError(f"module 'servegate' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, attribute = _LAZY[name]
+    value = _importlib.import_module(module)
+    if attribute is not None:
+        value = getattr(value, attribute)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
