@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from packaging.markers import Marker
+
 from servegate._version import __version__
 from servegate.errors import ServegateError
 
@@ -73,13 +75,9 @@ def build_id() -> str:
 
 
 def _applies(marker: str) -> bool:
-    """Whether a requirement's environment marker holds here (pip's own evaluator)."""
+    """Whether a requirement's environment marker holds here (``packaging``, as pip)."""
     if not marker.strip():
         return True
-    try:
-        from packaging.markers import Marker
-    except ImportError:  # pip always has it
-        from pip._vendor.packaging.markers import Marker  # type: ignore[assignment]
     return bool(Marker(marker).evaluate())
 
 
