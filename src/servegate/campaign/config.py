@@ -40,6 +40,7 @@ from servegate.campaign.schema import (
     ServerTable,
     VariantTable,
     config_error,
+    name_problem,
     percentage,
 )
 from servegate.engines import ENGINE_NAMES, get_profile
@@ -511,6 +512,14 @@ def _expand_matrix(matrix: MatrixTable | None, where: str) -> list[VariantTable]
             name = _fill(matrix.name, {k: str(v) for k, v in values.items()})
         else:
             name = ",".join(f"{axis}={value or 'none'}" for axis, value in values.items())
+        problem = name_problem(name)
+        if problem is not None:
+            raise ConfigError(
+                f"{where}: [matrix] makes the variant name {name!r}: {problem} "
+                "(in the axes' values or the name template).",
+                path=where,
+                key="matrix.name",
+            )
         tables.append(
             VariantTable(
                 name=name,

@@ -599,5 +599,7 @@ def _free_port() -> int:
 
 
 def slug(name: str) -> str:
-    """``name`` as a file name part."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")[:60] or "x"
+    """``name`` as a file name part and a valid server name: letters, digits, ``.``,
+    ``_`` and ``-``, beginning with a letter or digit (``.hidden`` is ``hidden``, never a
+    hidden file, ``..`` or a name ``launch --name`` refuses)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).lstrip("._-").rstrip("-")[:60] or "x"

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
+from servegate._text import printable
 from servegate.redact import Redactor
 
 __all__ = ["CampaignProgress", "TimeLeft", "duration"]
@@ -165,6 +166,8 @@ class CampaignProgress:
         if self._quiet and not always:
             return
         message = self._redactor.text(message)
+        # a control character in a relayed line or an older name cannot rewrite the screen
+        message = "\n".join(printable(part, keep_tab=True) for part in message.split("\n"))
         if self._live:
             self._console.print(Text(message, style=style))
         else:

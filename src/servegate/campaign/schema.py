@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from servegate._text import describe, unprintable
 from servegate.campaign.locate import loc_line
 from servegate.errors import ConfigError
 
@@ -29,6 +30,7 @@ __all__ = [
     "ServerTable",
     "VariantTable",
     "config_error",
+    "name_problem",
     "percentage",
 ]
 
@@ -37,6 +39,22 @@ MAX_MATRIX_VARIANTS = 1000  # a [matrix] expanding to more is a mistake unless m
 
 
 # --- the file, as pydantic models (extra keys forbidden) ---------------------------------
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a campaign or a variant, or None: a control character
+    (a newline, CR, an ANSI escape, C1, DEL, a bidi override) would let it print a forged
+    line in run, report, check and the step summary."""
+    char = unprintable(name)
+    if char is None:
+        return None
+    return f"a name cannot hold {describe(char)}; use printable characters only"
+
+
+def _printable_name(value: object) -> object:
+    if isinstance(value, str) and (problem := name_problem(value)) is not None:
+        raise ValueError(problem)
+    return value
 
 
 class _Table(BaseModel):
@@ -52,6 +70,8 @@ class CampaignTable(_Table):
     baseline: str = Field(min_length=1)
     description: str = ""
     min_effect: str | None = None  # "2%": the smallest change reports call better or worse
+
+    _names = field_validator("name", "baseline")(_printable_name)
 
     @field_validator("min_effect", mode="before")
     @classmethod
@@ -138,6 +158,7 @@ class VariantTable(_Table):
     """``[[variant]]``: one change against the template (args, env, command or bench)."""
 
     name: str = Field(min_length=1, max_length=100)
+    _name = field_validator("name")(_printable_name)
     description: str = ""
     args: str | list[str] = ""
     env: dict[str, Scalar] = Field(default_factory=dict)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from servegate._text import printable
 from servegate.cli.options import engine as engine_option
 from servegate.cli.options import examples, json_flag, quiet
 from servegate.cli.remote import host_option, run_remote
@@ -135,7 +136,7 @@ def _render(
         where = f" of {verdict.log_path}" if verdict.log_path else ""
         lines += [f"--- last {len(shown)} lines{where} ---", *shown]
     if lines:  # only what is printed is scrubbed: READY waits for nothing
-        click.echo("\n".join(scrub(lines)))
+        click.echo("\n".join(printable(line, keep_tab=True) for line in scrub(lines)))
 
 
 def _exit(code: int) -> NoReturn:
@@ -297,7 +298,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
 def _launching(tracked: Tracked, session: StartSession, env: dict[str, str]) -> None:
     """``on_started``: the launching line, once the command passed every check and runs."""
     argv = Redactor.collect(envs=[env]).command(tracked.command)
-    click.echo(f"launching {' '.join(argv)[:200]}", err=True)
+    click.echo(f"launching {printable(' '.join(argv)[:200])}", err=True)
     session.started(tracked)
 
 
@@ -612,10 +613,11 @@ def ps(prune: bool, as_json: bool, host: str) -> None:
     if not servers:
         return
     now = time.time()
-    rows = [("NAME", "PID", "ENGINE", "URL", "UPTIME", "STATE", "LOG")]
+    rows: list[tuple[str, ...]] = [("NAME", "PID", "ENGINE", "URL", "UPTIME", "STATE", "LOG")]
     for t in servers:
         uptime = f"{now - t.create_time:.0f}s" if t.alive() else "-"
-        rows.append((t.name, str(t.pid), t.engine, t.url or "-", uptime, t.state(), t.log_path))
+        shown = (t.name, str(t.pid), t.engine, t.url or "-", uptime, t.state(), t.log_path)
+        rows.append(tuple(printable(cell) for cell in shown))  # a state file anyone could write
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]

@@ -12,6 +12,7 @@ import json
 
 import click
 
+from servegate._text import printable
 from servegate.cli.options import engine, examples, json_flag
 from servegate.errors import UsageError
 from servegate.gate.verdict import Status
@@ -67,13 +68,14 @@ def history(
         click.echo(
             f"#{row.id} {row.started_at[:19]} {row.engine} {row.status.upper()} "
             f"{row.elapsed_s:.1f}s {temperature}{eta_text} [{row.config_key}] "
-            f"{' '.join(row.command)[:120]}"
+            f"{printable(' '.join(row.command)[:120])}"
         )
         if row.status != Status.READY and (row.kind or row.reason):
             why = f"{row.kind}: {row.reason}" if row.kind else row.reason
-            click.echo(f"    {scrub(why)}")
+            click.echo(f"    {printable(scrub(why), keep_tab=True)}")
         for phase in row.phases:
             end = phase.get("end_s")
             took = f"{end - phase['start_s']:.1f}s" if end is not None else "open"
             progress = describe_progress(PhaseProgress.from_json(phase.get("progress")))
-            click.echo(f"    {phase['name']:<28} {took:>8}  {progress}".rstrip())
+            name = printable(str(phase["name"]))
+            click.echo(f"    {name:<28} {took:>8}  {progress}".rstrip())

@@ -19,6 +19,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from servegate._text import printable
 from servegate.cli.options import examples, json_flag, quiet, write_json_file
 
 __all__ = ["bench_from_option", "forward_args", "host_option", "remote", "run_bench", "run_remote"]
@@ -103,18 +104,24 @@ def run_remote(
     hint = "stop it with: servegate stop "
 
     def err(text: str) -> None:
-        click.echo(text.replace(hint, f"{hint}--host {target.spec} "), err=True)
+        relay(text.replace(hint, f"{hint}--host {target.spec} "), err=True)
 
     def note(text: str) -> None:
-        click.echo(text, err=True)
+        relay(text, err=True)
 
-    output = Output(out=click.echo, err=err, note=None if quiet else note)
+    output = Output(out=relay, err=err, note=None if quiet else note)
     if command in ("launch", "wait") and not foreground:
         code = run_job(target, command, argv, env=env, output=output)
     else:
         code = run_cli(target, command, argv, env=env, output=output, foreground=foreground)
     sys.stdout.flush()
     sys.exit(code)
+
+
+def relay(text: str, *, err: bool = False) -> None:
+    """One line the host sent, printed with its control characters escaped: a host
+    cannot move the cursor, recolour or forge a line of this terminal."""
+    click.echo(printable(text, keep_tab=True), err=err)
 
 
 def run_bench(
@@ -138,10 +145,10 @@ def run_bench(
     env = {"OPENAI_API_KEY": api_key} if api_key else {}  # never in a process list
     document = as_json or json_file is not None
     collected: list[str] = []
-    out = collected.append if document else click.echo
+    out = collected.append if document else relay
     extra: dict[str, Any] = {"bench_from": bench_from, "host": target.spec}
     if bench_from == "remote":
-        output = Output(out=out, err=lambda text: click.echo(text, err=True))
+        output = Output(out=out, err=lambda text: relay(text, err=True))
         code = run_cli(
             target, "bench", ["--json", *argv] if document else argv, env=env, output=output
         )
@@ -181,7 +188,8 @@ def run_bench(
             if as_json:
                 click.echo(json.dumps(results))
         elif as_json:
-            click.echo("\n".join(collected))  # the error object, as the command printed it
+            for line in collected:  # the error object, as the command printed it
+                relay(line)
     sys.stdout.flush()
     sys.exit(code)
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from servegate._text import code_span, markdown_text
 from servegate._version import __version__
 from servegate.errors import UsageError
 from servegate.report import text
@@ -782,7 +783,8 @@ def render_table(result: CheckResult) -> str:
 
 
 def _md(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
+    """Literal text on one line: ``|``, backticks and ``\\`` escaped, controls shown."""
+    return markdown_text(value.replace("\n", " "))
 
 
 def render_markdown(result: CheckResult) -> str:
@@ -795,9 +797,9 @@ def render_markdown(result: CheckResult) -> str:
     out = [
         f"## servegate check: {mark}, {title}",
         "",
-        f"Candidate `{result.candidate.campaign}` ({result.candidate.db}, "
-        f"{result.candidate.status}) against `{result.baseline.campaign}` "
-        f"({result.baseline.db}, {result.baseline.status}). Largest tolerated regression: "
+        f"Candidate {code_span(result.candidate.campaign)} ({_md(result.candidate.db)}, "
+        f"{result.candidate.status}) against {code_span(result.baseline.campaign)} "
+        f"({_md(result.baseline.db)}, {result.baseline.status}). Largest tolerated regression: "
         f"{thresholds}.",
         "",
     ]

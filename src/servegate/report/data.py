@@ -4,7 +4,9 @@ Reading once and handing plain values to the statistics and the renderers keeps 
 renderers free of SQL and lets tests build a campaign without a server. What is read is
 redacted here, once for every report format: a database written before redaction
 existed, or by another tool, still shows no secret of this environment, no secret flag
-value and no URL credentials.
+value and no URL credentials. Names and log tails are made printable here too: a name
+stored before control characters were refused (a newline, an ANSI escape) is shown
+escaped in every format, never as a forged line.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from servegate._text import printable
 from servegate.bench import metrics
 from servegate.errors import UsageError
 from servegate.redact import Redactor
@@ -78,7 +82,7 @@ def resolve_campaign(store: Store, name: str | None) -> CampaignInfo:
     for info in known:
         if info.name == name:
             return info
-    names = ", ".join(c.name for c in known)
+    names = ", ".join(printable(c.name) for c in known)
     raise UsageError(f"no campaign {name!r} in {store.path}; known campaigns: {names}.")
 
 
@@ -86,12 +90,15 @@ def load_campaign(store: Store, cid: int) -> CampaignData:
     """Read one campaign, its attempts, points and samples (secrets masked)."""
     redactor = Redactor.collect()
     info = redactor.record(store.campaign_info(cid))
-    points = [redactor.record(point) for point in store.points(cid)]
+    info = replace(info, name=printable(info.name), baseline=printable(info.baseline))
+    points = [
+        replace(p, variant=printable(p.variant)) for p in map(redactor.record, store.points(cid))
+    ]
     attempts = [
-        replace(redactor.record(a), command=tuple(redactor.command(a.command)))
+        _printable_attempt(replace(redactor.record(a), command=tuple(redactor.command(a.command))))
         for a in store.attempts(cid)
     ]
-    names = store.variants(cid)
+    names = [printable(name) for name in store.variants(cid)]
     for name in [a.variant for a in attempts] + [p.variant for p in points]:
         if name not in names:
             names.append(name)
@@ -115,6 +122,36 @@ def load_campaign(store: Store, cid: int) -> CampaignData:
         samples=samples,
         point_samples=per_point,
     )
+
+
+def _printable_attempt(attempt: AttemptInfo) -> AttemptInfo:
+    """``attempt`` with its variant names, reason and log tail printable (escaped)."""
+    verdict = attempt.verdict
+    if verdict is not None:
+        verdict = {key: _printable_json(value) for key, value in verdict.items()}
+    return replace(
+        attempt,
+        variant=printable(attempt.variant),
+        failed_variants=tuple(printable(name) for name in attempt.failed_variants),
+        reason=None if attempt.reason is None else _printable_lines(attempt.reason),
+        verdict=verdict,
+    )
+
+
+def _printable_lines(text: str) -> str:
+    """``text`` printable line by line: its own newlines kept (a reason's detail line)."""
+    return "\n".join(printable(line, keep_tab=True) for line in text.split("\n"))
+
+
+def _printable_json(value: Any) -> Any:
+    """Every string in a JSON-like value printable (a tab kept: log lines use it)."""
+    if isinstance(value, str):
+        return printable(value, keep_tab=True)
+    if isinstance(value, list):
+        return [_printable_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _printable_json(item) for key, item in value.items()}
+    return value
 
 
 def pool(parts: Sequence[Samples]) -> Samples:

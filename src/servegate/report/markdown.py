@@ -8,12 +8,16 @@ variants that did not finish (with the log tail), and how the intervals were com
 
 from __future__ import annotations
 
+import re
+
+from servegate._text import code_span, markdown_text
 from servegate.report import text
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
 
 
 def _esc(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
+    """A table cell: one line, ``|``, backticks and ``\\`` escaped (names come raw)."""
+    return markdown_text(value.replace("\n", " "))
 
 
 def _table(header: list[str], rows: list[list[str]], right_from: int = 1) -> list[str]:
@@ -27,10 +31,10 @@ def render_markdown(report: Report) -> str:
     """The whole report as markdown text."""
     info = report.campaign
     out = [
-        f"# Campaign `{info.name}`",
+        f"# Campaign {code_span(info.name)}",
         "",
-        f"Baseline **{report.baseline}** · status {info.status} · started {info.created_at} · "
-        f"report {report.generated_at}",
+        f"Baseline **{markdown_text(report.baseline)}** · status {info.status} · "
+        f"started {info.created_at} · report {report.generated_at}",
         "",
         *_throughput(report),
         *_latency(report),
@@ -57,12 +61,12 @@ def _throughput(report: Report) -> list[str]:
             + [_throughput_cell(report, row, load) for load in report.loads]
         )
     return [
-        f"## Output throughput (tok/s), change vs {report.baseline} "
+        f"## Output throughput (tok/s), change vs {markdown_text(report.baseline)} "
         f"[{text.confidence_label(report)} interval]",
         "",
         *_table(["variant", "status", "startup", *report.loads], rows, right_from=2),
         "",
-        *(f"- {text.closing_line(report, r)}" for r in report.variants[1:]),
+        *(f"- {markdown_text(text.closing_line(report, r))}" for r in report.variants[1:]),
         "",
     ]
 
@@ -166,7 +170,12 @@ def _not_compared(report: Report) -> list[str]:
     skipped = [r for r in report.variants if r.not_compared and not r.failed]
     if not skipped:
         return []
-    return ["## Not compared", "", *(f"- {row.name}: {row.not_compared}" for row in skipped), ""]
+    return [
+        "## Not compared",
+        "",
+        *(f"- {markdown_text(f'{row.name}: {row.not_compared}')}" for row in skipped),
+        "",
+    ]
 
 
 def _placement(report: Report) -> list[str]:
@@ -174,7 +183,12 @@ def _placement(report: Report) -> list[str]:
     lines = text.placement_lines(report)
     if not lines:
         return []
-    return ["## Where each start ran", "", *(f"- {line.strip()}" for line in lines[1:]), ""]
+    return [
+        "## Where each start ran",
+        "",
+        *(f"- {markdown_text(line.strip())}" for line in lines[1:]),
+        "",
+    ]
 
 
 def _not_finished(report: Report) -> list[str]:
@@ -184,17 +198,25 @@ def _not_finished(report: Report) -> list[str]:
         return []
     out = ["## Variants that did not finish", ""]
     for row in failed:
-        out += [f"### {row.name}: {text.status(row)}", ""]
+        out += [f"### {markdown_text(row.name)}: {text.status(row)}", ""]
         if row.failed:
             reason = row.reason or "no reason was recorded"
             hint = f" Hint: {row.hint}." if row.hint else ""
-            out += [reason.rstrip(".") + "." + hint + " Not compared.", ""]
+            out += [markdown_text(reason.rstrip(".") + "." + hint + " Not compared."), ""]
         if row.earlier_failures:
             out += [
-                f"Earlier starts that failed: {', '.join(row.earlier_failures)} "
+                f"Earlier starts that failed: {markdown_text(', '.join(row.earlier_failures))} "
                 "(the last start decides the status).",
                 "",
             ]
         if row.tail:
-            out += ["```text", *row.tail, "```", ""]
+            fence = _fence(row.tail)
+            out += [f"{fence}text", *row.tail, fence, ""]
     return out
+
+
+def _fence(lines: tuple[str, ...]) -> str:
+    """A code fence longer than any run of backticks in ``lines``: a log line cannot
+    close it."""
+    longest = max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
+    return "`" * max(3, longest + 1)
