@@ -94,7 +94,7 @@ def test_metric_prefix_names_every_metric_of_its_engine() -> None:
             "fatal:port-in-use",
         ),
         ("llamacpp", "main: exiting due to model loading error", "fatal:model-load"),
-        ("tgi", "Error: ShardCannotStart", "fatal:engine-init"),
+        ("tgi", "Error: ShardCannotStart", "fatal:shard"),
         ("tgi", "ERROR text_generation_launcher: Shard 1 failed to start", "fatal:shard"),
         ("trtllm", "!!! Segfault encountered !!!", "fatal:segfault"),
         ("generic", "RuntimeError: NCCL error: unhandled system error", "fatal:nccl"),

@@ -498,3 +498,130 @@ def test_a_shells_128_plus_signal_is_that_signal(tmp_path: Path, code: int, kind
     verdict = gate(tmp_path, "generic", ["loading weights", "Killed"], exit=code)
     assert (verdict.exit_code, verdict.kind) == (code, kind)
     assert f"(exit code {code}, as a shell reports it)" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (
+            "app-1  | /app/llama-server: error while loading shared libraries: libfoo.so.2: "
+            "cannot open shared object file: No such file or directory",
+            "install",
+        ),
+        ("./server: symbol lookup error: ./server: undefined symbol: bar_init", "install"),
+        (
+            "./server: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.38' not found "
+            "(required by ./server)",
+            "install",
+        ),
+        ("ggml_vulkan: Device memory allocation of size 1234567 failed.", "oom"),
+        ("ggml_sycl: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY while allocating a buffer", "oom"),
+        ("Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f00", "cuda-error"),
+        ("FileNotFoundError: [Errno 2] No such file or directory: 'ninja'", "install"),
+        ("Segmentation fault (core dumped)", "segfault"),
+        ("Aborted (core dumped)", "abort"),
+    ],
+)
+def test_a_line_without_a_level_that_says_a_failure_names_its_kind(
+    tmp_path: Path, line: str, kind: str
+) -> None:
+    """A line with no level of its own (the dynamic loader, llama.cpp's backends, a
+    shell) that says something failed, in a family's words, is the cause of an exit."""
+    verdict = gate(tmp_path, "llamacpp", ["main: build = 1 (abc)", line, "Exiting."], exit=1)
+    assert (verdict.status, verdict.kind, verdict.matched_line) == ("crash", kind, line)
+
+
+def test_the_first_of_two_failures_without_a_level_is_the_cause(tmp_path: Path) -> None:
+    """Two allocation failures of one backend, no level on either: the earlier is quoted."""
+    first = "ggml_vulkan: Device memory allocation of size 369827840 failed."
+    lines = [first, "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory"]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=1)
+    assert (verdict.kind, verdict.matched_line) == ("oom", first)
+
+
+def test_a_line_without_a_level_that_says_no_failure_is_not_the_cause(tmp_path: Path) -> None:
+    """Words of a family in a line that says nothing failed give no cause."""
+    lines = ["loading model from /models/m.gguf", "+ llama-server --model /models/m.gguf"]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=3)
+    assert (verdict.kind, verdict.matched_line) == ("exit", None)
+
+
+def test_ggmls_fatal_error_after_a_source_location_is_quoted(tmp_path: Path) -> None:
+    """GGML_ABORT's 'path/file.h:319: fatal error' is the cause of the abort."""
+    cause = r"C:\src\llama.cpp\ggml\src\ggml-impl.h:319: fatal error"
+    lines = ["0.01.388.633 I cmn          init: llama threadpool init, n_threads = 12", cause]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=-6)
+    assert (verdict.kind, verdict.matched_line) == ("abort", cause)
+
+
+def test_a_subprocess_that_died_of_sigsegv_is_a_segfault(tmp_path: Path) -> None:
+    """subprocess's 'died with <Signals.SIGSEGV: 11>' is a segfault, not an install
+    problem (its CalledProcessError is the only other word that names a family)."""
+    cause = (
+        "subprocess.CalledProcessError: Command '['python3', '-m', 'probe']' died with "
+        "<Signals.SIGSEGV: 11>."
+    )
+    lines = [
+        "ERROR 03-18 18:38:01 [registry.py:331] Traceback (most recent call last):",
+        f"ERROR 03-18 18:38:01 [registry.py:331] {cause}",
+    ]
+    verdict = gate(tmp_path, "vllm", lines, exit=1)
+    assert verdict.kind == "segfault"
+    assert verdict.matched_line is not None and cause in verdict.matched_line
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [("ShardFailed", "shard"), ("ShardCannotStart", "shard"), ("WebserverFailed", "webserver")],
+)
+def test_tgis_last_error_names_the_part_it_gave_up_on(
+    tmp_path: Path, error: str, kind: str
+) -> None:
+    """The launcher's 'Error: <LauncherError>' alone: its kind is the part that failed."""
+    lines = [
+        "2024-07-22T19:57:05.908774Z  INFO shard-manager: text_generation_launcher: shard "
+        "terminated rank=3",
+        f"Error: {error}",
+    ]
+    verdict = gate(tmp_path, "tgi", lines, exit=1)
+    assert (verdict.kind, verdict.matched_line) == (kind, f"Error: {error}")
+
+
+def test_warnings_inside_a_json_shard_report_are_not_the_cause(tmp_path: Path) -> None:
+    """A JSON 'Shard 0 failed to start:' whose quoted output holds only warnings: the
+    launcher's line decides (shard); a warning's words (download, trust_remote_code) do
+    not, and the launcher's words are not read into its later lines."""
+    message = (
+        "Shard 0 failed to start:\\nA new version of the following files was downloaded "
+        "from org/model:\\n- configuration.py\\n. To avoid downloading new versions of the "
+        "code file, you can pin a revision.\\nThe argument `trust_remote_code` is to be "
+        "used with Auto classes. It has no effect here and is ignored.\\n"
+    )
+    line = (
+        '{"timestamp":"2023-06-02T14:12:37.201050Z","level":"ERROR","fields":{"message":"'
+        + message
+        + '"},"target":"text_generation_launcher"}'
+    )
+    verdict = gate(tmp_path, "tgi", [line], exit=1)
+    assert (verdict.kind, verdict.matched_line) == ("shard", line)
+
+
+def test_vllms_kv_cache_message_cut_short_is_still_out_of_memory(tmp_path: Path) -> None:
+    """The KV-cache check's line, cut before 'larger than the available KV cache
+    memory' (a terminal's wrap), is the same failure as when it is whole: oom."""
+    cause = (
+        "(EngineCore pid=316) ValueError: To serve at least one request with the model's "
+        "max seq len (100000), (4.26 GiB KV cach"
+    )
+    verdict = gate(tmp_path, "vllm", ["(EngineCore pid=316)     raise ValueError(", cause])
+    assert (verdict.kind, verdict.matched_line) == ("oom", cause)
+
+
+def test_uvicorns_running_line_is_vllms_ready_line(tmp_path: Path) -> None:
+    """vLLM releases that print no line of their own after uvicorn's: READY on it."""
+    lines = [
+        "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+        'INFO:     127.0.0.1:55504 - "GET / HTTP/1.1" 404 Not Found',
+    ]
+    verdict = gate(tmp_path, "vllm", lines, exit=None)
+    assert (verdict.status, verdict.matched_line) == ("ready", lines[0])

@@ -26,7 +26,8 @@ distributed ``nccl``, ``distributed`` (gloo, c10d, the store), ``mpi`` (MPI, wor
 arguments  ``bad-args``, ``max-model-len``
 download   ``download`` (the Hub or the network)
 engine     ``engine-init``, ``engine-dead``, ``child-exit``, ``shard``, ``webserver``
-process    ``exit``, ``killed``, ``segfault``, ``abort``, ``fatal-python``
+process    ``exit``, ``killed``, ``segfault``, ``abort`` (a process a wrapper ran that
+           died of SIGSEGV or SIGABRT: before install), ``fatal-python``
 timeout    ``stuck``, ``stall``, ``deadline``
 ========== ===================================================================
 
@@ -136,7 +137,11 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"out of memory|\bOOM\b|OutOfMemory|insufficient (?:gpu |device |host )?memory"
         r"|not enough (?:gpu |device |free |host )?memory|cannot allocate memory"
         r"|failed to allocate|memory allocation failed|\bENOMEM\b|std::bad_alloc"
-        r"|CUBLAS_STATUS_ALLOC_FAILED",
+        r"|CUBLAS_STATUS_ALLOC_FAILED"
+        # a backend's allocator (Vulkan, SYCL, Metal, HIP): "Device memory allocation of
+        # size N failed", ErrorOutOfDeviceMemory, UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+        r"|\ballocation of (?:size )?\d+\S*(?: bytes)? failed|OutOf(?:Device|Host|Pool)Memory"
+        r"|OUT_OF_(?:DEVICE|HOST|POOL)_MEMORY",
     ),
     Words(
         kind="disk",
@@ -180,6 +185,19 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"deserializ|engine plan file|serialized engine|TensorRT version"
         r"|built (?:with|by) (?:a )?(?:different|another|newer|older) version",
     ),
+    # a process that a wrapper ran died of a signal (subprocess's "died with
+    # <Signals.SIGSEGV: 11>", a shell's "Segmentation fault (core dumped)"): before
+    # install, whose CalledProcessError the same line holds
+    Words(
+        kind="segfault",
+        title="a process crashed with a segmentation fault",
+        pattern=r"\bSIGSEGV\b|segmentation fault|\bsegfault\b|signal 11\b",
+    ),
+    Words(
+        kind="abort",
+        title="a process aborted itself",
+        pattern=r"\bSIGABRT\b|^Aborted(?: \(core dumped\))?$",
+    ),
     Words(
         kind="install",
         title="a module or native library is missing or does not match",
@@ -194,7 +212,11 @@ _WORDS: tuple[Words, ...] = (
         r"|unable to find backend library|failed to build|returned non-zero exit status"
         r"|exit status \d+|error: command '[^']*(?:gcc|g\+\+|nvcc|cc|ninja)"
         r"|ninja: build stopped|CalledProcessError|compilation terminated"
-        r"|\.h: No such file or directory",
+        r"|\.h: No such file or directory"
+        # the dynamic loader's own failures, and a build tool that is not installed
+        r"|error while loading shared libraries|symbol lookup error|wrong ELF class"
+        r"|not found \(required by|No such file or directory: '(?:ninja|nvcc|gcc|g\+\+|c\+\+"
+        r"|cc|clang|cmake|make|hipcc)'|forward compatibility was attempted",
     ),
     Words(
         kind="nccl",
@@ -217,7 +239,10 @@ _WORDS: tuple[Words, ...] = (
         title="a CUDA call failed",
         pattern=r"cuda error|cudaError|CUDA kernel failed|CUBLAS_STATUS|CUDNN_STATUS"
         r"|cudnn error|cuda runtime error|CUDA_ERROR_|\bCUresult\b|cuda driver|error \[CUDA\]"
-        r"|no CUDA GPUs are available|CUDA is not available|no CUDA-capable device",
+        r"|no CUDA GPUs are available|CUDA is not available|no CUDA-capable device"
+        # the same for ROCm and oneAPI (their out-of-memory codes are memory's, above)
+        r"|\bhip ?error|HSA_STATUS_ERROR|memory access fault|\b(?:UR_RESULT|PI|ZE_RESULT)_ERROR_"
+        r"|device lost|DEVICE_LOST",
     ),
     Words(
         kind="mpi",
@@ -234,7 +259,7 @@ _WORDS: tuple[Words, ...] = (
     Words(
         kind="max-model-len",
         title="the context length is longer than the model allows",
-        pattern=r"(?:max[_-]model[_-]len|context[_ -]length|max[_-]seq[_-]len"
+        pattern=r"(?:max[_-]model[_-]len|context[_ -]length|max[_ -]seq[_ -]len"
         r"|max_position_embeddings)\b.*(?:greater|larger|longer|exceed|too)",
     ),
     Words(

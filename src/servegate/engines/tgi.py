@@ -180,11 +180,27 @@ PROFILE = EngineProfile(
             hint="use the official TGI container, or install the flash-attention kernels "
             "(cd server && make install-flash-attention); or run unsharded",
         ),
+        # the launcher's last line, its LauncherError: which part it gave up on
         Signature(
-            pattern=r"^Error: (?:ShardCannotStart|ShardFailed|WebserverFailed|DownloadError)",
-            kind="engine-init",
-            title="the launcher gave up",
+            pattern=r"^Error: (?:ShardCannotStart|ShardFailed)\b",
+            kind="shard",
+            title="the launcher gave up: a shard failed",
             hint=_SHARD_HINT,
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"^Error: WebserverFailed\b",
+            kind="webserver",
+            title="the launcher gave up: the router failed",
+            hint="see the router's error above (a panic, a failed warmup); a taken port "
+            "shows as 'Failed to bind'",
+            wrapper=True,
+        ),
+        Signature(
+            pattern=r"^Error: DownloadError\b",
+            kind="download",
+            title="the launcher gave up: the weights download failed",
+            hint="check the model id, HF_TOKEN and network access, or point to local weights",
             wrapper=True,
         ),
         *common_fatal(oom_hint=_OOM_HINT, port_hint=_PORT_HINT, args_hint=_ARGS_HINT),

@@ -56,6 +56,9 @@ PROFILE = EngineProfile(
         r"Application startup complete\.",
         r"Starting vLLM API server",
         r"Starting vLLM server on http",
+        # uvicorn's own line, printed once it listens (vLLM 0.5 and other releases that
+        # print no line of their own after it)
+        r"Uvicorn running on ",
     ),
     ready_before_bind=(r"Application startup complete\.",),
     generate_check=True,
@@ -76,6 +79,14 @@ PROFILE = EngineProfile(
         ),
         Signature(
             pattern=r"is larger than the available KV cache memory",
+            kind="oom",
+            title="the KV cache cannot hold one request of max model length",
+            hint=_KV_HINT,
+        ),
+        # the same check's opening words, for a line a terminal or a paste cut before
+        # "which is larger than the available KV cache memory"
+        Signature(
+            pattern=r"To serve at least one request with the models?'s? max seq len",
             kind="oom",
             title="the KV cache cannot hold one request of max model length",
             hint=_KV_HINT,

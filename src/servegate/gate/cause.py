@@ -15,7 +15,9 @@ The rule, over the tail:
    carets, the line after a frame even when a paste took its indentation), never a line
    a recovery withdrew (gate/watch.py), never a line that only introduces what follows
    (an ``ERROR`` message ending in ``:``: the lines after it, up to its logger's next
-   line, are its report, and count as error lines whatever their own level).
+   line, are its report, and count as error lines whatever their own level when they
+   say that something failed; a warning in a shard's output is not a cause). A later
+   line of a message printed as one line (JSON) is matched by its own words only.
 2. Only the failure's own episode counts: the lines after the last sign that the engine
    moved on (a phase opening, a ready line) before the last candidate line. An error the
    engine printed and then moved on from (a benign early ``ERROR``) is not the cause.
@@ -23,7 +25,10 @@ The rule, over the tail:
    exception, a panic, ``what():``, a ``FATAL`` or ``ERROR`` level, ``error: ...``)
    whose words name a family of kinds (engines/families.py); then any other exception,
    panic or ``FATAL`` line; then a reported line whose words name a family; then a
-   wrapper or consequence signature; then an ``ERROR`` line naming no family; last, a
+   line with no level at all that says something failed in a family's words (the
+   dynamic loader's ``error while loading shared libraries``, llama.cpp's backends'
+   ``Device memory allocation of size N failed.``); then a wrapper or consequence
+   signature; then an ``ERROR`` line naming no family; last, a
    line that says it will retry (``retrying (1/3)``). An exception logged at ``WARNING``
    or below was handled: it is no error line.
 4. Within a class: the higher severity (``FATAL`` or a panic, then an exception, then an
@@ -86,11 +91,26 @@ _RETRY = re.compile(
     re.IGNORECASE,
 )
 _SEVERITY = {"fatal": 4, "error": 2}
+# words that say something failed, in a line that has no level of its own (llama.cpp
+# prints most of its errors so: "ggml_vulkan: Device memory allocation of ... failed.")
+_FAILS = re.compile(
+    r"\b(?:fail(?:ed|ure|s)?|errors?|cannot|can't|could ?n[o']t|unable|not found|no such"
+    r"|denied|refused|killed|abort(?:ed)?|exception|invalid|missing|out of memory|no space"
+    r"|undefined|illegal|(?:seg)?fault|crash(?:ed)?|died|exceed(?:s|ed)?|insufficient"
+    r"|not enough|mismatch"
+    r"|unsupported|not supported|not installed|not available|errno)\b"
+    r"|[a-z]Error\b|\bError[A-Z]|_ERROR_",
+    re.IGNORECASE,
+)
 # lines that end a process by themselves: an assertion (C, glog's CHECK, GGML_ASSERT,
 # TensorRT-LLM's), a Go panic, the interpreter's own fatal error
 _FATAL = re.compile(
     r"(?:GGML_ASSERT|Fatal Python error|panic: |fatal error: |Check failed: "
-    r"|.*\bAssertion (?:`.*' )?failed)"
+    r"|.*\bAssertion (?:`.*' )?failed"
+    # ggml's GGML_ABORT and a compiler's: "path/ggml-impl.h:319: fatal error"
+    r"|.*?:\d+(?::\d+)?: fatal error\b"
+    # the dynamic loader, which ends the process before it starts
+    r"|(?:[^:]*: )?(?:error while loading shared libraries|symbol lookup error): )"
 )
 # a raise statement with a literal message: what its exception line would have said
 _RAISE = re.compile(
@@ -99,9 +119,11 @@ _RAISE = re.compile(
 _EXCEPTION_SEVERITY = 3
 # classes of candidate lines, most specific first: a signature; an error line whose words
 # name a family; an exception, panic or FATAL line; a line of another program's output
-# that an error line introduced, whose words name a family; a wrapper signature; an
-# ERROR line naming no family; a line that says it will retry
-_SIGNATURE, _FAMILY, _EXCEPTIONAL, _REPORTED, _WRAPPER, _ERROR, _RETRIED = 6, 5, 4, 3, 2, 1, 0
+# that an error line introduced, whose words name a family; a line with no level that
+# says something failed in a family's words; a wrapper signature; an ERROR line naming
+# no family; a line that says it will retry
+_SIGNATURE, _FAMILY, _EXCEPTIONAL, _REPORTED = 7, 6, 5, 4
+_SAID, _WRAPPER, _ERROR, _RETRIED = 3, 2, 1, 0
 # an exception logged at these levels was handled (vLLM's warnings with a traceback)
 _HANDLED = frozenset(("warning", "info", "debug"))
 
@@ -228,10 +250,12 @@ def _candidate(
     hints: Mapping[str, str],
     *,
     reported: bool = False,
+    inside: bool = False,
 ) -> _Candidate | None:
     """``entry`` as a cause candidate, or None when it cannot be one; ``reported``: it
     is part of what an error line introduced (a shard's standard error), so it counts as
-    an error line whatever its own level."""
+    an error line whatever its own level; ``inside``: it is a later line of a message
+    printed as one line (JSON), so only its own text is matched, not the line printed."""
     normal = entry.normal
     text = normal.text
     exception = _exception(normal)
@@ -245,7 +269,7 @@ def _candidate(
     if reported:
         severity = max(severity, _SEVERITY["error"])
     line = entry.line.strip()
-    hit = _first_rule(rules, text, entry.line)
+    hit = _first_rule(rules, text, text if inside else entry.line)
     if hit is not None and not hit[0].wrapper:
         signature = hit[0]
         return _Candidate(
@@ -263,8 +287,11 @@ def _candidate(
             ),
         )
     wrapper = hit[0] if hit is not None else None
-    if wrapper is None and (severity == 0 or text.endswith(":")):
-        return None  # not an error line, or one that only introduces what follows
+    if wrapper is None and (text.endswith(":") or (own == 0 and not _FAILS.search(text))):
+        # a line that only introduces what follows; or one with no level of its own
+        # (what an error line introduced, too: a warning in a shard's standard error)
+        # that says nothing failed
+        return None
     # a wrapper's line may say what failed after its own words
     words_in = text
     if hit is not None and hit[1] is not None:
@@ -273,8 +300,13 @@ def _candidate(
     order = 0
     if wrapper is not None:
         order = next(n for n, (_, _, sig) in enumerate(rules) if sig is wrapper)
+    if words is None and wrapper is None and severity == 0:
+        return None  # says something failed, with no level, and names no family
     if words is not None:
-        rank = _FAMILY if own >= _SEVERITY["error"] or wrapper is not None else _REPORTED
+        if own >= _SEVERITY["error"] or wrapper is not None:
+            rank = _FAMILY
+        else:
+            rank = _REPORTED if reported else _SAID
         cause = Cause(
             line=line,
             text=shown,
@@ -344,7 +376,10 @@ def select_cause(
         if _any(moves, text):
             moved_on.append(position)
             continue
-        candidate = _candidate(position, entry, rules, hints or {}, reported=reporting)
+        inside = position > 0 and entries[position - 1].line is entry.line
+        candidate = _candidate(
+            position, entry, rules, hints or {}, reported=reporting, inside=inside
+        )
         if candidate is not None:
             found.append(candidate)
         if text.endswith(":") and _SEVERITY.get(normal.level or "", 0) >= _SEVERITY["error"]:
