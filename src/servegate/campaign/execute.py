@@ -1,11 +1,12 @@
 """One server start, executed: preflight -> launch -> gate -> benchmark -> stop.
 
 Executing a start is kept apart from recording it: ``StartExecutor`` does the work on
-the machine the server runs on and tells a ``Sink`` everything that happens (an
-attempt opened, the verdict, each measured point, the stop, failures, progress lines).
-The runner's ``Recorder`` is the sink that writes it all to the store and the progress;
-on a Ray cluster the node's sink forwards each call to the driver, which hands it to
-the same ``Recorder``, so the serial and the cluster path run the same code.
+the machine the server runs on and emits to a ``Sink`` an event for everything that
+happens (campaign/events.py: an attempt opened, the verdict, each measured point, the
+stop, failures, progress lines). The runner's ``Recorder`` is the sink that writes it
+all to the store and the progress; on a Ray node or an SSH host the sink forwards each
+event to the driver, which hands it to the same ``Recorder``, so the serial and the
+cluster path run the same code.
 
     previous = StartExecutor(campaign, sink, interrupts, log_dir=...).run(spec)
 """
@@ -19,11 +20,27 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from servegate.bench import BenchSettings, PointResult, Progress, run_point
+from servegate.bench import BenchSettings, Progress, run_point
 from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant
 from servegate.campaign.crash import TAIL_LINES, classify, log_tail
+from servegate.campaign.events import (
+    AttemptClosed,
+    AttemptOpened,
+    BenchTimed,
+    GroupDead,
+    Placement,
+    PointMeasured,
+    Said,
+    ServerStopped,
+    Sink,
+    StartTimed,
+    Tone,
+    VariantBroken,
+    VariantsFailed,
+    VerdictReached,
+)
 from servegate.campaign.gpu import GpuMemory, GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.preflight import Level, PreflightReport, ProcessRef, process_tree
@@ -33,7 +50,7 @@ from servegate.campaign.provenance import engine_versions, git_commit, tool_vers
 from servegate.engines import get_profile
 from servegate.errors import BenchError, GateError, UsageError
 from servegate.gate.verdict import Verdict
-from servegate.launch import Server, StopReport, launch
+from servegate.launch import Server, launch
 from servegate.redact import Redactor
 from servegate.startup import StartupRecord
 from servegate.startup.eta import Eta
@@ -74,60 +91,6 @@ class StartSpec:
     tag: str  # its place in the run: "[3/8]"
     names: str  # the variants it serves, as the progress names them
     todo: tuple[Task, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Placement:
-    """Where a start runs: a cluster node and its GPU model (None: here, not known)."""
-
-    node: str | None = None
-    gpu_model: str | None = None
-
-    def where(self) -> str:
-        """`` on 10.0.0.7/3fa2c1d0 (H200)``; empty for a local start."""
-        if self.node is None:
-            return ""
-        return f" on {self.node}" + (f" ({self.gpu_model})" if self.gpu_model else "")
-
-
-class Sink(Protocol):
-    """Everything executing a start reports; an ``attempt`` id is the sink's own."""
-
-    def attempt(
-        self,
-        *,
-        variant: str,
-        server_key: str,
-        command: list[str],
-        env: dict[str, str],
-        versions: dict[str, Any],
-        commit: str | None,
-        start: int,
-        placement: Placement,
-    ) -> int: ...
-    def verdict(self, aid: int, data: dict[str, Any], snapshots: Sequence[Snapshot]) -> None: ...
-    def point(
-        self, aid: int, *, variant: str, load: str, repeat: int, result: PointResult, label: str
-    ) -> None: ...
-    def stop(self, aid: int, stop: StopReport) -> None: ...
-    def finish(
-        self,
-        aid: int,
-        status: AttemptStatus,
-        reason: str | None,
-        failed_variants: tuple[str, ...] = (),
-    ) -> None: ...
-    def failed(self, names: tuple[str, ...], reason: str) -> None: ...
-    def dead(self, group_key: str, why: str) -> None: ...
-    def broken(self, name: str) -> None: ...
-    def started(self, seconds: float) -> None: ...
-    def benched(self, seconds: float, tasks: int) -> None: ...
-    def info(self, message: str) -> None: ...
-    def good(self, message: str) -> None: ...
-    def warning(self, message: str) -> None: ...
-    def failure(self, message: str, tail: tuple[str, ...] = ()) -> None: ...
-    def activity(self, message: str) -> None: ...
-    def counts(self, message: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,9 +183,10 @@ class StartExecutor:
             )
             return self.previous
         skipped = [c.name for c in report.checks if c.level is Level.SKIPPED]
-        self.sink.info(
+        self._say(
+            Tone.INFO,
             f"{one.lead}: preflight ok in {report.duration_s:.1f}s"
-            + (f" (not checked: {', '.join(skipped)})" if skipped else "")
+            + (f" (not checked: {', '.join(skipped)})" if skipped else ""),
         )
         record = self._startup_record(argv, env)
         server = self._launch(one, aid, record)
@@ -231,8 +195,11 @@ class StartExecutor:
         self._finish_startup(record, server.verdict)
         self._serve(aid, server, one)
         if owners_died := self._died_on:
-            self.sink.dead(
-                spec.group.key, f"its server died during start {spec.number} ({owners_died})"
+            self.sink.emit(
+                GroupDead(
+                    group_key=spec.group.key,
+                    why=f"its server died during start {spec.number} ({owners_died})",
+                )
             )
             self._died_on = ""
         return self.previous
@@ -248,7 +215,7 @@ class StartExecutor:
 
     def _preflight(self, port: int, env: dict[str, str], *, lead: str, tag: str) -> PreflightReport:
         """Check the machine before a start; warnings said, the report returned."""
-        self.sink.activity(f"{lead}: preflight (port {port})")
+        self._say(Tone.ACTIVITY, f"{lead}: preflight (port {port})")
         report = _run_preflight(
             port=port,
             previous=self.previous,
@@ -257,23 +224,25 @@ class StartExecutor:
             model=self.campaign.model,
             env=env,
             timeout_s=self.campaign.release_timeout_s,
-            on_wait=lambda text: self.sink.activity(f"{lead}: preflight: {text}"),
+            on_wait=lambda text: self._say(Tone.ACTIVITY, f"{lead}: preflight: {text}"),
         )
         for check in report.warnings:
-            self.sink.warning(f"{tag} {check.message}")
+            self._say(Tone.WARNING, f"{tag} {check.message}")
         return report
 
     def _start_attempt(self, one: _Start, variant: str) -> int:
         """Record an attempt of ``variant`` on this start's server; its id."""
-        return self.sink.attempt(
-            variant=variant,
-            server_key=one.spec.group.key,
-            command=self.redactor.command(one.argv),
-            env=self.redactor.env(one.env),
-            versions=one.versions,
-            commit=one.commit,
-            start=one.spec.number,
-            placement=self.placement,
+        return self.sink.open_attempt(
+            AttemptOpened(
+                variant=variant,
+                server_key=one.spec.group.key,
+                command=self.redactor.command(one.argv),
+                env=self.redactor.env(one.env),
+                versions=one.versions,
+                commit=one.commit,
+                start=one.spec.number,
+                placement=self.placement,
+            )
         )
 
     def _startup_record(self, argv: list[str], env: dict[str, str]) -> StartupRecord | None:
@@ -283,25 +252,25 @@ class StartExecutor:
                 engine=self.campaign.engine, command=argv, env=env, via="campaign"
             )
         except Exception as exc:  # the start history must never cost a start
-            self.sink.warning(f"startup record failed: {self.redactor.text(str(exc))}")
+            self._say(Tone.WARNING, f"startup record failed: {self.redactor.text(str(exc))}")
             return None
         for text in record.warnings:
-            self.sink.warning(self.redactor.text(text))
+            self._say(Tone.WARNING, self.redactor.text(text))
         record.warnings.clear()
         return record
 
     def _finish_startup(self, record: StartupRecord | None, verdict: Verdict) -> None:
         """Count the start's time, and add it to the start history (once, at its verdict)."""
-        self.sink.started(verdict.elapsed_s)
+        self.sink.emit(StartTimed(seconds=verdict.elapsed_s))
         if record is None:
             return
         try:
             record.finish(self._redacted(verdict.to_json()), telemetry=startup_telemetry(verdict))
         except Exception as exc:  # the start history must never cost the campaign
-            self.sink.warning(f"startup record failed: {self.redactor.text(str(exc))}")
+            self._say(Tone.WARNING, f"startup record failed: {self.redactor.text(str(exc))}")
             return
         for text in record.warnings:
-            self.sink.warning(self.redactor.text(text))
+            self._say(Tone.WARNING, self.redactor.text(text))
         record.warnings.clear()
 
     # --- the start ---------------------------------------------------------------------
@@ -310,10 +279,10 @@ class StartExecutor:
         """Launch and gate the start's server; None when it did not come up (recorded)."""
         campaign, lead = self.campaign, one.lead
         shown = " ".join(self.redactor.command(one.argv))
-        self.sink.activity(f"{lead}: launching {shown}{_eta_note(record)}")
+        self._say(Tone.ACTIVITY, f"{lead}: launching {shown}{_eta_note(record)}")
 
         def note(text: str) -> None:  # a silent server found busy: "slow, still working"
-            self.sink.info(f"{lead}: {self.redactor.text(text)}")
+            self._say(Tone.INFO, f"{lead}: {self.redactor.text(text)}")
 
         stem = f"{slug(campaign.name)}-{aid}-{slug(one.owner)}"
         if self.placement.node is not None:  # a node's attempt ids are its own: name the start
@@ -365,7 +334,13 @@ class StartExecutor:
         except Interrupted:
             self.interrupts.acknowledge()
             with self.interrupts.shielded():
-                self.sink.finish(aid, AttemptStatus.INTERRUPTED, "interrupted while starting")
+                self.sink.emit(
+                    AttemptClosed(
+                        attempt=aid,
+                        status=AttemptStatus.INTERRUPTED,
+                        reason="interrupted while starting",
+                    )
+                )
             raise
         return None
 
@@ -392,11 +367,14 @@ class StartExecutor:
             for name in (one.owner, *one.sharing):
                 attempt = aid if name == one.owner else self._start_attempt(one, name)
                 if verdict is not None:
-                    self.sink.verdict(attempt, verdict, snapshots if attempt == aid else ())
-                self.sink.finish(attempt, status, reason)
-        self.sink.failed(tuple(v.name for v in one.spec.group.variants), said)
-        self.sink.dead(one.spec.group.key, dead)
-        self.sink.failure(f"{one.lead}: {said}", tail)
+                    shared = snapshots if attempt == aid else ()
+                    self.sink.emit(VerdictReached(attempt=attempt, data=verdict, snapshots=shared))
+                self.sink.emit(AttemptClosed(attempt=attempt, status=status, reason=reason))
+        self.sink.emit(
+            VariantsFailed(names=tuple(v.name for v in one.spec.group.variants), reason=said)
+        )
+        self.sink.emit(GroupDead(group_key=one.spec.group.key, why=dead))
+        self._say(Tone.FAILURE, f"{one.lead}: {said}", tail)
 
     def _serve(self, aid: int, server: Server, one: _Start) -> None:
         """Benchmark a READY server, then stop it, whatever happens in between."""
@@ -405,17 +383,21 @@ class StartExecutor:
         except OSError:
             self._ready_offset = 0
         with self.interrupts.shielded():
-            self.sink.verdict(
-                aid, self._redacted(server.verdict.to_json()), server.verdict.snapshots
+            self.sink.emit(
+                VerdictReached(
+                    attempt=aid,
+                    data=self._redacted(server.verdict.to_json()),
+                    snapshots=server.verdict.snapshots,
+                )
             )
-        self.sink.good(f"{one.lead}: {server.verdict.line()} on {server.url}")
+        self._say(Tone.GOOD, f"{one.lead}: {server.verdict.line()} on {server.url}")
         status: AttemptStatus = AttemptStatus.DONE
         reason: str | None = None
         owners: tuple[str, ...] = ()
         began, measured = time.monotonic(), 0
         try:
             status, reason, owners, measured = self._bench(aid, server, one)
-            self.sink.benched(time.monotonic() - began, measured)
+            self.sink.emit(BenchTimed(seconds=time.monotonic() - began, tasks=measured))
         except Interrupted:
             self.interrupts.acknowledge()
             status, reason = AttemptStatus.INTERRUPTED, "interrupted by the user"
@@ -426,16 +408,19 @@ class StartExecutor:
             raise
         finally:
             self.previous = process_tree(server.pid) if server.pid else ()
-            self.sink.activity(f"{one.lead}: stopping the server")
+            self._say(Tone.ACTIVITY, f"{one.lead}: stopping the server")
             stop = server.stop(grace_s=self.campaign.stop_grace_s)
             with self.interrupts.shielded():
-                self.sink.stop(aid, stop)
-                self.sink.finish(aid, status, reason, owners)
+                self.sink.emit(ServerStopped(attempt=aid, stop=stop))
+                self.sink.emit(
+                    AttemptClosed(attempt=aid, status=status, reason=reason, failed_variants=owners)
+                )
             port_note = "port free" if stop.port_free else "port STILL IN USE"
-            self.sink.info(
+            self._say(
+                Tone.INFO,
                 f"{one.lead}: stopped in {stop.duration_s:.1f}s ({port_note}"
                 + (f", killed {len(stop.killed)} process(es)" if stop.killed else "")
-                + ")"
+                + ")",
             )
 
     def _bench(
@@ -456,13 +441,15 @@ class StartExecutor:
                 return (*self._died(server, task, tag), measured)
             repeats = task.variant.bench.repeats
             label = f"{name} {task.point.label} #{task.repeat % repeats + 1}/{repeats}"
-            self.sink.activity(f"{tag} {label}: benchmarking")
+            self._say(Tone.ACTIVITY, f"{tag} {label}: benchmarking")
 
             def counts(p: Progress, label: str = label) -> None:
                 self.interrupts.check()  # a stop whose exception Python dropped
                 failed = f", {p.failed} failed" if p.failed else ""
                 eta = "" if p.eta_s is None else f", ETA {duration(p.eta_s)}"
-                self.sink.counts(f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}{eta}")
+                self._say(
+                    Tone.COUNTS, f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}{eta}"
+                )
 
             try:
                 warm = (name, task.point.label) not in warmed
@@ -476,18 +463,20 @@ class StartExecutor:
                     return (*self._died(server, task, tag), measured)
                 reason = f"could not benchmark: {self.redactor.text(str(exc))}"
                 broken.add(name)
-                self.sink.broken(name)
-                self.sink.failed((name,), reason)
-                self.sink.failure(f"{tag} {name}: {reason}")
+                self.sink.emit(VariantBroken(name=name))
+                self.sink.emit(VariantsFailed(names=(name,), reason=reason))
+                self._say(Tone.FAILURE, f"{tag} {name}: {reason}")
                 continue
             with self.interrupts.shielded():
-                self.sink.point(
-                    aid,
-                    variant=name,
-                    load=task.point.label,
-                    repeat=task.repeat,
-                    result=result,
-                    label=f"{tag} {label}",
+                self.sink.emit(
+                    PointMeasured(
+                        attempt=aid,
+                        variant=name,
+                        load=task.point.label,
+                        repeat=task.repeat,
+                        result=result,
+                        label=f"{tag} {label}",
+                    )
                 )
             measured += 1
             if not server.alive() or (result.failed and self._server_failed(server)):
@@ -529,10 +518,13 @@ class StartExecutor:
             + (f": {self.redactor.text(cause.summary())}" if cause else "")
             + ("\n" + "\n".join(tail) if tail else "")
         )
-        self.sink.failed((task.variant.name,), reason.split("\n", 1)[0])
+        self.sink.emit(VariantsFailed(names=(task.variant.name,), reason=reason.split("\n", 1)[0]))
         self._died_on = task.variant.name
-        self.sink.failure(f"{tag} {reason.splitlines()[0]}", tail[-10:])
+        self._say(Tone.FAILURE, f"{tag} {reason.splitlines()[0]}", tail[-10:])
         return AttemptStatus.FAILED, reason, (task.variant.name,)
+
+    def _say(self, tone: Tone, text: str, tail: tuple[str, ...] = ()) -> None:
+        self.sink.emit(Said(tone=tone, text=text, tail=tail))
 
     def _redacted(self, verdict: dict[str, Any]) -> dict[str, Any]:
         data = dict(verdict)

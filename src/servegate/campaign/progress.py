@@ -93,6 +93,26 @@ class CampaignProgress:
 
     # --- events ------------------------------------------------------------------------
 
+    def emit(self, event: object) -> None:
+        """A start's event: its lines said (campaign/events.py ``Said``), the rest ignored."""
+        from servegate.campaign.events import Said, Tone
+
+        match event:
+            case Said(tone=Tone.INFO, text=text):
+                self.info(text)
+            case Said(tone=Tone.GOOD, text=text):
+                self.good(text)
+            case Said(tone=Tone.WARNING, text=text):
+                self.warning(text)
+            case Said(tone=Tone.FAILURE, text=text, tail=tail):
+                self.failure(text, tail)
+            case Said(tone=Tone.ACTIVITY, text=text):
+                self.activity(text)
+            case Said(tone=Tone.COUNTS, text=text):
+                self.counts(text)
+            case _:
+                pass
+
     def info(self, message: str) -> None:
         """A plain step: a group starting, a point skipped, a server stopped."""
         self._line(message, style="")

@@ -18,9 +18,10 @@ stored with its attempt, and each start joins the per-user start history
 progress shows each start's ETA and the campaign's time left.
 
 Executing a start (``campaign/execute.py``) is kept apart from recording it: the
-``Recorder`` here is the only writer of the store. On a Ray cluster (``[cluster] ray``
-or ``RunOptions(ray=...)``, ``campaign/cluster.py``) the starts of a round run at once,
-one Ray task each, and their calls reach the same ``Recorder`` on the driver.
+``Recorder`` here, a consumer of the executor's events (``campaign/events.py``), is the
+only writer of the store. On a Ray cluster (``[cluster] ray`` or
+``RunOptions(ray=...)``, ``campaign/cluster.py``) the starts of a round run at once, one
+Ray task each, and their events reach the same ``Recorder`` on the driver.
 
     with Store.open("servegate.db") as store, Interrupts() as interrupts:
         outcome = run_campaign(campaign, store, options=RunOptions(), progress=progress,
@@ -37,12 +38,24 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from servegate.bench import PointResult
 from servegate.campaign.config import Campaign, ServerGroup, check_programs
+from servegate.campaign.events import (
+    AttemptClosed,
+    AttemptOpened,
+    BenchTimed,
+    Event,
+    GroupDead,
+    PointMeasured,
+    Said,
+    ServerStopped,
+    StartTimed,
+    VariantBroken,
+    VariantsFailed,
+    VerdictReached,
+)
 from servegate.campaign.execute import (
-    Placement,
     StartExecutor,
     StartSpec,
     redactor_for,
@@ -53,12 +66,10 @@ from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.preflight import ProcessRef
 from servegate.campaign.progress import CampaignProgress, TimeLeft
 from servegate.errors import ServegateError, StoreError, UsageError
-from servegate.launch import StopReport
 from servegate.remote import is_local
 from servegate.startup.eta import estimate
 from servegate.startup.history import History, config_key, gpu_model
-from servegate.store import AttemptStatus, CampaignStatus, Store
-from servegate.telemetry.model import Snapshot
+from servegate.store import CampaignStatus, Store
 
 __all__ = [
     "PrecisionOutcome",
@@ -148,8 +159,8 @@ class _State:
 
 
 class Recorder:
-    """What executing a start reports, written down: the store, the run's bookkeeping and
-    the progress. The only writer of the store, in the serial and the cluster path."""
+    """The events of executing a start, written down: the store, the run's bookkeeping
+    and the progress. The only writer of the store, in the serial and the cluster path."""
 
     def __init__(
         self,
@@ -168,53 +179,64 @@ class Recorder:
         self.progress = progress
         self.time_left = time_left
 
-    # --- the store ---------------------------------------------------------------------
-
-    def attempt(
-        self,
-        *,
-        variant: str,
-        server_key: str,
-        command: list[str],
-        env: dict[str, str],
-        versions: dict[str, Any],
-        commit: str | None,
-        start: int,
-        placement: Placement,
-    ) -> int:
-        """Open an attempt of ``variant`` on a start's server; its id in the store."""
+    def open_attempt(self, event: AttemptOpened) -> int:
+        """Open an attempt of a variant on a start's server; its id in the store."""
         return self.store.start_attempt(
             self.cid,
-            variant=variant,
-            server_key=server_key,
-            command=command,
-            env=env,
+            variant=event.variant,
+            server_key=event.server_key,
+            command=event.command,
+            env=event.env,
             host=self.campaign.host,
-            versions=versions,
-            git_commit=commit,
-            start=start,
-            node=placement.node,
-            gpu_model=placement.gpu_model,
+            versions=event.versions,
+            git_commit=event.commit,
+            start=event.start,
+            node=event.placement.node,
+            gpu_model=event.placement.gpu_model,
         )
 
-    def verdict(self, aid: int, data: dict[str, Any], snapshots: Sequence[Snapshot]) -> None:
-        """The gate's verdict (redacted JSON) and the start's telemetry series."""
-        self.store.record_verdict(aid, data)
-        if snapshots:
-            self.store.record_telemetry(aid, snapshots)
+    def emit(self, event: Event) -> None:
+        """One event of a start: to the store, the run's bookkeeping or the progress."""
+        match event:
+            case VerdictReached(attempt=aid, data=data, snapshots=snapshots):
+                self.store.record_verdict(aid, data)
+                if snapshots:
+                    self.store.record_telemetry(aid, snapshots)
+            case PointMeasured():
+                self._point(event)
+            case ServerStopped(attempt=aid, stop=stop):
+                self.store.record_stop(aid, stop)
+            case AttemptClosed(attempt=aid, status=status, reason=reason):
+                self.store.finish_attempt(
+                    aid, status, reason, failed_variants=event.failed_variants
+                )
+            case VariantsFailed(names=names, reason=reason):
+                for name in names:  # the first reason is kept
+                    self.state.failed.setdefault(name, reason)
+            case GroupDead(group_key=key, why=why):
+                self.state.dead[key] = why
+            case VariantBroken(name=name):
+                self.state.broken.add(name)
+            case StartTimed(seconds=seconds):
+                self.time_left.started(seconds)
+            case BenchTimed(seconds=seconds, tasks=tasks):
+                self.time_left.benched(seconds, tasks)
+            case Said():
+                self.progress.emit(event)
 
-    def point(
-        self, aid: int, *, variant: str, load: str, repeat: int, result: PointResult, label: str
-    ) -> None:
+    def _point(self, event: PointMeasured) -> None:
         """One measured point: stored, counted, and said with its warnings."""
-        self.store.record_point(aid, variant=variant, load=load, repeat=repeat, result=result)
+        result, variant = event.result, event.variant
+        self.store.record_point(
+            event.attempt, variant=variant, load=event.load, repeat=event.repeat, result=result
+        )
         self.state.measured += 1
         total = result.completed + result.failed
         rate = result.failed / total if total else 0.0
-        self.state.error_rates.append((variant, load, repeat, rate))
+        self.state.error_rates.append((variant, event.load, event.repeat, rate))
         summary = result.summary
         text = (
-            f"{label}: {summary.get('output_throughput', float('nan')):.1f} tok/s, "
+            f"{event.label}: {summary.get('output_throughput', float('nan')):.1f} tok/s, "
             f"TTFT p50 {summary.get('ttft_ms_p50', float('nan')):.1f} ms, "
             f"ITL p50 {summary.get('itl_ms_p50', float('nan')):.2f} ms"
         )
@@ -228,64 +250,7 @@ class Recorder:
             key = (variant, re.sub(r"[0-9][0-9.,]*", "#", warning))
             if key not in self.state.warned:
                 self.state.warned.add(key)
-                self.progress.warning(f"{label}: {warning}")
-
-    def stop(self, aid: int, stop: StopReport) -> None:
-        """How the server was stopped."""
-        self.store.record_stop(aid, stop)
-
-    def finish(
-        self,
-        aid: int,
-        status: AttemptStatus,
-        reason: str | None,
-        failed_variants: tuple[str, ...] = (),
-    ) -> None:
-        """Close an attempt."""
-        self.store.finish_attempt(aid, status, reason, failed_variants=failed_variants)
-
-    # --- the run's bookkeeping -----------------------------------------------------------
-
-    def failed(self, names: tuple[str, ...], reason: str) -> None:
-        """These variants failed (the first reason is kept)."""
-        for name in names:
-            self.state.failed.setdefault(name, reason)
-
-    def dead(self, group_key: str, why: str) -> None:
-        """A server configuration is not started again in this run."""
-        self.state.dead[group_key] = why
-
-    def broken(self, name: str) -> None:
-        """A variant whose benchmark cannot run: skipped in later starts."""
-        self.state.broken.add(name)
-
-    def started(self, seconds: float) -> None:
-        """A start reached its verdict after ``seconds`` (for the time left)."""
-        self.time_left.started(seconds)
-
-    def benched(self, seconds: float, tasks: int) -> None:
-        """A start measured ``tasks`` points in ``seconds`` (for the time left)."""
-        self.time_left.benched(seconds, tasks)
-
-    # --- progress ------------------------------------------------------------------------
-
-    def info(self, message: str) -> None:
-        self.progress.info(message)
-
-    def good(self, message: str) -> None:
-        self.progress.good(message)
-
-    def warning(self, message: str) -> None:
-        self.progress.warning(message)
-
-    def failure(self, message: str, tail: tuple[str, ...] = ()) -> None:
-        self.progress.failure(message, tail)
-
-    def activity(self, message: str) -> None:
-        self.progress.activity(message)
-
-    def counts(self, message: str) -> None:
-        self.progress.counts(message)
+                self.progress.warning(f"{event.label}: {warning}")
 
 
 def start_order(count: int, round_: int, seed: int, *, shuffle: bool = True) -> list[int]:
@@ -346,7 +311,7 @@ class StartPool(Protocol):
         log_dir: Path,
         done: Callable[[], set[tuple[str, str, int]]],
     ) -> None:
-        """Run the starts ``specs`` (each with its GPU model); every call of theirs goes to
+        """Run the starts ``specs`` (each with its GPU model); every event of theirs goes to
         ``recorder``."""
         ...
 
