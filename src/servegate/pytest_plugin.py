@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from servegate.gate.defaults import STALL_S, TIMEOUT_S
+
 if TYPE_CHECKING:
     from servegate.bench import PointResult
     from servegate.errors import GateError
@@ -172,8 +174,8 @@ class ServerFactory:
         *,
         engine: str = "generic",
         port: int | None = None,
-        timeout: float = 900.0,
-        stall: float | None = 300.0,
+        timeout: float = TIMEOUT_S,
+        stall: float | None = STALL_S,
         env: Mapping[str, str] | None = None,
         name: str | None = None,
         cwd: str | None = None,

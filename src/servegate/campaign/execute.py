@@ -49,8 +49,10 @@ from servegate.campaign.progress import duration
 from servegate.campaign.provenance import engine_versions, git_commit, tool_versions
 from servegate.engines import get_profile
 from servegate.errors import BenchError, GateError, UsageError
+from servegate.gate.options import GateOptions
 from servegate.gate.verdict import Verdict
 from servegate.launch import Server, launch
+from servegate.launch.events import Hooks
 from servegate.redact import Redactor
 from servegate.startup import StartupRecord
 from servegate.startup.eta import Eta
@@ -293,19 +295,21 @@ class StartExecutor:
         try:
             return launch(
                 one.argv,
-                engine=campaign.engine,
-                port=one.port,
-                timeout_s=campaign.timeout_s,
-                stall_s=campaign.stall_s,
+                options=GateOptions(
+                    engine=campaign.engine,
+                    port=one.port,
+                    timeout_s=campaign.timeout_s,
+                    stall_s=campaign.stall_s,
+                    ready=tuple(campaign.ready),
+                    crash=tuple(campaign.crash),
+                    health_url=campaign.probe_url(port=one.port),
+                ),
+                observer=Hooks(on_note=note),
                 env=one.env,
                 cwd=campaign.cwd,
                 log_path=str(log_path),
                 name=slug(f"{campaign.name}-{one.owner}"),
                 keep=False,
-                ready=campaign.ready,
-                crash=campaign.crash,
-                health_url=campaign.probe_url(port=one.port),
-                on_note=note,
             )
         except GateError as exc:
             verdict = exc.verdict

@@ -22,10 +22,12 @@ from servegate.cli.options import engine as engine_option
 from servegate.cli.options import examples, json_flag, quiet
 from servegate.cli.remote import host_option, run_remote
 from servegate.errors import GateError, UsageError
+from servegate.gate.defaults import STALL_S, TIMEOUT_S
 from servegate.redact import Redactor, scrub
 
 if TYPE_CHECKING:
     from servegate.gate.verdict import Verdict
+    from servegate.launch.events import LaunchEvent
     from servegate.launch.server import Server
     from servegate.launch.state import Tracked
     from servegate.startup.session import StartSession
@@ -63,7 +65,7 @@ _GATE_OPTIONS = [
         "timeout_s",
         metavar="SECONDS|auto",
         callback=_timeout_value,
-        default="900",
+        default=f"{TIMEOUT_S:g}",
         show_default=True,
         help="Hard cap in seconds, or auto: from past starts of this configuration.",
     ),
@@ -71,7 +73,7 @@ _GATE_OPTIONS = [
         "--stall",
         "stall_s",
         type=float,
-        default=300.0,
+        default=STALL_S,
         show_default=True,
         help="TIMEOUT after this many seconds without new output (0: never).",
     ),
@@ -247,6 +249,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     stays attached after READY; the tree stops on Ctrl-C, SIGTERM, or when servegate
     itself dies, even by SIGKILL.
     """
+    from servegate.gate.options import GateOptions
     from servegate.launch import launch as launch_server
     from servegate.startup.session import StartSession
 
@@ -255,30 +258,31 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
     session = StartSession(engine=engine, command=command, env=env, via="launch", timeout=timeout_s)
     if not quiet and (chosen := session.timeout_note()):
         click.echo(chosen, err=True)
-    out = _Output(tail=tail, as_json=as_json, quiet=quiet, foreground=foreground, session=session)
+    out = _Output(
+        tail=tail, as_json=as_json, quiet=quiet, foreground=foreground, session=session, env=env
+    )
+    options = GateOptions(
+        engine=engine,
+        ready=tuple(ready),
+        crash=tuple(crash),
+        port=port,
+        health_url=health_url,
+        timeout_s=session.timeout_s,
+        stall_s=_stall(stall_s),
+        sample_s=sample_s,
+    )
     try:  # from the moment the SIGTERM handler is in place
         server = launch_server(
             list(command),
-            engine=engine,
-            port=port,
-            timeout_s=session.timeout_s,
-            stall_s=_stall(stall_s),
-            sample_s=sample_s,
+            options=options,
+            observer=out,
             env=env,
             cwd=cwd,
             log_path=log_path,
             name=name,
             keep=keep,
-            ready=ready,
-            crash=crash,
-            health_url=health_url,
             attached=foreground,
-            on_verdict=out.on_verdict,
-            on_telemetry=out.on_telemetry,
             line_fd=out.line_fd,
-            on_started=None if quiet else lambda tracked: _launching(tracked, session, env),
-            on_note=None if quiet else _note,
-            on_status=None if quiet else session.status.resources,
         )
     except _Stop:
         session.close()
@@ -296,7 +300,7 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
 
 
 def _launching(tracked: Tracked, session: StartSession, env: dict[str, str]) -> None:
-    """``on_started``: the launching line, once the command passed every check and runs."""
+    """The launching line, once the command passed every check and runs."""
     argv = Redactor.collect(envs=[env]).command(tracked.command)
     click.echo(f"launching {printable(' '.join(argv)[:200])}", err=True)
     session.started(tracked)
@@ -327,21 +331,54 @@ def _same_file(a: int, b: int) -> bool:
 
 
 class _Output:
-    """How one launch shows its verdict: the line the moment the gate decides (written by
-    the keeper where ``line_fd`` allows), the startup record after; under --json the
-    object, which carries the record, waits for it."""
+    """The launch's observer on the command line: the launching line, the gate's notes
+    and the status line (unless -q); the verdict's line the moment the gate decides
+    (written by the keeper where ``line_fd`` allows), the startup record after; under
+    --json the object, which carries the record, waits for it."""
 
     def __init__(
-        self, *, tail: int, as_json: bool, quiet: bool, foreground: bool, session: StartSession
+        self,
+        *,
+        tail: int,
+        as_json: bool,
+        quiet: bool,
+        foreground: bool,
+        session: StartSession,
+        env: dict[str, str],
     ) -> None:
         self.tail = tail
         self.as_json = as_json
+        self.quiet = quiet
+        self.env = env
         self.session = session
         self.signals = _Signals()
         if foreground:
             self.signals.install()
         self.line_fd = _line_fd(quiet=quiet, as_json=as_json, foreground=foreground)
         self.shown: Verdict | None = None  # the verdict, once printed
+
+    def emit(self, event: LaunchEvent) -> None:
+        from servegate.launch.events import (
+            GateNote,
+            StartBegan,
+            TelemetrySampled,
+            VerdictCompleted,
+            VerdictDecided,
+        )
+
+        match event:
+            case StartBegan(tracked=tracked) if not self.quiet:
+                _launching(tracked, self.session, self.env)
+            case GateNote(text=text) if not self.quiet:
+                _note(text)
+            case TelemetrySampled(snapshot=snapshot) if not self.quiet:
+                self.session.status.resources(snapshot)
+            case VerdictDecided(verdict=verdict):
+                self.on_verdict(verdict)
+            case VerdictCompleted(verdict=verdict):
+                self.on_telemetry(verdict)
+            case _:
+                pass
 
     def on_verdict(self, verdict: Verdict) -> None:
         """The verdict line (and a failure's tail) at once, READY too; the startup record,

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from servegate.engines import EngineProfile, get_profile
 from servegate.errors import UsageError
+from servegate.gate.defaults import TIMEOUT_S
 from servegate.gate.watch import Rules
 
 __all__ = [
@@ -92,8 +93,8 @@ class GateOptions:
     port: int | None = None  # probe this port on ``host`` (--port)
     host: str = "127.0.0.1"
     health_url: str | None = None  # probe exactly this URL, any 2xx (--health-url)
-    timeout_s: float = 900.0  # hard cap (--timeout)
-    stall_s: float | None = 300.0  # no progress for this long; None: never (--stall)
+    timeout_s: float = TIMEOUT_S  # hard cap (--timeout)
+    stall_s: float | None = None  # no progress for this long; None: never (--stall: STALL_S)
     tail: int = 50  # lines shown on CRASH / TIMEOUT (--tail)
     probe_interval_s: float = 0.5  # probe period before a ready line
     model: str | None = None  # model name for the 1-token completion
@@ -137,6 +138,20 @@ class GateOptions:
             model=data["model"],
             sample_s=float(data.get("sample_s", 1.0)),
             command_port=data.get("command_port"),
+        )
+
+    def for_command(self, command: Sequence[str]) -> GateOptions:
+        """These options for ``command``: the port ``port``, else the command's
+        ``--port N``, else (without a health URL) the profile's default; the model
+        ``model``, else the command's (for vLLM's 1-token check). A ``port`` that the
+        command's contradicts is kept (a container may map one to the other) and named in
+        notes (``command_port``)."""
+        said = port_from_command(command)
+        port = self.port if self.port is not None else said
+        if port is None and self.health_url is None:
+            port = get_profile(self.engine).default_port
+        return replace(
+            self, port=port, model=self.model or model_from_command(command), command_port=said
         )
 
     def port_note(self) -> str | None:

@@ -16,6 +16,7 @@ import psutil
 from servegate.engines import get_profile
 from servegate.errors import UsageError
 from servegate.gate.decide import Gate, GateSources
+from servegate.gate.defaults import STALL_S, TIMEOUT_S
 from servegate.gate.options import GateOptions, check_log_path
 from servegate.gate.verdict import Verdict, raise_for_verdict
 from servegate.telemetry.model import Snapshot
@@ -34,8 +35,8 @@ def wait(
     port: int | None = None,
     health_url: str | None = None,
     host: str = "127.0.0.1",
-    timeout_s: float = 900.0,
-    stall_s: float | None = 300.0,
+    timeout_s: float = TIMEOUT_S,
+    stall_s: float | None = STALL_S,
     model: str | None = None,
     sample_s: float = 1.0,
     on_note: Callable[[str], None] | None = None,

@@ -21,21 +21,24 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import IO
+from typing import IO, TypedDict, Unpack
 
 import psutil
 
-from servegate.engines import get_profile
 from servegate.errors import PortInUseError, ServegateError, UsageError
-from servegate.gate.options import (
-    GateOptions,
-    Resolved,
-    check_log_path,
-    model_from_command,
-    port_from_command,
-)
+from servegate.gate.options import GateOptions, Resolved, check_log_path
 from servegate.gate.verdict import Status, Verdict, iso, raise_for_verdict
 from servegate.launch import state
+from servegate.launch.events import (
+    GateNote,
+    Hooks,
+    LaunchEvent,
+    Observer,
+    StartBegan,
+    TelemetrySampled,
+    VerdictCompleted,
+    VerdictDecided,
+)
 from servegate.launch.keeper import spawn as spawn_keeper
 from servegate.launch.messages import (
     Decided,
@@ -190,88 +193,84 @@ def _read(stream: IO[bytes]) -> Message | None:
     return parse(raw) if raw else None
 
 
+class GateKeywords(TypedDict, total=False):
+    """The keyword form of ``launch``: the gate's settings and the ``on_*`` callbacks."""
+
+    engine: str
+    port: int | None
+    timeout_s: float
+    stall_s: float | None
+    ready: Sequence[str]
+    crash: Sequence[str]
+    health_url: str | None
+    host: str
+    model: str | None
+    sample_s: float
+    on_verdict: Callable[[Verdict], None] | None
+    on_telemetry: Callable[[Verdict], None] | None
+    on_started: Callable[[state.Tracked], None] | None
+    on_note: Callable[[str], None] | None
+    on_status: Callable[[Snapshot], None] | None
+
+
+_HOOKS = ("on_verdict", "on_telemetry", "on_started", "on_note", "on_status")
+
+
 def launch(
     command: Sequence[str],
     *,
-    engine: str = "generic",
-    port: int | None = None,
-    timeout_s: float = 900.0,
-    stall_s: float | None = None,
+    options: GateOptions | None = None,
+    observer: Observer | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     log_path: str | None = None,
     name: str | None = None,
     keep: bool = False,
-    ready: Sequence[str] = (),
-    crash: Sequence[str] = (),
-    health_url: str | None = None,
-    host: str = "127.0.0.1",
-    model: str | None = None,
-    sample_s: float = 1.0,
     attached: bool = True,
-    on_verdict: Callable[[Verdict], None] | None = None,
-    on_telemetry: Callable[[Verdict], None] | None = None,
     line_fd: int | None = None,
-    on_started: Callable[[state.Tracked], None] | None = None,
-    on_note: Callable[[str], None] | None = None,
-    on_status: Callable[[Snapshot], None] | None = None,
+    **keywords: Unpack[GateKeywords],
 ) -> Server:
     """Start ``command`` and block until it is READY; return the running ``Server``.
 
+    The gate's settings come as one value, ``options`` (``GateOptions``), and what
+    happens as events to ``observer`` (``launch.events``). The keyword form
+    ``launch(cmd, engine="vllm", port=8000, on_verdict=...)`` is the same call: its
+    keywords make the options (GateOptions' defaults: no stall limit) and its ``on_*``
+    callbacks the observer; the two forms do not mix.
+
     Args:
         command: the server's argument list (no shell).
-        engine: profile name: sglang, vllm, llamacpp, tgi, trtllm or generic.
-        port: the port it serves on; default: ``--port N`` in the command, else the
-            profile's default port. It must be free before the launch.
-        timeout_s: hard cap on the start; stall_s: no new output for this long (None: no
-            stall limit).
+        options: what makes it READY, CRASHED or TIMED OUT; the port defaults to
+            ``--port N`` in the command, else the profile's default port (it must be
+            free before the launch).
+        observer: gets each event of the launch (``launch.events``): the start, the
+            gate's notes and samples while it waits, the verdict the moment it
+            arrives (no ``snapshots`` yet), then the verdict with its telemetry series,
+            still before a failed tree is stopped or a READY one detached.
         env: extra environment variables; cwd: its working folder.
         log_path: its log file (default: NAME.log in the state folder); truncated.
         name: the name ``servegate ps`` / ``stop`` know it by (default: the engine's).
         keep: on CRASH or TIMEOUT, leave the process tree running (tracked) for a look.
-        ready, crash: extra ready / fatal line regexes; health_url: probe this URL.
-        host: the address it serves on; model: model name for vLLM's 1-token check.
         attached: True: the server dies with this process (see ``Server.detach``).
-        on_verdict: called with the verdict the moment it arrives, before its telemetry
-            series and before the tree is stopped (CRASH, TIMEOUT) or detached: to show
-            it without waiting for those. Its ``snapshots`` are empty; ``telemetry`` lacks
-            the last sample.
-        on_telemetry: called next with the verdict completed by its telemetry series
-            (what ``Server.verdict`` and the raised error carry), still before the tree
-            is stopped or detached: to record the start.
         line_fd: a descriptor (this process's stdout) that the keeper writes
             ``verdict.line()`` to, redacted, the moment the gate decides, before this
             process hears of it; the keeper then closes its copy.
-        sample_s: the telemetry period until the verdict (0: none); the verdict carries
-            its ``telemetry`` summary and its ``snapshots``.
-        on_note: called with each live note of the gate while it waits (a silent server
-            that is busy: "no output for 240 s during jit_compile; slow, ...").
-        on_started: called once the process runs, with its record (log path, start
-            time): to follow its progress while the gate waits.
-        on_status: called with each sample of the tree while it starts (CPU, RSS, GPU
-            memory; no per-process detail): for a live status line.
+        **keywords: the keyword form: ``engine``, ``port``, ``timeout_s``, ``stall_s``
+            (None: no stall limit), ``ready``, ``crash``, ``health_url``, ``host``,
+            ``model``, ``sample_s`` (GateOptions' fields), and ``on_started``,
+            ``on_note``, ``on_status``, ``on_verdict``, ``on_telemetry`` (called with
+            what the events above carry).
 
     Raises:
         UsageError: bad arguments, or the port is already taken; nothing is started.
         ServerCrashed: CRASH; ``.verdict`` says why. The tree is stopped unless ``keep``.
         ServerTimeout: TIMEOUT; same.
     """
+    options, observer = _options_form(options, observer, keywords)
     command = [str(arg) for arg in command]
     env = dict(env or {})
     _check_command(command, env, cwd)
-    options = _gate_options(
-        command,
-        engine=engine,
-        ready=ready,
-        crash=crash,
-        port=port,
-        host=host,
-        health_url=health_url,
-        timeout_s=timeout_s,
-        stall_s=stall_s,
-        model=model,
-        sample_s=sample_s,
-    )
+    options = options.for_command(command)
     resolved = options.resolve()
     if options.port is not None:
         _check_port_free(options.port)
@@ -304,9 +303,8 @@ def launch(
             marker=marker,
             attached=attached,
         )
-        if on_started is not None:
-            on_started(tracked)
-        message = _until_verdict(keeper.stdout, on_note=on_note, on_status=on_status)
+        _tell(observer, StartBegan(tracked=tracked))
+        message = _until_verdict(keeper.stdout, observer)
     except BaseException:
         # interrupted (Ctrl-C) or the keeper failed: nothing may be left behind
         _abort(keeper, control_w, name)
@@ -322,52 +320,38 @@ def launch(
         control=control_w,
         essential=[info for info in map(_proc_info, message.essential) if info is not None],
     )
-    return _settle(
-        server,
-        keep=keep,
-        attached=attached,
-        on_verdict=on_verdict,
-        on_telemetry=on_telemetry,
-        stream=keeper.stdout,
-    )
+    return _settle(server, keep=keep, attached=attached, observer=observer, stream=keeper.stdout)
 
 
-def _gate_options(
-    command: Sequence[str],
-    *,
-    engine: str,
-    ready: Sequence[str],
-    crash: Sequence[str],
-    port: int | None,
-    host: str,
-    health_url: str | None,
-    timeout_s: float,
-    stall_s: float | None,
-    model: str | None,
-    sample_s: float,
-) -> GateOptions:
-    """The gate's options for ``command``. The port: ``port``, else the command's
-    ``--port N``, else (without a health URL) the profile's default; the model: ``model``,
-    else the command's (for vLLM's 1-token check). A ``port`` that the command's
-    contradicts is kept (a container may map one to the other) and named in notes."""
-    said = port_from_command(command)
-    if port is None:
-        port = said
-    if port is None and health_url is None:
-        port = get_profile(engine).default_port
-    return GateOptions(
-        engine=engine,
-        ready=tuple(ready),
-        crash=tuple(crash),
-        port=port,
-        host=host,
-        health_url=health_url,
-        timeout_s=timeout_s,
-        stall_s=stall_s,
-        model=model or model_from_command(command),
-        sample_s=sample_s,
-        command_port=said,
-    )
+def _options_form(
+    options: GateOptions | None, observer: Observer | None, keywords: GateKeywords
+) -> tuple[GateOptions, Observer | None]:
+    """The options and the observer of either form of ``launch``."""
+    hooks = {k: v for k, v in keywords.items() if k in _HOOKS}
+    gate = {k: v for k, v in keywords.items() if k not in _HOOKS}
+    if options is not None and gate:
+        raise UsageError(
+            f"launch() takes the gate's settings as options= or as keywords, not both: "
+            f"move {', '.join(sorted(gate))} into the GateOptions."
+        )
+    if observer is not None and hooks:
+        raise UsageError(
+            f"launch() takes observer= or on_* callbacks, not both: "
+            f"handle {', '.join(sorted(hooks))} in the observer."
+        )
+    if options is None:
+        for key in ("ready", "crash"):
+            if key in gate:
+                gate[key] = tuple(gate[key])  # type: ignore[arg-type]
+        options = GateOptions(**gate)  # type: ignore[arg-type]
+    if hooks:
+        observer = Hooks(**hooks)  # type: ignore[arg-type]
+    return options, observer
+
+
+def _tell(observer: Observer | None, event: LaunchEvent) -> None:
+    if observer is not None:
+        observer.emit(event)
 
 
 def _fresh_log(log_path: str | None, name: str) -> str:
@@ -470,20 +454,14 @@ def _track(
     return tracked
 
 
-def _until_verdict(
-    stream: IO[bytes],
-    *,
-    on_note: Callable[[str], None] | None,
-    on_status: Callable[[Snapshot], None] | None,
-) -> Message | None:
+def _until_verdict(stream: IO[bytes], observer: Observer | None) -> Message | None:
     """Pass the keeper's notes and samples on; return the message after them (the verdict)."""
     message = _read(stream)
     while isinstance(message, Note | Sample):
         if isinstance(message, Note):
-            if on_note is not None:
-                on_note(message.text)
-        elif on_status is not None:
-            on_status(message.snapshot)
+            _tell(observer, GateNote(text=message.text))
+        else:
+            _tell(observer, TelemetrySampled(snapshot=message.snapshot))
         message = _read(stream)
     return message
 
@@ -493,16 +471,15 @@ def _settle(
     *,
     keep: bool,
     attached: bool,
-    on_verdict: Callable[[Verdict], None] | None,
-    on_telemetry: Callable[[Verdict], None] | None,
+    observer: Observer | None,
     stream: IO[bytes],
 ) -> Server:
-    """Show the verdict through ``on_verdict`` at once; complete it with the telemetry
-    series that follows and pass it to ``on_telemetry``; then stop (or keep) a failed
-    server and raise, or detach a READY one unless attached."""
-    _call(server, on_verdict)
+    """Tell the verdict at once; complete it with the telemetry series that follows and
+    tell that; then stop (or keep) a failed server and raise, or detach a READY one
+    unless attached."""
+    _call(server, observer, VerdictDecided)
     server.verdict = verdict = _with_snapshots(server.verdict, stream)
-    _call(server, on_telemetry)
+    _call(server, observer, VerdictCompleted)
     if verdict.status != Status.READY:
         if keep:
             server.detach()
@@ -514,12 +491,16 @@ def _settle(
     return server
 
 
-def _call(server: Server, callback: Callable[[Verdict], None] | None) -> None:
-    """``callback(server.verdict)``; whatever the caller's trouble, nothing is left behind."""
-    if callback is None:
+def _call(
+    server: Server,
+    observer: Observer | None,
+    event: type[VerdictDecided] | type[VerdictCompleted],
+) -> None:
+    """Tell the observer ``server.verdict``; whatever its trouble, nothing is left behind."""
+    if observer is None:
         return
     try:
-        callback(server.verdict)
+        observer.emit(event(verdict=server.verdict))
     except BaseException:
         server.stop(grace_s=5.0)
         raise
