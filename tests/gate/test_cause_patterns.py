@@ -12,6 +12,7 @@ which stay READY.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -425,7 +426,7 @@ def test_an_exit_takes_the_kind_its_cause_names(tmp_path: Path, line: str, kind:
 
 
 # what a container, a pod, a log shipper, a launcher or a paste puts before every line
-WRAPPERS = (
+WRAPPERS: tuple[Callable[[str], str], ...] = (
     lambda line: "server-1  | " + line,  # docker compose
     lambda line: "[pod/server-0/server] " + line,  # kubectl logs --prefix
     lambda line: "2026-12-04T10:00:00.123456789Z stderr F " + line,  # CRI
@@ -520,6 +521,22 @@ def test_a_shells_128_plus_signal_is_that_signal(tmp_path: Path, code: int, kind
         ("FileNotFoundError: [Errno 2] No such file or directory: 'ninja'", "install"),
         ("Segmentation fault (core dumped)", "segfault"),
         ("Aborted (core dumped)", "abort"),
+        (
+            'docker: Error response from daemon: failed to create task for container: exec: "x": '
+            "executable file not found in $PATH: unknown.",
+            "install",
+        ),
+        (
+            'docker: Error response from daemon: could not select device driver "" with '
+            "capabilities: [[gpu]].",
+            "install",
+        ),
+        (
+            "[12/04/2026-10:00:00] [TRT] [E] 1: [stdArchiveReader.cpp::StdArchiveReader::42] "
+            "Error Code 1: Serialization (Serialization assertion stdVersionRead == "
+            "serializationVersion failed.Version tag does not match.",
+            "engine-version",
+        ),
     ],
 )
 def test_a_line_without_a_level_that_says_a_failure_names_its_kind(
@@ -625,3 +642,60 @@ def test_uvicorns_running_line_is_vllms_ready_line(tmp_path: Path) -> None:
     ]
     verdict = gate(tmp_path, "vllm", lines, exit=None)
     assert (verdict.status, verdict.matched_line) == ("ready", lines[0])
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (
+            "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. (Request ID: x)",
+            "model-load",
+        ),
+        (
+            "ValueError: The quantization method fp8 is not supported for the current GPU. "
+            "Minimum capability: 80. Current capability: 75.",
+            "cuda-arch",
+        ),
+        (
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 802: system not "
+            "yet initialized",
+            "cuda-error",
+        ),
+        (
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 804: forward "
+            "compatibility was attempted on non supported HW",
+            "install",
+        ),
+        (
+            "torch._inductor.exc.InductorError: RuntimeError: Failed to find C compiler. "
+            "Please specify via CC environment variable.",
+            "install",
+        ),
+    ],
+)
+def test_failures_no_fixture_covers_name_their_family(tmp_path: Path, line: str, kind: str) -> None:
+    """Failures of these engines that no real log here shows yet (a missing Hub repo, a
+    quantization's compute capability, the CUDA driver, a missing C compiler): the
+    traceback's last line, then exit 1, gives the kind of its family."""
+    lines = ["Traceback (most recent call last):", '  File "/app/x.py", line 1, in <module>', line]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == (kind, line)
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "says"),
+    [
+        (127, "install", "(a shell's 127: the program or a shared library it needs was not found)"),
+        (126, "permission", "(a shell's 126: the program is not executable)"),
+        (-4, "exit", "died of an illegal instruction (SIGILL)"),
+        (132, "exit", "died of an illegal instruction (SIGILL) (exit code 132"),
+    ],
+)
+def test_a_shells_codes_for_a_program_it_could_not_run(
+    tmp_path: Path, code: int, kind: str, says: str
+) -> None:
+    """127 (not found), 126 (not executable) and SIGILL (an instruction this CPU lacks),
+    with no line that says more: the verdict names what they mean."""
+    verdict = gate(tmp_path, "generic", ["starting"], exit=code)
+    assert verdict.kind == kind
+    assert says in verdict.reason

@@ -141,7 +141,8 @@ _WORDS: tuple[Words, ...] = (
         # a backend's allocator (Vulkan, SYCL, Metal, HIP): "Device memory allocation of
         # size N failed", ErrorOutOfDeviceMemory, UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
         r"|\ballocation of (?:size )?\d+\S*(?: bytes)? failed|OutOf(?:Device|Host|Pool)Memory"
-        r"|OUT_OF_(?:DEVICE|HOST|POOL)_MEMORY",
+        r"|OUT_OF_(?:DEVICE|HOST|POOL)_MEMORY"
+        r"|OOMKilled|\bOOM[- ]kill",  # Kubernetes' reason, the kernel's killer
     ),
     Words(
         kind="disk",
@@ -161,7 +162,9 @@ _WORDS: tuple[Words, ...] = (
         kind="model-load",
         title="the model's Hub repo refused this token",
         pattern=r"\b401\b|\b403\b|unauthorized|forbidden|gated repo|invalid (?:user )?token"
-        r"|token is (?:invalid|expired)|access to model .* is restricted|HF_TOKEN",
+        r"|token is (?:invalid|expired)|access to model .* is restricted|HF_TOKEN"
+        r"|GatedRepoError|RepositoryNotFound|Repository Not Found|RevisionNotFound"
+        r"|(?<!Local)EntryNotFoundError",
     ),
     Words(
         kind="permission",
@@ -177,13 +180,15 @@ _WORDS: tuple[Words, ...] = (
         r"|\bsm_?\d{2,3}a?\b.*(?:not|unsupported|no longer)|(?:not|un)supported.*\bsm_?\d{2,3}"
         r"|not compatible with the current pytorch installation"
         r"|(?:not supported|unsupported) (?:on|by) (?:this|your) gpu"
-        r"|only supports? (?:ampere|hopper|turing|volta|blackwell)",
+        r"|only supports? (?:ampere|hopper|turing|volta|blackwell)"
+        r"|minimum capability|current capability",  # vLLM's quantization methods
     ),
     Words(
         kind="engine-version",
         title="the engine was built by another TensorRT or TensorRT-LLM version",
         pattern=r"deserializ|engine plan file|serialized engine|TensorRT version"
-        r"|built (?:with|by) (?:a )?(?:different|another|newer|older) version",
+        r"|built (?:with|by) (?:a )?(?:different|another|newer|older) version"
+        r"|Serialization assertion|Version tag does not match",
     ),
     # a process that a wrapper ran died of a signal (subprocess's "died with
     # <Signals.SIGSEGV: 11>", a shell's "Segmentation fault (core dumped)"): before
@@ -207,7 +212,7 @@ _WORDS: tuple[Words, ...] = (
         r"|compiled (?:against|with) .*version|driver version is insufficient"
         r"|not compiled with CUDA|found no NVIDIA driver|NVIDIA driver on your system is too old"
         r"|requires? .*(?:version|>=|==)|please (?:install|upgrade|update|reinstall)"
-        r"|pip install|is not installed|not found in PATH|command not found"
+        r"|pip install|is not installed|not found in \$?PATH|command not found"
         r"|got an unexpected keyword argument|module '[\w.]+' has no attribute"
         r"|unable to find backend library|failed to build|returned non-zero exit status"
         r"|exit status \d+|error: command '[^']*(?:gcc|g\+\+|nvcc|cc|ninja)"
@@ -216,7 +221,8 @@ _WORDS: tuple[Words, ...] = (
         # the dynamic loader's own failures, and a build tool that is not installed
         r"|error while loading shared libraries|symbol lookup error|wrong ELF class"
         r"|not found \(required by|No such file or directory: '(?:ninja|nvcc|gcc|g\+\+|c\+\+"
-        r"|cc|clang|cmake|make|hipcc)'|forward compatibility was attempted",
+        r"|cc|clang|cmake|make|hipcc)'|forward compatibility was attempted"
+        r"|failed to find C compiler|could not select device driver|nvidia-container-cli",
     ),
     Words(
         kind="nccl",
@@ -242,7 +248,7 @@ _WORDS: tuple[Words, ...] = (
         r"|no CUDA GPUs are available|CUDA is not available|no CUDA-capable device"
         # the same for ROCm and oneAPI (their out-of-memory codes are memory's, above)
         r"|\bhip ?error|HSA_STATUS_ERROR|memory access fault|\b(?:UR_RESULT|PI|ZE_RESULT)_ERROR_"
-        r"|device lost|DEVICE_LOST",
+        r"|device lost|DEVICE_LOST|cudaGetDeviceCount",
     ),
     Words(
         kind="mpi",

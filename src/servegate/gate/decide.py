@@ -59,7 +59,27 @@ _WITHDRAW_WAIT_S = 1.0
 _BEFORE_BIND_WAIT_S = 0.2
 # exit codes with which a shell or a container runtime reports a child killed by
 # SIGABRT, SIGKILL or SIGSEGV (128 + the signal)
-_SHELL_SIGNALS = (128 + signal.SIGABRT, 128 + signal.SIGKILL, 128 + signal.SIGSEGV)
+_SHELL_SIGNALS = (
+    128 + signal.SIGILL,
+    128 + signal.SIGABRT,
+    128 + signal.SIGKILL,
+    128 + signal.SIGSEGV,
+)
+# a shell's own exit codes for a command it could not run: not found (the program, or
+# the dynamic loader's library), found but not executable
+_SHELL_CANNOT_RUN = {
+    127: (
+        "install",
+        "a shell's 127: the program or a shared library it needs was not found",
+        "check the command's path and that the image or environment has the engine "
+        "and its native libraries (the loader's error names the missing one)",
+    ),
+    126: (
+        "permission",
+        "a shell's 126: the program is not executable",
+        "check the command's path and its mode (chmod +x), or run it with its interpreter",
+    ),
+}
 _CHILD_GRACE_S = 0.3  # after an essential child dies, wait this long for the main to follow
 _PARTIAL_QUIET_S = 0.1  # output quiet this long: match an unfinished last line as it stands
 # a slow (busy) server is looked at again this often: the stall period / 10, within bounds
@@ -478,6 +498,10 @@ class Gate:
             elif number == signal.SIGKILL:
                 kind = Kind.KILLED
                 hint = "SIGKILL without a message is often the OOM killer: check dmesg and memory"
+            elif number == signal.SIGILL:
+                kind = Kind.EXIT
+                hint = "the program ran a CPU instruction this machine lacks (AVX2, "
+                hint += "AVX-512, ...): use a build made for this CPU"
             elif number == signal.SIGABRT:
                 # abort() is called from inside: a failed assertion, an uncaught C++
                 # exception (std::terminate), a heap check ("free(): invalid pointer")
@@ -487,10 +511,15 @@ class Gate:
                 kind, hint = Kind.EXIT, "something sent the server a signal: check who stops it"
             if number == signal.SIGABRT:
                 reason = f"the server aborted itself ({sig})"
+            elif number == signal.SIGILL:
+                reason = f"the server died of an illegal instruction ({sig})"
             else:
                 reason = f"the server was killed by {sig}"
             if code is not None and code > 0:
                 reason += f" (exit code {code}, as a shell reports it)"
+        elif code in _SHELL_CANNOT_RUN:
+            kind, what, hint = _SHELL_CANNOT_RUN[code]
+            reason = f"the server exited with code {code} ({what})"
         else:
             kind = Kind.EXIT
             if code == 0:

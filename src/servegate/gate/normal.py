@@ -90,7 +90,7 @@ _PREFIX = re.compile(
         \ [\w./-]+:\d+\]\ ?                                    # torch's c10 logging
       | (?P<l8>[IWEF])\d{{4}}\ \d\d:\d\d:\d\d\.\d+\ +\d+\ [\w./-]+:\d+\]\ ?  # glog
       | \[\d\d/\d\d/\d{{4}}-\d\d:\d\d:\d\d\]\ ?                 # TensorRT-LLM's stamp
-      | \[TRT-LLM\]\ ?(?:\[(?P<l9>[VIWEF])\]\ ?)?               # TensorRT-LLM's Python
+      | \[TRT(?:-LLM)?\]\ ?(?:\[(?P<l9>[VIWEF])\]\ ?)?          # TensorRT(-LLM)'s Python
       | \[TensorRT-LLM\]\[(?P<l10>VERBOSE|INFO|WARNING|ERROR|FATAL)\]\ ?  # and its C++
       | \d+\.\d\d\.\d\d\d\.\d\d\d\ (?P<l11>[IWED])\ +          # llama.cpp --log-prefix
       | (?P<l12>{_PY}):(?:[\w.]+:|\ +)                         # ERROR:root: / uvicorn
