@@ -41,7 +41,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Deselect the tests of CI's own steps unless ``-m`` names their marker."""
     expression = config.getoption("markexpr") or ""
     named = {name for name in OWN_STEP_MARKERS if re.search(rf"\b{name}\b", expression)}
-    kept, dropped = [], []
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         own = {mark.name for mark in item.iter_markers()} & set(OWN_STEP_MARKERS)
         (dropped if own - named else kept).append(item)
@@ -136,7 +137,7 @@ def _sqlite_connections_closed(
     real_connect = sqlite3.connect
 
     def tracking_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = real_connect(*args, **kwargs)
+        conn: sqlite3.Connection = real_connect(*args, **kwargs)
         opened.append(conn)
         return conn
 

@@ -86,7 +86,7 @@ def test_keep_alive_timeout_is_honoured(sse_server: Callable[..., str]) -> None:
     async def main() -> list[RequestSample]:
         pool = Pool(url + "/v1/completions")
         frame = request_bytes(pool, {"Content-Type": "application/json"})
-        out = []
+        out: list[RequestSample] = []
         try:
             for pause in (0.0, 0.1, 1.3):
                 await asyncio.sleep(pause)

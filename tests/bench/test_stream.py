@@ -15,12 +15,13 @@ from servegate.bench.stream import (
     _classify,
     _payloads,
     _Stream,
+    _Usage,
     has_content,
     patterns,
 )
 
 
-def _event(event: bytes, keys: tuple[bytes, ...]) -> object:
+def _event(event: bytes, keys: tuple[bytes, ...]) -> bool | _Usage | None:
     """Classify the one event in ``event`` (lines without the closing blank line)."""
     payloads = _payloads(event + b"\n\n")
     return _classify(payloads[0], keys) if payloads else None
@@ -63,7 +64,7 @@ def test_usage_event_is_parsed() -> None:
     found = _event(
         b'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5}}', COMPLETION_KEYS
     )
-    assert found is not None and found is not True
+    assert isinstance(found, _Usage)
     assert (found.content, found.output_tokens, found.input_tokens) == (False, 5, 7)
 
 

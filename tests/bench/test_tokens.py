@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from servegate.bench import BenchSettings, run_point
+from servegate.bench import BenchSettings, PointResult, run_point
 
 
-def _run(url: str, output_len: int = 8) -> object:
+def _run(url: str, output_len: int = 8) -> PointResult:
     return run_point(
         BenchSettings(url=url, concurrency=2, requests=6, input_len=5, output_len=output_len)
     )

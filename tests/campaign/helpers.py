@@ -85,7 +85,7 @@ def wait_for_points(db: Path, count: int, timeout: float = 30) -> int:
     while time.monotonic() < deadline:
         if db.exists():
             try:
-                found = int(query(db, "SELECT count(*) FROM point")[0][0])  # type: ignore[call-overload]
+                found = int(str(query(db, "SELECT count(*) FROM point")[0][0]))
             except sqlite3.OperationalError:
                 found = 0
             if found >= count:

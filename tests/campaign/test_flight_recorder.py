@@ -76,10 +76,10 @@ def test_campaign_stores_telemetry_writes_history_and_shows_etas(tmp_path: Path)
         # the first sample at the start and one more after the verdict, at least
         assert len(series) >= 2, (name, series)
         assert [row[0] for row in series] == list(range(len(series)))
-        assert max(float(row[1]) for row in series) >= float(elapsed_s), (name, series)
-        assert any(int(row[2]) >= 1 for row in series)
+        assert max(float(str(row[1])) for row in series) >= float(str(elapsed_s)), (name, series)
+        assert any(int(str(row[2])) >= 1 for row in series)
         # the summary counts the sample taken after the verdict as well
-        assert json.loads(verdict_json)["telemetry"]["samples"] == len(series)
+        assert json.loads(str(verdict_json))["telemetry"]["samples"] == len(series)
 
     rows = history_rows()
     assert [(r["via"], r["status"]) for r in rows] == [

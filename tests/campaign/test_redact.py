@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from servegate.gate.verdict import Verdict
+from servegate.gate.verdict import DetectedBy, Status, Verdict
 from servegate.redact import MASK, MIN_SECRET_LEN, Redactor, is_secret_name, scrub
 
 
@@ -103,11 +103,11 @@ def test_frozen_records_are_redacted_field_by_field(monkeypatch: pytest.MonkeyPa
     """A Verdict (a frozen dataclass) comes back with its reason and tail masked."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live-abcdef")
     verdict = Verdict(
-        status="crash",
+        status=Status.CRASH,
         elapsed_s=1.0,
         started_at="t0",
         decided_at="t1",
-        detected_by="signature",
+        detected_by=DetectedBy.SIGNATURE,
         reason="login refused for sk-live-abcdef",
         kind=None,
         hint=None,

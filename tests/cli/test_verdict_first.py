@@ -192,7 +192,7 @@ def test_status_line_writes_nothing_once_stopped() -> None:
     out = io.StringIO()
     line = StatusLine(engine="sglang", eta=None, stream=out, live=False)
     line._watcher.feed(b"[2026-01-01 00:00:00 TP0] Load weight begin. avail mem=50 GB\n", 1.0)
-    assert line._watcher.phases.spans() != []  # a phase the next drawing would announce
+    assert line._watcher.phases.spans() != ()  # a phase the next drawing would announce
     line.stop()
     line._show()  # what the thread would do next, had it not looked at the stop yet
     assert (out.getvalue(), line.lines) == ("", [])

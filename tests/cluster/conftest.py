@@ -75,7 +75,7 @@ class RayCluster:
 
         os.environ["SERVEGATE_STATE_DIR"] = str(state)
         os.environ["SERVEGATE_HISTORY"] = str(state / "history.db")
-        self.cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        self.cluster: Any = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
         self.workers: list[Any] = []
         for model in models:
             self.add(model)

@@ -93,10 +93,10 @@ def test_starts_are_spread_over_gpu_models_by_their_nodes(tmp_path: Path) -> Non
     variants = {"baseline": "", **{f"v{n}": f"--itl-ms {n + 2}" for n in range(1, 6)}}
     plan = parse_campaign(write_campaign(tmp_path, variants=variants).read_text())
     order = list(range(len(plan.groups)))
-    capacity = {"A100": 1, "H200": 3}
+    capacity: dict[str | None, int] = {"A100": 1, "H200": 3}
     first = _placed(plan, order, 1, capacity)
     models = {g.variants[0].name: m for g, _, m in first if g.variants[0].name != "baseline"}
-    assert sorted(models.values()) == ["A100", "H200", "H200", "H200", "H200"]
+    assert sorted(models.values(), key=str) == ["A100", "H200", "H200", "H200", "H200"]
     baseline = [(start, m) for g, start, m in first if g.variants[0].name == "baseline"]
     assert baseline == [(1, "A100"), (2, "H200")]
     second = _placed(plan, order, 2, capacity)

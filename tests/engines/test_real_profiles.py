@@ -134,6 +134,7 @@ def test_vllm_cpu_phases_are_named() -> None:
     for name in order:
         assert spans[name].end_s is not None, spans[name]
     warmup = spans["warmup_compile"]
+    assert warmup.end_s is not None
     assert warmup.start_s < warmup.end_s <= spans["profile_kv_cache"].start_s
 
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -16,9 +17,7 @@ MISBEHAVE = str(SCRIPTS / "misbehave.py")
 PY = sys.executable
 
 
-def servegate(
-    *args: str, timeout: float = 60.0, **kwargs: object
-) -> subprocess.CompletedProcess[str]:
+def servegate(*args: str, timeout: float = 60.0, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """Run ``python -m servegate ARGS`` and capture its output."""
     return subprocess.run(
         [PY, "-m", "servegate", *args],
@@ -26,7 +25,7 @@ def servegate(
         text=True,
         timeout=timeout,
         check=False,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
 
 

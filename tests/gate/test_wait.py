@@ -42,7 +42,9 @@ def _env() -> dict[str, str]:
     return dict(os.environ)
 
 
-def test_wait_on_log_pid_and_port(port: int, tmp_path: Path, procs: list) -> None:
+def test_wait_on_log_pid_and_port(
+    port: int, tmp_path: Path, procs: list[subprocess.Popen[bytes]]
+) -> None:
     """A nohup'ed SGLang-like server is READY from its log plus /health; wait kills nothing."""
     log = tmp_path / "server.log"
     pid = _nohup([PY, FAKE, "sglang", str(port), "--delay", "0.02"], log, procs)
@@ -52,14 +54,14 @@ def test_wait_on_log_pid_and_port(port: int, tmp_path: Path, procs: list) -> Non
     assert alive(pid)
 
 
-def test_wait_url_only(port: int, tmp_path: Path, procs: list) -> None:
+def test_wait_url_only(port: int, tmp_path: Path, procs: list[subprocess.Popen[bytes]]) -> None:
     """With only --url, the profile's probe path decides."""
     _nohup([PY, FAKE, "tgi", str(port)], tmp_path / "x.log", procs)
     verdict = wait(url=f"http://127.0.0.1:{port}", engine="tgi", timeout_s=30)
     assert (verdict.status, verdict.detected_by) == ("ready", "probe")
 
 
-def test_wait_sees_the_exit_of_a_pid(tmp_path: Path, procs: list) -> None:
+def test_wait_sees_the_exit_of_a_pid(tmp_path: Path, procs: list[subprocess.Popen[bytes]]) -> None:
     """A watched PID that exits is a CRASH, with the last traceback line as the reason."""
     log = tmp_path / "c.log"
     pid = _nohup(

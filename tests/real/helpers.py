@@ -16,6 +16,7 @@ import time
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -109,7 +110,7 @@ class LateHolder:
         self.sock.close()
 
 
-def check_report(path: Path, baseline: str, variant: str, repeats: int) -> dict[str, object]:
+def check_report(path: Path, baseline: str, variant: str, repeats: int) -> dict[str, Any]:
     """Assert a `servegate report --json` file compares `variant` with an interval; return it.
 
     Both variants must have started and stopped cleanly (port free), and the throughput
@@ -117,7 +118,7 @@ def check_report(path: Path, baseline: str, variant: str, repeats: int) -> dict[
     around it when each side has two server starts or more, else none and the call
     "needs more starts" (one start a side cannot tell a change from a start's luck).
     """
-    data = json.loads(path.read_text())
+    data: dict[str, Any] = json.loads(path.read_text())
     assert data["campaign"]["baseline"] == baseline
     variants = {v["name"]: v for v in data["variants"]}
     assert set(variants) == {baseline, variant}, variants.keys()

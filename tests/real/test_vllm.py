@@ -16,6 +16,7 @@ import signal
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -47,7 +48,7 @@ def vllm_command(python: Path, model: Path, port: int, *extra: str) -> list[str]
     ]  # fmt: skip
 
 
-def launch(port: int, name: str, command: list[str]) -> dict[str, object]:
+def launch(port: int, name: str, command: list[str]) -> dict[str, Any]:
     """`servegate launch --engine vllm` (READY needs /health and a 1-token completion)."""
     env_args = [arg for pair in ENV for arg in ("--env", pair)]
     result = servegate(
@@ -86,10 +87,10 @@ def test_ready_tree_bench_metrics_stop(vllm_python: Path, tiny_llama: Path, tmp_
     try:
         assert verdict["_exit"] == 0, verdict
         assert verdict["status"] == "ready"
-        names = tree_names(int(verdict["pid"]))  # type: ignore[arg-type]
+        names = tree_names(int(verdict["pid"]))
         assert "VLLM::EngineCore" in names.values(), names
         assert "VLLM::Worker" in names.values(), names
-        phases = {phase["name"] for phase in verdict["phases"]}  # type: ignore[attr-defined]
+        phases = {phase["name"] for phase in verdict["phases"]}
         # 0.32's own lines, from its first one to the weights (docs/real-engines.md)
         assert {"frontend_init", "engine_init", "start_workers", "load_weights"} <= phases
         out = tmp_path / "bench.json"
@@ -123,7 +124,7 @@ def test_engine_death_after_ready(vllm_python: Path, tiny_llama: Path) -> None:
     verdict = launch(port, "dying-vllm", vllm_command(vllm_python, tiny_llama, port))
     try:
         assert verdict["status"] == "ready", verdict
-        main = int(verdict["pid"])  # type: ignore[arg-type]
+        main = int(verdict["pid"])
         names = tree_names(main)
         core = next(pid for pid, name in names.items() if name == "VLLM::EngineCore")
         os.kill(core, signal.SIGKILL)

@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from servegate.store import Store
+from servegate.store import AttemptStatus, CampaignStatus, Store
 
 LOADS = (1, 4, 16)
 
 
-def _verdict(status: str, elapsed: float, phases: list[tuple[str, float, float]]) -> dict[str, Any]:
+def _verdict(
+    status: str, elapsed: float, phases: list[tuple[str, float, float | None]]
+) -> dict[str, Any]:
     crashed = status != "ready"
     return {
         "schema": "servegate.verdict/1",
@@ -97,7 +99,7 @@ def build(
                     requests,
                     phases,
                 )
-        store.set_campaign_status(cid, "done")
+        store.set_campaign_status(cid, CampaignStatus.DONE)
     return cid
 
 
@@ -126,10 +128,12 @@ def _start(
         versions={"servegate": "0.1.0"},
         git_commit=None,
     )
-    shown = phases if status == "ready" else [("load_weights", 0.2, None)]
+    shown: list[tuple[str, float, float | None]] = (
+        list(phases) if status == "ready" else [("load_weights", 0.2, None)]
+    )
     store.record_verdict(aid, _verdict(status, elapsed, shown))
     if status != "ready":
-        store.finish_attempt(aid, status)
+        store.finish_attempt(aid, AttemptStatus(status))
         return
     runs = 1 if variant == "spec" else repeats
     for load in LOADS:
@@ -148,4 +152,4 @@ def _start(
                 ),
             )
     store.record_stop(aid, {"killed": [1, 2], "duration_s": 0.3, "port_free": True})
-    store.finish_attempt(aid, "done")
+    store.finish_attempt(aid, AttemptStatus.DONE)

@@ -58,27 +58,27 @@ def read_png(path: Path) -> npt.NDArray[np.uint8]:
     prior = bytes(stride)
     for y in range(height):
         start = y * (stride + 1)
-        kind = raw[start]
+        filter_type = raw[start]
         line = np.frombuffer(raw, dtype=np.uint8, count=stride, offset=start + 1)
         up = np.frombuffer(prior, dtype=np.uint8)
-        if kind == 0:
+        if filter_type == 0:
             row = line.copy()
-        elif kind == 1:  # Sub: a running sum per channel, modulo 256
+        elif filter_type == 1:  # Sub: a running sum per channel, modulo 256
             row = np.cumsum(line.reshape(width, bpp), axis=0, dtype=np.uint8).reshape(stride)
-        elif kind == 2:  # Up
+        elif filter_type == 2:  # Up
             row = line + up
-        elif kind == 3:  # Average: depends on the reconstructed left byte
+        elif filter_type == 3:  # Average: depends on the reconstructed left byte
             buf = bytearray(line.tobytes())
             for i in range(stride):
                 left = buf[i - bpp] if i >= bpp else 0
                 buf[i] = (buf[i] + ((left + prior[i]) >> 1)) & 0xFF
             row = np.frombuffer(bytes(buf), dtype=np.uint8)
-        elif kind == 4:
+        elif filter_type == 4:
             buf = bytearray(line.tobytes())
             _paeth_row(buf, prior, bpp)
             row = np.frombuffer(bytes(buf), dtype=np.uint8)
         else:
-            raise ValueError(f"bad PNG filter type {kind} in row {y}")
+            raise ValueError(f"bad PNG filter type {filter_type} in row {y}")
         out[y] = row
         prior = row.tobytes()
     return out.reshape(height, width, bpp)[:, :, :3]

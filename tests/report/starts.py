@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from servegate.store import Store
+from servegate.store import AttemptStatus, Store
 
 WORKLOAD = {"api": "completions", "input_len": 128, "output_len": 12, "dataset": "random"}
 
@@ -58,7 +58,7 @@ class Campaign:
         }
         self.store.record_verdict(aid, verdict)
         if status != "ready":
-            self.store.finish_attempt(aid, status)
+            self.store.finish_attempt(aid, AttemptStatus(status))
         return aid
 
     def point(
@@ -117,7 +117,7 @@ class Campaign:
         """The server stopped; the attempt ends with ``status``, the runner's reason and the
         variants a failure belongs to (none: the whole start)."""
         self.store.record_stop(aid, {"killed": [1], "duration_s": 0.1, "port_free": True})
-        self.store.finish_attempt(aid, status, reason, failed_variants=failed)
+        self.store.finish_attempt(aid, AttemptStatus(status), reason, failed_variants=failed)
 
     def measured(
         self,

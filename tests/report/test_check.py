@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from servegate.report import build_report
-from servegate.store import Store
+from servegate.store import CampaignStatus, Store
 
 from .starts import WORKLOAD, Campaign
 
@@ -55,7 +55,7 @@ def write(
                             aid, variant, load, repeat, throughput=value, workload=workload
                         )
                 campaign.stop(aid)
-        store.set_campaign_status(campaign.cid, "done")
+        store.set_campaign_status(campaign.cid, CampaignStatus.DONE)
     return path
 
 
@@ -89,7 +89,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         aid = campaign.start("broken")
         campaign.point(aid, "broken", "c=4", 0, throughput=100.0)
         campaign.stop(aid, "failed", "could not benchmark broken\nConnectionResetError: reset")
-        store.set_campaign_status(campaign.cid, "done")
+        store.set_campaign_status(campaign.cid, CampaignStatus.DONE)
     return path
 
 
@@ -190,6 +190,7 @@ def test_json_carries_the_reports_numbers(results: Path) -> None:
         if comp.estimate.ratio_low is None:  # the p99s: not estimable from 80 requests a start
             assert (item["change_low"], item["result"]) == (None, "not estimable")
             continue
+        assert comp.estimate.ratio_high is not None
         assert item["change_low"] == pytest.approx(comp.estimate.ratio_low - 1, abs=1e-6)
         assert item["change_high"] == pytest.approx(comp.estimate.ratio_high - 1, abs=1e-6)
         assert item["result"] == ("regression" if comp.call == "worse" else "ok")
@@ -416,7 +417,7 @@ def test_workload_references_and_failures_without_a_counterpart(tmp_path: Path) 
             )  # fmt: skip
         campaign.stop(aid)
         aid = campaign.start("crashed", status="crash", kind="oom", reason="CUDA out of memory")
-        store.set_campaign_status(campaign.cid, "done")
+        store.set_campaign_status(campaign.cid, CampaignStatus.DONE)
     run = servegate(tmp_path, "--db", "w.db", "--max-regression", "output_throughput=3%")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "fusion-long: output throughput regressed -10.0 %" in run.stdout

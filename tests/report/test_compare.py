@@ -9,7 +9,7 @@ import pytest
 
 from servegate.report import build_report
 from servegate.report.bootstrap import Statistic, call, estimate, mean, median, seeded_rng
-from servegate.store import Store
+from servegate.store import AttemptStatus, Store
 
 from .campaign import build
 
@@ -127,7 +127,7 @@ def _start(store: Store, cid: int, variant: str, key: str, elapsed: float) -> in
         git_commit=None,
     )
     store.record_verdict(aid, {"status": "ready", "elapsed_s": elapsed, "phases": []})
-    store.finish_attempt(aid, "done")
+    store.finish_attempt(aid, AttemptStatus.DONE)
     return aid
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from servegate.report import build_report, render_html, render_json, render_markdown
 from servegate.report.console import console_text
-from servegate.store import Store
+from servegate.store import AttemptStatus, CampaignStatus, Store
 
 from .campaign import _point, _verdict
 
@@ -62,8 +62,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         rng, throughput=throughput, ttft_ms=40.0, itl_ms=8.0, requests=40
                     ),
                 )
-            store.finish_attempt(aid, "done")
-        store.set_campaign_status(cid, "done")
+            store.finish_attempt(aid, AttemptStatus.DONE)
+        store.set_campaign_status(cid, CampaignStatus.DONE)
     return path
 
 

@@ -20,7 +20,7 @@ from servegate.report import (
     render_json,
     render_markdown,
 )
-from servegate.store import Store
+from servegate.store import AttemptStatus, Store
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def test_a_campaign_without_measurements_renders_in_every_format(tmp_path: Path)
             aid,
             {"status": "timeout", "elapsed_s": 900.0, "kind": "stall", "reason": "no progress"},
         )
-        store.finish_attempt(aid, "timeout")
+        store.finish_attempt(aid, AttemptStatus.TIMEOUT)
         report = build_report(store, "broken")
     assert [(r.name, r.status) for r in report.variants] == [
         ("baseline", "timeout"),

@@ -20,7 +20,7 @@ from servegate.report.bootstrap import call, estimate_nested, median, quantile, 
 from servegate.report.check import per_comparison_confidence
 from servegate.report.hierarchy import Nested, nested
 from servegate.report.quantiles import min_requests, within_variance
-from servegate.store import Store
+from servegate.store import CampaignStatus, Store
 
 from .starts import Campaign
 
@@ -118,7 +118,7 @@ def test_the_noise_floor_with_two_starts_splits_one_start_and_makes_no_call(
     with Store.open(tmp_path / "r.db") as store:
         c = Campaign(store)
         _starts(c, "baseline", 2, rng)
-        store.set_campaign_status(c.cid, "done")
+        store.set_campaign_status(c.cid, CampaignStatus.DONE)
         report = build_report(store, "c")
     floors = report.noise_floor
     assert floors and {f.split for f in floors} == {"repeats 1 vs 2 of start 1, within one start"}
@@ -127,7 +127,7 @@ def test_the_noise_floor_with_two_starts_splits_one_start_and_makes_no_call(
     with Store.open(tmp_path / "four.db") as store:
         c = Campaign(store)
         _starts(c, "baseline", 4, rng)
-        store.set_campaign_status(c.cid, "done")
+        store.set_campaign_status(c.cid, CampaignStatus.DONE)
         report = build_report(store, "c")
     floor = report.noise("c=4", "output_throughput")
     assert floor is not None and floor.split == "starts 1, 3 vs 2, 4"

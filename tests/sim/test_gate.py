@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ def sim(engine: str, port: int, *args: str) -> list[str]:
     ]
 
 
-def gate_args(engine: str, port: int) -> dict[str, object]:
+def gate_args(engine: str, port: int) -> dict[str, Any]:
     """launch() arguments: the generic profile needs to be told what ready means."""
     if engine == "generic":
         return {"health_url": f"http://127.0.0.1:{port}/health"}
@@ -39,7 +40,7 @@ def test_gate_sees_each_simulated_engine_ready(engine: str, port: int) -> None:
     """Every simulated engine is READY for the gate, and stops cleanly."""
     with launch(
         sim(engine, port), engine=engine, port=port, timeout_s=30, **gate_args(engine, port)
-    ) as server:  # type: ignore[arg-type]
+    ) as server:
         assert server.verdict.status == "ready"
         assert server.alive()
     report = server.stop()
@@ -82,7 +83,7 @@ def test_gate_calls_each_simulated_crash_a_crash(
             port=port,
             timeout_s=30,
             **gate_args(engine, port),
-        )  # type: ignore[arg-type]
+        )
     verdict = info.value.verdict
     assert verdict.status == "crash"
     if kind is not None:
@@ -126,7 +127,7 @@ def test_gate_sees_an_essential_child_that_dies_young(port: int) -> None:
             port=port,
             timeout_s=30,
             **gate_args("sglang", port),
-        )  # type: ignore[arg-type]
+        )
     verdict = info.value.verdict
     assert (verdict.status, verdict.detected_by) == ("crash", "child-exit"), verdict.line()
     assert verdict.elapsed_s < 10

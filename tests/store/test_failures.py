@@ -14,7 +14,7 @@ import pytest
 from tests.campaign.helpers import query, servegate, wait_for_points, write_campaign
 from tests.conftest import leftovers
 
-from servegate.store import Store
+from servegate.store import AttemptStatus, CampaignStatus, Store
 
 from .data import make_result
 from .mounts import fill, read_only_view, tmpfs
@@ -52,8 +52,8 @@ def _stored_campaign(path: Path, *, points: int = 2) -> None:
                 repeat=repeat,
                 result=make_result(rng, throughput=50.0),
             )
-        store.finish_attempt(aid, "done")
-        store.set_campaign_status(cid, "done")
+        store.finish_attempt(aid, AttemptStatus.DONE)
+        store.set_campaign_status(cid, CampaignStatus.DONE)
 
 
 def _one_error_line(out: subprocess.CompletedProcess[str]) -> str:

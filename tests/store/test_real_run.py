@@ -10,7 +10,7 @@ import pytest
 
 from servegate.bench import BenchSettings, run_point
 from servegate.launch import launch
-from servegate.store import Store
+from servegate.store import AttemptStatus, Store
 
 
 @pytest.mark.slow
@@ -52,7 +52,7 @@ def test_a_real_verdict_stop_and_point_are_stored_faithfully(tmp_path: Path, por
             store.record_point(aid, variant="baseline", load=result.label, repeat=0, result=result)
             stop = server.stop()
         store.record_stop(aid, stop)
-        store.finish_attempt(aid, "done")
+        store.finish_attempt(aid, AttemptStatus.DONE)
         (attempt,) = store.attempts(cid)
         (point,) = store.points(cid)
         samples = store.samples([point.id])

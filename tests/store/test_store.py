@@ -100,7 +100,7 @@ def test_verdict_phases_and_stop_are_stored_with_the_attempt(tmp_path: Path) -> 
         ok = _attempt(store, cid)
         store.record_verdict(ok, make_verdict("ready", 12.5))
         store.record_stop(ok, SimpleNamespace(killed=[12, 11], duration_s=0.4, port_free=True))
-        store.finish_attempt(ok, "done")
+        store.finish_attempt(ok, AttemptStatus.DONE)
         bad = _attempt(store, cid, "oom", "k2")
         store.record_verdict(
             bad, make_verdict("crash", 3.0, kind="oom", hint="lower --mem-fraction-static")
@@ -191,7 +191,7 @@ def test_mark_interrupted_closes_attempts_of_a_dead_runner(tmp_path: Path) -> No
     with Store.open(tmp_path / "s.db") as store:
         cid = store.campaign("c", "cfg", "baseline")
         finished = _attempt(store, cid)
-        store.finish_attempt(finished, "done")
+        store.finish_attempt(finished, AttemptStatus.DONE)
         _attempt(store, cid, "fusion", "k2")
         assert store.mark_interrupted(cid) == 1
         statuses = [(a.status, a.ended_at is not None) for a in store.attempts(cid)]
@@ -205,8 +205,9 @@ def test_statuses_stored_as_plain_strings_read_back_as_the_enums(tmp_path: Path)
     with Store.open(path) as store:
         cid = store.campaign("c", "cfg", "baseline")
         aid = _attempt(store, cid)
-        store.finish_attempt(aid, "done")  # plain strings, as older callers wrote them
-        store.set_campaign_status(cid, "interrupted")
+        # plain strings, as older callers wrote them (typed callers pass the members)
+        store.finish_attempt(aid, "done")  # type: ignore[arg-type]
+        store.set_campaign_status(cid, "interrupted")  # type: ignore[arg-type]
     with sqlite3.connect(path) as conn:  # the text on disk, the same as before the enums
         assert conn.execute("SELECT status FROM campaign").fetchall() == [("interrupted",)]
         assert conn.execute("SELECT status FROM attempt").fetchall() == [("done",)]
@@ -224,9 +225,9 @@ def test_unknown_status_is_a_programming_error(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s.db") as store:
         cid = store.campaign("c", "cfg", "baseline")
         with pytest.raises(ValueError, match="attempt status"):
-            store.finish_attempt(_attempt(store, cid), "great")
+            store.finish_attempt(_attempt(store, cid), "great")  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="campaign status"):
-            store.set_campaign_status(cid, "great")
+            store.set_campaign_status(cid, "great")  # type: ignore[arg-type]
 
 
 def test_a_reader_sees_results_while_the_writer_is_open(tmp_path: Path) -> None:
