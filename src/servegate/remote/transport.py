@@ -4,6 +4,10 @@ Every connection is ``ssh`` with the user's own configuration (``~/.ssh/config``
 agent, ``known_hosts``, ``ProxyJump``): servegate adds only what it must be sure of:
 
 - ``BatchMode=yes``: never a prompt (servegate's stdin and stdout are its own);
+- ``ConnectTimeout``: a host that accepts TCP and never speaks SSH fails within
+  ``SERVEGATE_SSH_CONNECT_TIMEOUT_S`` seconds (default 20); it does not bound a key
+  exchange or login that a host trickles byte by byte (the agent's hello is awaited
+  for a bounded time in ``servegate.remote.client``);
 - ``StrictHostKeyChecking=yes``: an unknown host key is never accepted, whatever the
   configuration says (``accept-new`` included); servegate says how to accept it;
 - ``ControlMaster=auto`` with ``ControlPersist``: the connections to one host share one
@@ -15,19 +19,27 @@ agent, ``known_hosts``, ``ProxyJump``): servegate adds only what it must be sure
 
 ``SERVEGATE_SSH_CONFIG`` names a configuration file to use instead of ``~/.ssh/config``
 (``ssh -F``); ``SERVEGATE_SSH_CONTROL_DIR`` the folder of the control sockets.
+
+Every ssh that servegate starts runs in a session of its own (Ctrl-C is servegate's to
+handle) and dies with servegate, SIGKILL included (Linux's ``PR_SET_PDEATHSIG``); only a
+``ControlPersist`` master, which ssh itself forks into the background, outlives it, for
+``CONTROL_PERSIST_S`` seconds of idleness.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from servegate.errors import ServegateError, UsageError
 from servegate.remote.hosts import Host
@@ -37,13 +49,17 @@ __all__ = [
     "HostKeyError",
     "Session",
     "check_ssh",
+    "child_options",
     "close_masters",
+    "connect_timeout_s",
     "control_dir",
     "ssh_argv",
 ]
 
 CONTROL_PERSIST_S = 60
+CONNECT_TIMEOUT_S = 20  # ssh's ConnectTimeout: TCP connect and the SSH banner
 SSH_ERROR = 255  # ssh's own exit status when the connection failed
+_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 
 
 class ConnectError(UsageError):
@@ -61,6 +77,45 @@ def control_dir() -> Path:
     return path
 
 
+def connect_timeout_s() -> int:
+    """ssh's ConnectTimeout: ``SERVEGATE_SSH_CONNECT_TIMEOUT_S`` (whole seconds, at least 1)."""
+    raw = os.environ.get("SERVEGATE_SSH_CONNECT_TIMEOUT_S", "")
+    try:
+        return max(1, round(float(raw))) if raw else CONNECT_TIMEOUT_S
+    except ValueError:
+        raise UsageError(
+            f"SERVEGATE_SSH_CONNECT_TIMEOUT_S={raw!r} is not a number of seconds: set it to "
+            f"one (default {CONNECT_TIMEOUT_S}) or unset it."
+        ) from None
+
+
+def _die_with_us() -> Callable[[], None]:
+    """A ``preexec_fn`` that makes the kernel send SIGTERM to the child when servegate
+    ends, however it ends (Linux; elsewhere nothing).
+
+    The prctl function is looked up here, before the fork. The signal is tied to the
+    thread that starts the child: a `Session` lives in the thread that opened it.
+    """
+    parent = os.getpid()
+    prctl = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def child() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # servegate died before the line above
+            os._exit(1)
+
+    return child
+
+
+def child_options() -> dict[str, Any]:
+    """Popen's keywords for every ssh child: a session of its own, ending with servegate."""
+    return {"start_new_session": True, "preexec_fn": _die_with_us()}
+
+
 def _config_args() -> list[str]:
     config = os.environ.get("SERVEGATE_SSH_CONFIG")
     return ["-F", config] if config else []
@@ -76,6 +131,7 @@ def ssh_argv(
 ) -> list[str]:
     """The ssh command line that runs ``command`` (a shell line) on ``host``; none: ``-N``."""
     args = ["ssh", *_config_args(), "-T", "-o", "BatchMode=yes"]
+    args += ["-o", f"ConnectTimeout={connect_timeout_s()}"]
     args += ["-o", "StrictHostKeyChecking=yes", "-o", "ServerAliveInterval=5"]
     args += ["-o", "ServerAliveCountMax=3", "-o", "RemoteCommand=none"]
     if command is not None:  # a LocalForward of the user's would clash between connections
@@ -105,7 +161,7 @@ class Session:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,  # Ctrl-C is servegate's to handle, not ssh's
+            **child_options(),  # Ctrl-C is servegate's to handle; ssh dies with servegate
         )
         self._stderr: list[bytes] = []
         self._reader = threading.Thread(target=self._drain, daemon=True)
@@ -164,13 +220,13 @@ class Session:
 
 def run(host: Host, command: str, *, input_data: bytes = b"", timeout_s: float = 600.0) -> bytes:
     """Run ``command`` on ``host``; its stdout. ssh's failures as ``check_ssh`` says."""
-    proc = subprocess.run(
+    proc: subprocess.CompletedProcess[bytes] = subprocess.run(
         ssh_argv(host, command),
         input=input_data,
         capture_output=True,
         timeout=timeout_s,
         check=False,
-        start_new_session=True,
+        **child_options(),
     )
     if proc.returncode != 0:
         stderr = proc.stderr.decode("utf-8", "replace")
@@ -192,13 +248,13 @@ def fingerprint(host: Host) -> tuple[str, str] | None:
     """The key type and SHA256 fingerprint the host presents, read from ``ssh -v``
     (through ProxyJump too: the last key shown is the host's); None if none was seen."""
     with tempfile.TemporaryDirectory() as empty:
-        proc = subprocess.run(
+        proc: subprocess.CompletedProcess[bytes] = subprocess.run(
             ssh_argv(host, "true", master=False, verbose=True),
             capture_output=True,
             timeout=30,
             check=False,
             cwd=empty,
-            start_new_session=True,
+            **child_options(),
         )
     keys = _KEY_LINE.findall(proc.stderr.decode("utf-8", "replace"))
     return keys[-1] if keys else None

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from servegate.errors import ServegateError
 from servegate.remote.hosts import Host
-from servegate.remote.transport import check_ssh, ssh_argv
+from servegate.remote.transport import check_ssh, child_options, ssh_argv
 
 __all__ = ["LOOPBACK", "Tunnel", "needs_tunnel"]
 
@@ -59,7 +59,7 @@ class Tunnel:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            **child_options(),  # a session of its own, ending with servegate
         )
         self._stderr = b""
         self._reader = threading.Thread(target=self._drain, daemon=True)
