@@ -1,6 +1,6 @@
 """Log-follow throughput and memory: ``servegate wait --log`` on a multi-GB log.
 
-    python benchmarks/gate_follow.py [--gb 3] [--folder /tmp]
+    python benchmarks/gate_follow.py [--gb 3] [--folder /tmp] [--shape mixed|bars|bar-lines]
 
 Two runs, each a fresh ``python -m servegate wait --engine vllm --log FILE`` process:
   backlog  the whole log is written first (page cache warm), then followed from its
@@ -8,8 +8,11 @@ Two runs, each a fresh ``python -m servegate wait --engine vllm --log FILE`` pro
   live     a writer appends as fast as it can while the gate follows; the ready line
            comes last: throughput over the whole run, and how far behind the gate was
            when the writer finished (the lag).
-Peak RSS is the waiting process's ``ru_maxrss``. The log mixes vLLM and SGLang lines
-(throughput reports, access lines, tqdm bars with ``\\r``), with random numbers.
+Peak RSS is the waiting process's ``ru_maxrss``. ``--shape mixed`` (the default) mixes
+vLLM and SGLang lines (throughput reports, access lines, tqdm bars with ``\\r``), with
+random numbers; ``bars`` is vLLM's weight-loading bar redrawn with ``\\r`` and no newline
+(tqdm's way: every redraw matches a progress rule of the profile); ``bar-lines`` is the
+same bar, each redraw ended by a newline.
 """
 
 from __future__ import annotations
@@ -59,6 +62,22 @@ def pattern(size: int) -> bytes:
             )
             .encode()
         )
+        out.append(line)
+        total += len(line)
+    return b"".join(out)
+
+
+def bars(size: int, end: bytes) -> bytes:
+    """About ``size`` bytes of vLLM's weight-loading bar, each redraw ended by ``end``."""
+    out = []
+    total = 0
+    i = 0
+    while total < size:
+        i += 1
+        line = (
+            f"Loading safetensors checkpoint shards: {i % 100:3d}% Completed | {i % 1000}/1000 "
+            f"[00:{i % 60:02d}<00:02,  3.51it/s]"
+        ).encode() + end
         out.append(line)
         total += len(line)
     return b"".join(out)
@@ -150,9 +169,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gb", type=float, default=3.0)
     parser.add_argument("--folder", default=tempfile.gettempdir())
+    parser.add_argument("--shape", choices=("mixed", "bars", "bar-lines"), default="mixed")
     args = parser.parse_args()
     os.environ.setdefault("SERVEGATE_STATE_DIR", tempfile.mkdtemp(prefix="sg-bench-state-"))
-    block = pattern(8 << 20)
+    if args.shape == "mixed":
+        block = pattern(8 << 20)
+    else:
+        block = bars(8 << 20, b"\r" if args.shape == "bars" else b"\n")
     with tempfile.TemporaryDirectory(prefix="sg-follow-", dir=args.folder) as tmp:
         log = Path(tmp) / "server.log"
         backlog(log, args.gb, block)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from servegate.gate.lines import MAX_LINE_BYTES, LineAssembler, Segment, Tail, decode_line
+from servegate.gate.lines import (
+    MAX_LINE_BYTES,
+    LineAssembler,
+    Segment,
+    Tail,
+    collapse_redraws,
+    decode_line,
+)
 
 
 def _text(segments: list[Segment]) -> bytes:
@@ -57,3 +64,25 @@ def test_tail_memory_is_bounded() -> None:
     assert len(lines) == 300
     assert lines[-1] == "line 4999"
     assert sum(len(piece) for piece, _ in tail._pieces) < 300 * 20
+
+
+def test_a_flood_of_redraws_keeps_each_lines_last_state() -> None:
+    """Redraws a later segment of the same line overwrites go; line ends stay as they were."""
+    bars = b"".join(b"bar %d/100\r" % i for i in range(100))
+    block = b"head\n" + bars + b"bar 100/100\n" + b"tail 1\rtail 2\r   \n" + bars
+    out, start, end = collapse_redraws(block)
+    # the last redraw of a block stays: the next block may have nothing after it
+    assert out[start:end] == b"head\nbar 100/100\ntail 2\r   \nbar 99/100\r"
+    assert _tail(out) == _tail(block)
+
+
+def test_a_few_redraws_are_read_as_they_are() -> None:
+    """Below a flood's count of \\r, the block comes back unchanged (the same object)."""
+    block = b"a 1\ra 2\ra 3\n"
+    assert collapse_redraws(block, 0, len(block)) == (block, 0, len(block))
+
+
+def _tail(block: bytes) -> tuple[str, ...]:
+    tail = Tail()
+    tail.add_block(block)
+    return tail.last()

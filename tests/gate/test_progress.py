@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from servegate.engines import get_profile
-from servegate.gate.verdict import PhaseProgress, PhaseSpan, Verdict
+from servegate.gate.verdict import DetectedBy, PhaseProgress, PhaseSpan, Status, Verdict
 from servegate.gate.watch import LogWatcher, Rules, parse_amount
 
 from .helpers import PY
@@ -137,11 +139,11 @@ def test_progress_survives_json_round_trip() -> None:
     """The verdict JSON carries each phase's progress, and from_json rebuilds it."""
     spans = _watch("vllm", _VLLM)
     verdict = Verdict(
-        status="ready",
+        status=Status.READY,
         elapsed_s=1.0,
         started_at="2026-01-01T00:00:00+00:00",
         decided_at="2026-01-01T00:00:01+00:00",
-        detected_by="log",
+        detected_by=DetectedBy.LOG,
         reason="r",
         kind=None,
         hint=None,
@@ -186,6 +188,40 @@ def test_launch_json_shows_the_simulators_bars(port: int) -> None:
         )
 
 
-def _span(data: dict[str, object]) -> dict[str, object]:
-    progress = data["progress"]
-    return {**data, "progress": PhaseProgress.from_json(progress)}  # type: ignore[arg-type]
+def _span(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "progress": PhaseProgress.from_json(data["progress"])}
+
+
+def _python_calls(work: Callable[[], object]) -> int:
+    """How many Python-level function calls ``work`` makes (a measure of work, not time)."""
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_a_flood_of_redrawn_bars_costs_per_block_not_per_redraw() -> None:
+    """8 MiB of tqdm redraws with no newline (a million a second is tqdm's way) are read
+    at their last state, with a few calls per 1 MiB read, not a classification per redraw."""
+    one = "Loading safetensors checkpoint shards: {0:3d}% Completed | {0}/100 [00:01<00:01]\r"
+    bars = "".join(one.format(i % 100) for i in range(8 * 1024 * 1024 // len(one))).encode()
+    watcher = LogWatcher(Rules(get_profile("vllm")))
+
+    def follow() -> None:
+        for at in range(0, len(bars), 1 << 20):
+            watcher.feed(bars[at : at + (1 << 20)], 1.0)
+
+    calls = _python_calls(follow)
+    # before: about 110,000 redraws, each decoded and classified (over a million calls)
+    assert calls < 8 * 200
+    progress = watcher.phases.spans()[0].progress
+    assert progress is not None and progress.total == 100

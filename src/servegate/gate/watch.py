@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from servegate.engines.profile import EngineProfile, Progress, Signature
 from servegate.errors import UsageError
 from servegate.gate.cause import Cause, exception_text, explain, is_source, select_cause
-from servegate.gate.lines import LineAssembler, Tail, decode_line
+from servegate.gate.lines import LineAssembler, Tail, collapse_redraws, decode_line
 from servegate.gate.normal import Normal, normalise
 from servegate.gate.scan import MIN_ANCHOR, Prefilter, line_bounds, required_literal
 from servegate.gate.verdict import PhaseProgress, PhaseSpan
@@ -388,6 +388,8 @@ class LogWatcher:
     def _block(self, block: bytes, start: int, end: int, now: float) -> list[LineHit]:
         """Process the whole lines ``block[start:end]`` (scanned in place, not copied)."""
         self._cause = None
+        # a flood of \r redraws is read as the screen shows it: each line's last state
+        block, start, end = collapse_redraws(block, start, end)
         self.tail.add_block(block, start, end)
         self._note_novelty(block, start, end)
         hits: list[LineHit] = []

@@ -12,6 +12,7 @@ python misbehave.py heartbeat          start a shard, then the same heartbeat fo
 python misbehave.py escape PORT PIDFILE  a setsid grandchild escapes, then ready on PORT
 python misbehave.py garbage PORT       binary junk and a 10 MB line, then ready on PORT
 python misbehave.py flood PORT MB      write MB megabytes of log fast, then ready on PORT
+python misbehave.py bars PORT MB       MB megabytes of a tqdm bar redrawn with \\r, then ready
 """
 
 from __future__ import annotations
@@ -127,6 +128,17 @@ def main() -> None:
         out = sys.stdout.buffer
         for _ in range(int(args[1])):
             out.write(block)
+        out.write(b"\n")
+        out.flush()
+        ready_on(int(args[0]))
+    elif mode == "bars":
+        bar = "Loading safetensors checkpoint shards: {0:3d}% Completed | {0}/100 [00:01<00:01]\r"
+        block = "".join(bar.format(i % 100) for i in range(12000)).encode()
+        out = sys.stdout.buffer
+        written = 0
+        while written < int(args[1]) << 20:
+            out.write(block)
+            written += len(block)
         out.write(b"\n")
         out.flush()
         ready_on(int(args[0]))
