@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from servegate._files import write_output
 from servegate.report import Report, build_report, render_console, render_html
 from servegate.store import Store
 
@@ -32,6 +33,5 @@ def html_available() -> bool:
 
 def write_html(report: Report, path: Path) -> Path:
     """Write the self-contained HTML report to ``path``; return it."""
-    path.write_text(render_html(report), encoding="utf-8")
-    path.chmod(0o644)  # reports are meant to be shared, whatever the umask
+    write_output(path, render_html(report))  # 0644 when new: reports are meant to be shared
     return path

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import signal
 import sys
 import threading
@@ -27,6 +26,7 @@ from typing import Any, TextIO
 
 import click
 
+from servegate._files import check_output
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
 from servegate.bench.warnings import gone_sentence
 from servegate.cli.options import (
@@ -498,9 +498,4 @@ def _ms(value: float, width: int = 10) -> str:
 
 def _check_writable(path: Path) -> None:
     """Fail before measuring when the JSON file cannot be written."""
-    if not path.parent.exists():
-        raise UsageError(
-            f"--json-file {path}: folder {path.parent} does not exist; create it first."
-        )
-    if path.exists() and not os.access(path, os.W_OK):
-        raise UsageError(f"--json-file {path} is not writable; choose another file.")
+    check_output(path, flag="--json-file")

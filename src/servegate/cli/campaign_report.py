@@ -7,15 +7,14 @@ that format on stdout instead of the table (at most one of them); ``--json-file`
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from servegate._files import check_output, write_output
 from servegate.cli.options import examples, json_file, json_flag, not_stdout
 from servegate.errors import UsageError
 
@@ -65,33 +64,17 @@ def one_on_stdout(**flags: bool) -> None:
 
 def check_output_files(files: dict[str, Path | None]) -> None:
     """UsageError, before any work or output, for the first ``--X-file FILE`` (flag ->
-    path) that cannot be written: its folder is missing or read-only, or it is."""
+    path) that cannot be written: its folder is missing or read-only, or it is, or it is a
+    folder or a socket."""
     for flag, path in files.items():
-        if path is None:
-            continue
-        folder = path.parent
-        if not folder.is_dir():
-            raise UsageError(
-                f"{flag} {path}: the folder {folder} does not exist; create it or choose "
-                "another path."
-            )
-        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-            raise UsageError(f"{flag} {path} cannot be written; choose another path.")
+        if path is not None:
+            check_output(path, flag=flag)
 
 
-def write_file(path: Path, content: str) -> None:
-    """Write ``content`` to ``path`` atomically, readable by all; say so on stderr."""
-    if not path.parent.is_dir():
-        raise UsageError(f"the folder of {path} does not exist; create it or choose another path.")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)  # reports are meant to be shared; mkstemp makes 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def write_file(path: Path, content: str, *, flag: str = "the output file") -> None:
+    """Write ``content`` to ``path`` (``servegate._files``: atomically for a file, in
+    place for a FIFO or a device, through a link); say so on stderr."""
+    write_output(path, content, flag=flag)
     click.echo(f"wrote {path}", err=True)
 
 
@@ -205,17 +188,17 @@ def report(
             store, campaign, confidence=confidence, seed=seed, min_effect=threshold
         )
     outputs = (  # markdown, JSON, CSV, HTML: each rendered once
-        (as_markdown, markdown_file, reports.render_markdown),
-        (as_json, json_file, reports.render_json),
-        (as_csv, csv_file, reports.render_csv),
-        (False, html_file, reports.render_html),
+        (as_markdown, markdown_file, reports.render_markdown, "--markdown-file"),
+        (as_json, json_file, reports.render_json, "--json-file"),
+        (as_csv, csv_file, reports.render_csv, "--csv-file"),
+        (False, html_file, reports.render_html, "--html-file"),
     )
     if not (as_json or as_markdown or as_csv):
         reports.render_console(result)
-    for on_stdout, path, render in outputs:
+    for on_stdout, path, render, flag in outputs:
         if on_stdout or path is not None:
             text = render(result)
             if on_stdout:
                 print_out(text)
             if path is not None:
-                write_file(path, text)
+                write_file(path, text, flag=flag)

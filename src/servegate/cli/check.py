@@ -178,13 +178,13 @@ def _check(
     if as_markdown:
         print_out(markdown)
     if markdown_file is not None:
-        write_file(markdown_file, markdown)
+        write_file(markdown_file, markdown, flag="--markdown-file")
     if as_json or json_file is not None:
         document = checks.render_json(result)
         if as_json:
             print_out(document)
         if json_file is not None:
-            write_file(json_file, document)
+            write_file(json_file, document, flag="--json-file")
     _step_summary(markdown)
     return result.exit_code
 

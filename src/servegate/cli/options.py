@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import click
 
+from servegate._files import write_output
 from servegate.engines import ENGINE_NAMES, get_profile
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,10 +64,9 @@ def not_stdout(ctx: click.Context, param: click.Parameter, value: Path | None) -
 
 
 def write_json_file(path: Path, document: dict[str, Any]) -> None:
-    """A ``--json-file``: replaced atomically, so a crash keeps what was written before."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """A ``--json-file``: replaced atomically (a crash keeps what was written before),
+    written in place when it is a FIFO or a device (``servegate._files``)."""
+    write_output(path, json.dumps(document) + "\n", flag="--json-file")
 
 
 def quiet() -> Callable[[F], F]:
