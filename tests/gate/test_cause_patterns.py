@@ -563,6 +563,19 @@ def test_a_line_without_a_level_that_says_no_failure_is_not_the_cause(tmp_path: 
     assert (verdict.kind, verdict.matched_line) == ("exit", None)
 
 
+def test_a_failure_said_at_warning_or_info_level_is_not_the_cause(tmp_path: Path) -> None:
+    """llama.cpp's 'warning: failed to mlock ...: Cannot allocate memory' and an INFO
+    line that says an optional import failed are no error lines: no cause, no kind."""
+    lines = [
+        "warning: failed to mlock 73728-byte buffer (after previously locking 0 bytes): "
+        "Cannot allocate memory",
+        "INFO 12-04 10:00:00 [importing.py:43] Failed to import triton: No module named 'x'",
+        "llama_new_context_with_model: n_ctx = 512",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=3)
+    assert (verdict.kind, verdict.matched_line) == ("exit", None)
+
+
 def test_ggmls_fatal_error_after_a_source_location_is_quoted(tmp_path: Path) -> None:
     """GGML_ABORT's 'path/file.h:319: fatal error' is the cause of the abort."""
     cause = r"C:\src\llama.cpp\ggml\src\ggml-impl.h:319: fatal error"

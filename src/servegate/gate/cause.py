@@ -287,10 +287,14 @@ def _candidate(
             ),
         )
     wrapper = hit[0] if hit is not None else None
-    if wrapper is None and (text.endswith(":") or (own == 0 and not _FAILS.search(text))):
-        # a line that only introduces what follows; or one with no level of its own
+    if wrapper is None and (
+        text.endswith(":")
+        or (own == 0 and not _FAILS.search(text))
+        or (own == 0 and not reported and normal.level is not None)
+    ):
+        # a line that only introduces what follows; one with no error level of its own
         # (what an error line introduced, too: a warning in a shard's standard error)
-        # that says nothing failed
+        # that says nothing failed; one whose level says it is no error (INFO, WARNING)
         return None
     # a wrapper's line may say what failed after its own words
     words_in = text

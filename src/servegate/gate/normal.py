@@ -130,10 +130,14 @@ _JSON_LEVEL = ("level", "levelname", "severity", "lvl", "log.level")
 _JSON_MESSAGE = ("message", "msg", "MESSAGE", "textPayload", "log")
 # a JSON line cut short (a paste, a 16 KiB log-driver limit): its fields one by one
 _JSON_FIELD = re.compile(r'"(\w+(?:\.\w+)?)"\s*:\s*"((?:[^"\\]|\\.)*)"')
-# a message that says its own level: "error: ...", "Error: ...", "prog: fatal error: ..."
+# a message that says its own level: "error: ...", "Error: ...", "prog: fatal error: ...",
+# "warning: ..." (llama.cpp's "warning: failed to mlock ...": no error)
 _SAYS_ERROR = re.compile(
-    r"(?:[\w./-]+:\ )?(?P<word>error|fatal error|fatal|FATAL|ERROR|Error|Fatal)\b(?:\[\w+\])?:\s"
+    r"(?:[\w./-]+:\ )?(?P<word>error|fatal error|fatal|FATAL|ERROR|Error|Fatal"
+    r"|warning|WARNING|Warning)\b(?:\[\w+\])?:\s"
 )
+
+_SAID_LEVEL = {"f": "fatal", "e": "error", "w": "warning"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +196,7 @@ def normalise(line: str) -> Normal:
     if level is None:
         said = _SAYS_ERROR.match(body.lstrip())
         if said is not None:
-            level = "fatal" if said.group("word").lower().startswith("fatal") else "error"
+            level = _SAID_LEVEL[said.group("word").lower()[:1]]
     return Normal(body, level, header, source)
 
 
