@@ -19,7 +19,6 @@ Goal: the cluster run takes at most 30 % of the serial run plus 10 s.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import subprocess
@@ -92,10 +91,7 @@ def on_cluster(file: Path, db: Path, nodes: int) -> dict[str, Any]:
         plan = campaign.load_campaign(file)
         cpu0 = time.process_time()
         began = time.perf_counter()
-        with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-            done = campaign.run(
-                plan, db, options=campaign.RunOptions(ray=ray_cluster.address), quiet=True
-            )
+        done = campaign.run(plan, db, options=campaign.RunOptions(ray=ray_cluster.address))
         wall = time.perf_counter() - began
         cpu = time.process_time() - cpu0
         assert done.outcome.exit_code == 0, done.outcome

@@ -11,6 +11,7 @@ from tests.store.runners import claimed, claimer
 
 from servegate.campaign import demo
 from servegate.campaign.config import parse_campaign
+from servegate.cli.campaign import run_demo
 from servegate.errors import RunnerBusyError
 from servegate.store import Store
 
@@ -48,7 +49,7 @@ def test_demo_runs_the_campaign_and_writes_the_html_report(
     folder.mkdir()
     (folder / "servegate.db").write_text("left over from an older demo")
 
-    assert demo.run_demo(folder) == 0
+    assert run_demo(folder) == 0
 
     out = capsys.readouterr().out
     for name in ("baseline", "faster-decode", "oom-at-start", "spec-decode"):
@@ -80,22 +81,23 @@ def test_demo_keeps_the_database_of_a_demo_still_running(tmp_path: Path) -> None
     with claimer(db) as running:
         assert claimed(running) == "claimed"
         with pytest.raises(RunnerBusyError, match=f"PID {running.pid} "):
-            demo.run_demo(folder, quiet=True)
+            run_demo(folder, quiet=True)
         assert query(db, "SELECT name FROM campaign") == [("c",)]
 
 
 def test_servegate_run_and_the_demo_both_go_through_campaign_run(tmp_path: Path) -> None:
-    """``servegate.campaign.run`` is the one front door: the demo imports it, the command
-    line calls it, and both answer a folder given as --db with its one sentence."""
+    """``servegate.campaign.run`` is the one front door: the command line's run and demo
+    both call it, and both answer a folder given as --db with its one sentence."""
     import servegate.campaign as campaigns
     from servegate.campaign import session
     from servegate.cli import campaign as cli_campaign
     from servegate.errors import UsageError
 
     assert campaigns.run is session.run
-    assert demo.run is campaigns.run
     assert cli_campaign.campaigns is campaigns
-    assert {"campaigns", "run"} <= set(cli_campaign.execute.__code__.co_names)
+    assert {"campaigns", "run"} <= set(cli_campaign._run.__code__.co_names)
+    assert "_run" in cli_campaign.execute.__code__.co_names
+    assert "_run" in cli_campaign.run_demo.__code__.co_names
     folder = tmp_path / "a-folder"
     folder.mkdir()
     said = f"--db {folder} is a folder; pass a database file such as {folder}/servegate.db."
@@ -103,6 +105,6 @@ def test_servegate_run_and_the_demo_both_go_through_campaign_run(tmp_path: Path)
     with pytest.raises(UsageError) as by_cli:
         cli_campaign.execute(plan, folder, options=campaigns.RunOptions())
     with pytest.raises(UsageError) as by_demo:
-        demo.run_demo(tmp_path / "demo", db=folder, quiet=True)
+        run_demo(tmp_path / "demo", db=folder, quiet=True)
     assert str(by_cli.value) == str(by_demo.value) == said
     assert list(folder.iterdir()) == []  # nothing was written, nothing started

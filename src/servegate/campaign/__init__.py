@@ -4,10 +4,11 @@ stopped, every result written to the store as it happens.
     from servegate import campaign
     plan = campaign.load_campaign(Path("fusion.toml"))      # UsageError naming the fix
     done = campaign.run(plan, Path("servegate.db"), options=campaign.RunOptions(restarts=3))
-    done.outcome.exit_code, done.report                     # the table was printed
+    done.outcome.exit_code, done.report                     # nothing was printed
 
 ``run`` is the one way in, for ``servegate run`` and ``servegate demo`` alike
-(``run_demo`` writes the shipped demo campaign and runs it through ``run``). The names
+(``prepare_demo`` writes the shipped demo campaign for ``run``). It prints nothing; pass
+a ``CampaignProgress`` on a stream to see the progress, and render the report. The names
 are imported when first used, so that reading a campaign file does not pay for the load
 generator's and the statistics' imports.
 """
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
         missing_programs,
         parse_campaign,
     )
-    from servegate.campaign.demo import demo_text, run_demo
+    from servegate.campaign.demo import demo_text, prepare_demo
     from servegate.campaign.interrupt import Interrupted, Interrupts
     from servegate.campaign.progress import CampaignProgress
     from servegate.campaign.runner import (
@@ -51,7 +52,7 @@ _WHERE = {
     "missing_programs": "config",
     "parse_campaign": "config",
     "demo_text": "demo",
-    "run_demo": "demo",
+    "prepare_demo": "demo",
     "Interrupted": "interrupt",
     "Interrupts": "interrupt",
     "CampaignProgress": "progress",
@@ -81,9 +82,9 @@ __all__ = [
     "load_campaign",
     "missing_programs",
     "parse_campaign",
+    "prepare_demo",
     "run",
     "run_campaign",
-    "run_demo",
     "start_order",
 ]
 

@@ -5,25 +5,21 @@ the demo folder so that it can be read, edited and run again with ``servegate ru
 run by the same runner as any other, against the built-in simulator. It shows every
 part once: a baseline, a change that helps, a change that crashes at start (recorded
 with its kind and hint), speculative decoding, the comparison with intervals, and the
-HTML report.
+HTML report. ``servegate demo`` (cli/campaign.py) runs it through ``campaign.run`` and
+says where the results are; this module only writes the campaign and picks its database.
 """
 
 from __future__ import annotations
 
-import sys
 from importlib import resources
 from pathlib import Path
 
 from servegate.campaign.config import Campaign, load_campaign
-from servegate.campaign.progress import CampaignProgress
-from servegate.campaign.results import html_available, write_html
-from servegate.campaign.runner import RunOptions
-from servegate.campaign.session import run
 from servegate.errors import RunnerBusyError, ServegateError, UsageError
 from servegate.store import Store
 from servegate.store.lock import busy_message
 
-__all__ = ["DEMO_FILE", "demo_text", "run_demo"]
+__all__ = ["DEMO_FILE", "demo_text", "prepare_demo"]
 
 DEMO_FILE = "demo.toml"
 
@@ -72,33 +68,12 @@ def _fresh_db(folder: Path) -> Path:
     return db
 
 
-def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> int:
-    """Write the demo campaign into ``folder``, run it, print the results; the exit code.
+def prepare_demo(folder: Path, db: Path | None = None) -> tuple[Campaign, Path]:
+    """Write the demo campaign into ``folder``; it and the database to run it into.
 
-    With the default database (``folder/servegate.db``) each demo starts from an empty
-    database; a database given with ``db`` is kept and the demo campaign re-measured.
+    Without ``db``: ``folder/servegate.db``, emptied (each demo starts from an empty
+    database, unless a demo is running into it: RunnerBusyError). A ``db`` given is kept
+    and the demo campaign re-measured in it.
     """
     campaign = _write_campaign(folder)
-    db = _fresh_db(folder) if db is None else db
-    progress = CampaignProgress(quiet=quiet)
-    progress.info(f"demo campaign written to {campaign.path}; running it into {db}")
-    done = run(campaign, db, options=RunOptions(log_dir=folder / "logs"), progress=progress)
-    if done.outcome.status == "interrupted":
-        print(f"Interrupted; what was measured is kept in {db}.", file=sys.stderr, flush=True)
-        return done.outcome.exit_code
-    if html_available():
-        html_path = write_html(done.report, folder / "report.html")
-        print(f"HTML report: {html_path.resolve()}", flush=True)
-    else:
-        print(
-            "HTML report: needs plotly; pip install 'servegate[html]', then "
-            f"servegate report --db {db} demo --html-file {folder / 'report.html'}",
-            flush=True,
-        )
-    print(
-        f"Campaign file: {campaign.path}  (edit it and run: servegate run {campaign.path} "
-        f"--db {db})",
-        file=sys.stderr,
-        flush=True,
-    )
-    return done.outcome.exit_code
+    return campaign, _fresh_db(folder) if db is None else db

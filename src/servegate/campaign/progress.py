@@ -15,7 +15,6 @@ time measured so far in this run per measurement (``TimeLeft``).
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,10 +82,12 @@ class CampaignProgress:
     """What the runner tells the user while a campaign runs."""
 
     def __init__(self, stream: TextIO | None = None, *, quiet: bool = False) -> None:
-        self._stream = stream if stream is not None else sys.stderr
-        self._live = self._stream.isatty() and not quiet
+        """Progress on ``stream`` (the command line passes stderr); without one it says
+        nothing: the library is silent unless its caller installs a renderer."""
+        self._stream = stream
+        self._live = stream is not None and stream.isatty() and not quiet
         self._quiet = quiet
-        self._console = Console(file=self._stream, highlight=False, soft_wrap=True)
+        self._console = Console(file=stream, highlight=False, soft_wrap=True)
         self._status: Status | None = None
         self._last_update = 0.0
         self._redactor = Redactor.collect()
@@ -153,7 +154,7 @@ class CampaignProgress:
 
     def activity(self, message: str) -> None:
         """What is happening now (live status line on a terminal; a line otherwise)."""
-        if self._quiet:
+        if self._quiet or self._stream is None:
             return
         if not self._live:
             self._line(message, style="")
@@ -183,7 +184,7 @@ class CampaignProgress:
     # --- output ------------------------------------------------------------------------
 
     def _line(self, message: str, *, style: str, always: bool = False) -> None:
-        if self._quiet and not always:
+        if self._stream is None or (self._quiet and not always):
             return
         message = self._redactor.text(message)
         # a control character in a relayed line or an older name cannot rewrite the screen

@@ -1,11 +1,14 @@
-"""One campaign run, from a loaded campaign file to the results table: the front door.
+"""One campaign run, from a loaded campaign file to its report: the front door.
 
 ``servegate run`` and ``servegate demo`` both come through ``run``: it opens the store,
-runs (or resumes) the campaign with progress on stderr and Ctrl-C handled, and prints
-the comparison table on stdout, exactly as ``servegate report`` prints it later.
+runs (or resumes) the campaign with Ctrl-C handled, and returns the outcome with the
+report, which the command line renders exactly as ``servegate report`` does later. It
+prints nothing: the progress goes to the ``CampaignProgress`` its caller installs (the
+command line's writes on stderr), and none is said without one.
 
     from servegate import campaign
     done = campaign.run(campaign.load_campaign(Path("fusion.toml")), Path("servegate.db"))
+    render_console(done.report)                      # servegate.report
     sys.exit(done.outcome.exit_code)
 """
 
@@ -18,11 +21,10 @@ from pathlib import Path
 from servegate.campaign.config import Campaign, check_programs
 from servegate.campaign.interrupt import Interrupts
 from servegate.campaign.progress import CampaignProgress
-from servegate.campaign.results import print_results
 from servegate.campaign.runner import RunOptions, RunOutcome, StartPool, run_campaign
 from servegate.errors import UsageError
 from servegate.remote import is_local
-from servegate.report import Report
+from servegate.report import Report, build_report
 from servegate.store import Store
 
 __all__ = ["CampaignRun", "run"]
@@ -30,7 +32,7 @@ __all__ = ["CampaignRun", "run"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignRun:
-    """What ``run`` did: the runner's outcome and the report printed at the end."""
+    """What ``run`` did: the runner's outcome and the campaign's report."""
 
     outcome: RunOutcome
     report: Report
@@ -42,13 +44,12 @@ def run(
     db: Path,
     *,
     options: RunOptions | None = None,
-    quiet: bool = False,
     progress: CampaignProgress | None = None,
 ) -> CampaignRun:
-    """Run ``campaign`` into the database ``db`` and print the results table on stdout.
+    """Run ``campaign`` into the database ``db``; its outcome and report.
 
-    Progress goes to stderr (``progress``, or a new one; ``quiet``: warnings and
-    failures only). With a Ray cluster's address (``options.ray``, else the file's
+    What happens is said to ``progress`` (none: nothing is said). With a Ray cluster's
+    address (``options.ray``, else the file's
     ``[cluster] ray``) the starts run on the cluster, joined and checked first. Raises
     UsageError for a folder given as ``db``, a missing program or a cluster that cannot
     run the campaign, before anything starts; crashes and timeouts of servers are
@@ -58,7 +59,7 @@ def run(
         raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
     if is_local(campaign.host):  # a host's programs are checked there, at each start
         check_programs(campaign)
-    progress = progress or CampaignProgress(quiet=quiet)
+    progress = progress or CampaignProgress()
     options = options or RunOptions()
     address = options.ray or campaign.ray
     with ExitStack() as stack:
@@ -81,5 +82,5 @@ def run(
             interrupts=interrupts,
             cluster=cluster,
         )
-        report = print_results(store, outcome.campaign_id)
+        report = build_report(store, outcome.campaign_id)
     return CampaignRun(outcome=outcome, report=report, db=db)

@@ -1,8 +1,8 @@
 """``servegate run`` and ``servegate demo``: campaigns from the command line.
 
-Thin: validate the file and the flags, hand them to ``servegate.campaign.run`` (which
-prints the results table on stdout, progress on stderr), say where the results are and
-pick the exit code.
+Thin: validate the file and the flags, hand them to ``servegate.campaign.run`` with the
+progress on stderr, render the report it returns (the results table on stdout, as
+``servegate report`` prints it), say where the results are and pick the exit code.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from servegate.cli.options import examples, quiet
 from servegate.errors import UsageError
 from servegate.redact import Redactor
 
-__all__ = ["demo", "run"]
+__all__ = ["demo", "run", "run_demo"]
 
 
 @click.command(
@@ -211,9 +211,9 @@ def _precision_flags(
 def execute(
     campaign: Campaign, db: Path, *, options: campaigns.RunOptions, quiet: bool = False
 ) -> int:
-    """Run ``campaign`` into ``db`` (``servegate.campaign.run``), print the closing lines;
-    return the exit code."""
-    done = campaigns.run(campaign, db, options=options, quiet=quiet)
+    """Run ``campaign`` into ``db`` (``servegate.campaign.run``), print the results table
+    and the closing lines; return the exit code."""
+    done = _run(campaign, db, options=options, progress=_progress(quiet))
     outcome = done.outcome
     if outcome.status == "interrupted":
         click.echo(
@@ -233,6 +233,26 @@ def execute(
     for breach in outcome.breaches:
         click.echo(f"Error: {breach}.", err=True)
     return outcome.exit_code
+
+
+def _progress(quiet: bool) -> campaigns.CampaignProgress:
+    """The campaign's progress on stderr (-q: warnings and failures only)."""
+    return campaigns.CampaignProgress(sys.stderr, quiet=quiet)
+
+
+def _run(
+    campaign: Campaign,
+    db: Path,
+    *,
+    options: campaigns.RunOptions,
+    progress: campaigns.CampaignProgress,
+) -> campaigns.CampaignRun:
+    """``servegate.campaign.run``, then its results table on stdout."""
+    from servegate.report import render_console
+
+    done = campaigns.run(campaign, db, options=options, progress=progress)
+    render_console(done.report)
+    return done
 
 
 def _address(text: str | None) -> str | None:
@@ -386,4 +406,37 @@ def demo(*, folder: Path, db: Path | None, quiet: bool) -> None:
 
     Exit codes: 0 done; 2 bad --dir or --db; 130 interrupted.
     """
-    sys.exit(campaigns.run_demo(folder, db=db, quiet=quiet))
+    sys.exit(run_demo(folder, db=db, quiet=quiet))
+
+
+def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> int:
+    """Write the demo campaign into ``folder``, run it, print the results; the exit code.
+
+    With the default database (``folder/servegate.db``) each demo starts from an empty
+    database; a database given with ``db`` is kept and the demo campaign re-measured.
+    """
+    from servegate.campaign.results import html_available, write_html
+
+    campaign, db = campaigns.prepare_demo(folder, db)
+    progress = _progress(quiet)
+    progress.info(f"demo campaign written to {campaign.path}; running it into {db}")
+    done = _run(
+        campaign, db, options=campaigns.RunOptions(log_dir=folder / "logs"), progress=progress
+    )
+    if done.outcome.status == "interrupted":
+        click.echo(f"Interrupted; what was measured is kept in {db}.", err=True)
+        return done.outcome.exit_code
+    if html_available():
+        html_path = write_html(done.report, folder / "report.html")
+        click.echo(f"HTML report: {html_path.resolve()}")
+    else:
+        click.echo(
+            "HTML report: needs plotly; pip install 'servegate[html]', then "
+            f"servegate report --db {db} demo --html-file {folder / 'report.html'}"
+        )
+    click.echo(
+        f"Campaign file: {campaign.path}  (edit it and run: servegate run {campaign.path} "
+        f"--db {db})",
+        err=True,
+    )
+    return done.outcome.exit_code

@@ -118,6 +118,10 @@ def _stall(stall_s: float) -> float | None:
     return None if stall_s == 0 else stall_s
 
 
+def _warning(text: str) -> None:
+    click.echo(text, err=True)
+
+
 def _note(text: str) -> None:
     """A live note of the gate on stderr, on a line of its own (above a status line)."""
     click.echo(("\r\x1b[K" if sys.stderr.isatty() else "") + text, err=True)
@@ -255,7 +259,15 @@ def launch(  # noqa: PLR0917 (click passes options positionally)
 
     env = _parse_env(env_pairs)
     _remote(host, "launch", env=env, foreground=foreground, quiet=quiet)
-    session = StartSession(engine=engine, command=command, env=env, via="launch", timeout=timeout_s)
+    session = StartSession(
+        engine=engine,
+        command=command,
+        env=env,
+        via="launch",
+        timeout=timeout_s,
+        stream=sys.stderr,
+        warn=_warning,
+    )
     if not quiet and (chosen := session.timeout_note()):
         click.echo(chosen, err=True)
     out = _Output(
@@ -495,7 +507,15 @@ def wait(  # noqa: PLR0917 (click passes options positionally)
 
     _remote(host, "wait", quiet=quiet)
     command, started_wall = _process_command(pid)
-    session = StartSession(engine=engine, command=command, env=None, via="wait", timeout=timeout_s)
+    session = StartSession(
+        engine=engine,
+        command=command,
+        env=None,
+        via="wait",
+        timeout=timeout_s,
+        stream=sys.stderr,
+        warn=_warning,
+    )
     if not quiet and (chosen := session.timeout_note()):
         click.echo(chosen, err=True)
     if not quiet:

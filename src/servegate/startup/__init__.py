@@ -14,7 +14,6 @@ cannot be opened costs a one-line warning, never the start.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -158,11 +157,10 @@ class StartupRecord:
             self.warnings.append(f"start not recorded in the history: {exc}")
         return startup
 
-    def warn(self) -> None:
-        """Print the warnings collected so far on stderr, once."""
-        for text in self.warnings:
-            print(f"servegate: {text}", file=sys.stderr)
-        self.warnings.clear()
+    def take_warnings(self) -> list[str]:
+        """The warnings collected so far, once (the caller says them)."""
+        taken, self.warnings[:] = list(self.warnings), []
+        return taken
 
 
 def _counts(state: CacheState | None) -> dict[str, Any] | None:

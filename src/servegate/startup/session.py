@@ -3,7 +3,7 @@
     session = StartSession(engine=..., command=argv, env=extra, via="launch", timeout=t)
     session.timeout_s                      # a number, or --timeout auto resolved
     session.timeout_note()                 # "timeout auto: 412 s (3x ...)", or None
-    launch(..., on_started=session.started, on_verdict=...)
+    launch(..., observer=...)              # StartBegan: session.started(tracked)
     startup = session.finish(verdict)      # status line cleared, history written
 
 The command line stays thin: this module holds the status line, the startup record
@@ -13,7 +13,7 @@ and the ``--timeout auto`` rule, and never lets the history stop a start.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from servegate.errors import UsageError
@@ -41,9 +41,11 @@ class StartSession:
         via: str,
         timeout: float | str,
         stream: TextIO | None = None,
+        warn: Callable[[str], None] = lambda text: None,
     ) -> None:
+        self.warn = warn  # says a warning of the start history (the CLI: on stderr)
         self.record = StartupRecord.before(engine=engine, command=command, env=env, via=via)
-        self.record.warn()
+        self._warnings()
         if timeout == AUTO:
             auto = self.record.auto_timeout()
             if auto is None:
@@ -78,8 +80,12 @@ class StartSession:
             self.startup = self.record.finish(
                 verdict.to_json(), telemetry=startup_telemetry(verdict)
             )
-            self.record.warn()
+            self._warnings()
         return self.startup
+
+    def _warnings(self) -> None:
+        for text in self.record.take_warnings():
+            self.warn(f"servegate: {text}")
 
     def close(self) -> None:
         """Stop the status line (a start that ended without a verdict)."""
