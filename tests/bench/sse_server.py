@@ -9,9 +9,11 @@ zero-delay server for measuring a client's ceiling. ``/metrics`` exposes vLLM-na
 Prometheus counters. Failure flags make every K-th request fail in one chosen way;
 ``--sse-style`` frames events the other ways the SSE specification allows (CR or CRLF
 line ends, no space after ``data:``, comments and other fields, data over several
-lines); ``--gzip-every K`` compresses every K-th answer unless the request asked for
-identity; ``--hang-up-after N`` plays a server that went away after N tokens (every
-connection, open or new, is closed at once, and counted). Prints ``listening on PORT``
+lines); ``--huge-line-every K`` sends in every K-th stream one line of
+``--huge-line-mib`` MiB that never ends; ``--gzip-every K`` compresses every K-th answer
+unless the request asked for identity; ``--hang-up-after N`` plays a server that went
+away after N tokens (every connection, open or new, is closed at once, and counted).
+Prints ``listening on PORT``
 once it accepts connections, and its stats as one JSON line when SIGTERM stops it.
 """
 
@@ -360,6 +362,7 @@ class Server(asyncio.Protocol):
             ("hang", a.hang_every),
             ("error_event", a.error_event_every),
             ("reset_after_head", a.reset_after_head_every),
+            ("huge_line", a.huge_line_every),
         ):
             if every and n % every == 0:
                 return name
@@ -439,6 +442,10 @@ class Server(asyncio.Protocol):
                     self._done()
                     return None
                 elif mode == "hang":
+                    return None
+                elif mode == "huge_line":  # one line that never ends, then silence
+                    line = b'data: {"choices": [{"text": "' + b"x" * (a.huge_line_mib << 20)
+                    self.transport.write(b"%x\r\n%s\r\n" % (len(line), line))
                     return None
             # stamped before the write: the client can read the token only after this
             # moment, so a server held up after its write (a busy machine) never reports
@@ -544,6 +551,10 @@ def main() -> None:
     parser.add_argument("--reset-every", type=int, default=0)
     parser.add_argument("--hang-every", type=int, default=0)
     parser.add_argument("--error-event-every", type=int, default=0)
+    parser.add_argument(
+        "--huge-line-every", type=int, default=0, help="every K-th: one endless SSE line"
+    )
+    parser.add_argument("--huge-line-mib", type=int, default=20, help="that line's MiB")
     parser.add_argument(
         "--reset-after-head-every", type=int, default=0, help="reset right after the headers"
     )

@@ -85,3 +85,17 @@ def test_rejected_ignore_eos_is_retried_without(sse_server: Callable[..., str]) 
     result = run_point(BenchSettings(url=url, concurrency=2, requests=4, input_len=5, output_len=3))
     assert result.completed == 4
     assert any("rejected ignore_eos" in w for w in result.warnings)
+
+
+def test_an_endless_sse_line_fails_its_request_at_once(sse_server: Callable[..., str]) -> None:
+    """A stream that sends one 20 MiB line and never ends it: that request is a
+    bad_response once the line passes 16 MiB, not a wait for --timeout while the line
+    grows in memory; the other requests complete."""
+    url = sse_server("--huge-line-every", "4")
+    result = run_point(
+        BenchSettings(url=url, concurrency=4, requests=8, input_len=5, output_len=5, timeout_s=600)
+    )
+    expected = sum(1 for n in range(2, 10) if n % 4 == 0)
+    assert {"bad_response": expected} == result.failures
+    assert "passed 16 MiB without ending" in result.failure_details["bad_response"]
+    assert result.completed == 8 - expected

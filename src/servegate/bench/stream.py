@@ -28,6 +28,11 @@ from servegate.bench.sample import RequestSample
 COMPLETION_KEYS = (b'"text"',)
 CHAT_KEYS = (b'"content"', b'"reasoning_content"', b'"reasoning"')
 _DETAIL_MAX = 200
+# the longest event (so the longest line) a stream may send: far above a chunk with
+# top-20 logprobs (a few KiB a token) or a tool call's arguments in one piece; a longer
+# one fails its request at once as a bad_response instead of growing memory until
+# --timeout
+MAX_EVENT_BYTES = 16 << 20
 _BOM = b"\xef\xbb\xbf"
 # the start of the detail of the two failures that mean "no connection that answers"
 UNANSWERED = "the connection closed before any byte of a response"
@@ -140,7 +145,8 @@ class _Stream(Sink):
         self.fast = fast
         self.times: list[float] = []
         self.usage: _Usage | None = None
-        self.rest = b""  # an incomplete event carried to the next read (line ends as LF)
+        self.rest: list[bytes] = []  # an incomplete event's pieces (line ends as LF)
+        self.held = 0  # their bytes
         self.cr = False  # the last read ended with CR: an LF opening the next one is its pair
         self.body = b""  # the start of a non-200 body, for the failure detail
 
@@ -156,13 +162,23 @@ class _Stream(Sink):
         if b"\r" in payload:
             self.cr = payload[-1:] == b"\r"
             payload = payload.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        data = self.rest + payload if self.rest else payload
+        rest = self.rest
+        if rest:
+            if b"\n\n" not in payload and (payload[:1] != b"\n" or rest[-1][-1:] != b"\n"):
+                self._hold(payload)  # the event goes on: joined once, when it ends
+                return
+            data = b"".join(rest) + payload
+            self.rest = []
+            self.held = 0
+        else:
+            data = payload
         cut = data.rfind(b"\n\n")
         if cut < 0:
-            self.rest = data
+            self._hold(data)
             return
         end = cut + 2
-        self.rest = data[end:]
+        if end < len(data):
+            self._hold(data[end:])
         counted = _fast_count(data, end, self.fast) if self.fast is not None else None
         if counted is None:
             self._events(data[:end], now)
@@ -173,10 +189,22 @@ class _Stream(Sink):
         if split < end:
             self._events(data[split:end], now)  # from the first usage or error event on
 
+    def _hold(self, piece: bytes) -> None:
+        """Keep a piece of an event not ended yet; HttpFailure past `MAX_EVENT_BYTES`."""
+        self.rest.append(piece)
+        self.held += len(piece)
+        if self.held > MAX_EVENT_BYTES:
+            raise HttpFailure(
+                "bad_response",
+                f"an event of the stream passed {MAX_EVENT_BYTES >> 20} MiB without ending "
+                "(a line that long is no token stream)",
+            )
+
     def close(self, now: float) -> None:
-        if self.status == 200 and self.rest.strip():
-            self._events(self.rest + b"\n\n", now)  # a last event without its blank line
-            self.rest = b""
+        rest = b"".join(self.rest)
+        if self.status == 200 and rest.strip():
+            self._events(rest + b"\n\n", now)  # a last event without its blank line
+            self.rest = []
 
     def _events(self, block: bytes, now: float) -> None:
         """The general path: classify each event on its own."""
