@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from servegate.launch import state
 from servegate.startup.caches import cache_paths, measure
 from servegate.startup.eta import auto_rule, auto_timeout, estimate, is_cold
-from servegate.startup.history import StartRow, history_path
+from servegate.startup.history import ConfigKey, History, StartRow, history_path
 from servegate.startup.pagecache import model_files, resident
 
 PY = sys.executable
@@ -314,3 +315,44 @@ def test_a_wait_on_a_server_already_up_is_left_out_of_the_eta(port: int) -> None
         ("launch", False),
     ]
     assert " READY 0.0s already up " in _servegate("history", "--limit", "1").stdout
+
+
+def _damaged_history(path: Path) -> None:
+    """A real history of 200 starts, then one page of its table overwritten with junk."""
+    key = ConfigKey(engine="vllm", command=("python", "server.py"), host="h", gpu=None)
+    verdict = {"started_at": "2026-01-01T00:00:00", "status": "ready", "elapsed_s": 1.0}
+    with History.open(path) as history:
+        for _ in range(200):
+            history.record(
+                key, via="launch", verdict=verdict, cold=False, startup={"pad": "x" * 300}
+            )
+    conn = sqlite3.connect(path)
+    try:
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'starts'").fetchone()[
+            0
+        ]
+    finally:
+        conn.close()
+    with path.open("r+b") as handle:
+        handle.seek((root - 1) * size)  # the table's root: every read of a start crosses it
+        handle.write(b"\xde\xad\xbe\xef" * (size // 8))
+
+
+def test_a_damaged_page_in_the_history_never_costs_a_start(port: int) -> None:
+    """With a page of history.db overwritten, launch warns (naming the file) and the
+    server starts; ``history`` says what is wrong in one sentence and exits 2."""
+    path = history_path()
+    _damaged_history(path)
+    try:
+        started = _launch(port)
+        assert started.returncode == 0, started.stderr
+    finally:
+        _servegate("stop", "hist")
+    assert "Traceback" not in started.stderr
+    warning = f"servegate: start history not read: the start history {path} is damaged"
+    assert warning in started.stderr
+    listed = _servegate("history")
+    assert listed.returncode == 2
+    assert listed.stderr.startswith(f"Error: the start history {path} is damaged (")
+    assert listed.stderr.count("\n") == 1, listed.stderr

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servegate.errors import UsageError
+from servegate.errors import StoreDamagedError, UsageError
 from servegate.redact import Redactor
 
 __all__ = [
@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 _SCHEMA = 1
+# SQLite's primary result codes for a file it cannot read as a database
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
 _DDL = """
 CREATE TABLE IF NOT EXISTS starts (
     id INTEGER PRIMARY KEY,
@@ -70,22 +73,17 @@ def history_path(env: Mapping[str, str] | None = None) -> Path:
 def gpu_model() -> str | None:
     """The GPUs NVML sees, e.g. ``8x NVIDIA H200``; None without NVML or a GPU."""
     try:
-        import pynvml
+        from servegate.telemetry.nvml import Nvml
 
-        pynvml.nvmlInit()
+        nvml = Nvml.open()
     except Exception:  # no library, no driver, no GPU: all mean "none"
         return None
-    try:
-        names = []
-        for index in range(int(pynvml.nvmlDeviceGetCount())):
-            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(index))
-            names.append(name.decode() if isinstance(name, bytes) else str(name))
-    except Exception:  # a GPU that NVML cannot name: none
+    if nvml is None:
         return None
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
-    if not names:
+    try:
+        with nvml:
+            names = [nvml.name(index) for index in range(nvml.count)]
+    except Exception:  # a GPU that NVML cannot name: none
         return None
     kinds = sorted(set(names))
     return ", ".join(f"{names.count(kind)}x {kind}" for kind in kinds)
@@ -188,6 +186,23 @@ class History:
         self._conn = conn
         self.path = path
 
+    def _unusable(self, exc: Exception) -> UsageError:
+        """One sentence for a history that failed a read or a write (a UsageError, so that
+        a start goes on with a warning, and ``history`` exits 2 saying what is wrong)."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        if not isinstance(exc, sqlite3.Error) or (
+            code is not None and int(code) & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+        ):
+            what = exc if isinstance(exc, sqlite3.Error) else f"a row cannot be read: {exc!r}"
+            return StoreDamagedError(
+                f"the start history {self.path} is damaged ({what}): move it away (sqlite3 "
+                "FILE .recover saves what is readable) or set SERVEGATE_HISTORY to another file."
+            )
+        return UsageError(
+            f"cannot use the start history {self.path} ({exc}): free the disk or the file, "
+            "or set SERVEGATE_HISTORY to another file."
+        )
+
     @classmethod
     def open(cls, path: Path | None = None, *, create: bool = True) -> History:
         """Open (or create) the database; UsageError naming the fix when it cannot."""
@@ -250,6 +265,23 @@ class History:
         telemetry: Mapping[str, Any] | None = None,
     ) -> int:
         """Add one start (``verdict``: a ``servegate.verdict/1`` object); its row id."""
+        try:
+            return self._insert(
+                key, via=via, verdict=verdict, cold=cold, startup=startup, telemetry=telemetry
+            )
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
+
+    def _insert(
+        self,
+        key: ConfigKey,
+        *,
+        via: str,
+        verdict: Mapping[str, Any],
+        cold: bool | None,
+        startup: Mapping[str, Any],
+        telemetry: Mapping[str, Any] | None,
+    ) -> int:
         with self._conn:
             cursor = self._conn.execute(
                 "INSERT INTO starts (started_at, config_key, engine, command, host, gpu, via, "
@@ -301,16 +333,30 @@ class History:
         sql += " ORDER BY id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_row(r) for r in self._conn.execute(sql, args)]
+        try:
+            return [_row(r) for r in self._conn.execute(sql, args)]
+        except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:
+            # a damaged page, or a row whose columns are not what servegate wrote
+            raise self._unusable(exc) from None
 
 
 def _row(r: sqlite3.Row) -> StartRow:
+    phases = json.loads(r["phases"])
+    startup = json.loads(r["startup"])
+    command = json.loads(r["command"])
+    if not (
+        isinstance(phases, list)
+        and all(isinstance(p, dict) for p in phases)
+        and isinstance(startup, dict)
+        and isinstance(command, list)
+    ):
+        raise ValueError(f"start #{r['id']} holds columns of the wrong type")
     return StartRow(
         id=int(r["id"]),
         started_at=r["started_at"],
         config_key=r["config_key"],
         engine=r["engine"],
-        command=tuple(json.loads(r["command"])),
+        command=tuple(str(arg) for arg in command),
         host=r["host"],
         gpu=r["gpu"],
         via=r["via"],
@@ -319,8 +365,8 @@ def _row(r: sqlite3.Row) -> StartRow:
         reason=r["reason"],
         elapsed_s=float(r["elapsed_s"]),
         cold=None if r["cold"] is None else bool(r["cold"]),
-        phases=tuple(json.loads(r["phases"])),
-        startup=json.loads(r["startup"]),
+        phases=tuple(phases),
+        startup=startup,
     )
 
 
