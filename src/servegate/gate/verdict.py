@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from servegate._text import printable
 from servegate.diag.diagnosis import Diagnosis
 from servegate.engines.families import family_of
 from servegate.errors import ServerCrashed, ServerTimeout
@@ -166,14 +167,16 @@ class Verdict:
         if self.status == Status.READY:
             up = " (it was already up)" if self.already_up else ""
             return f"SERVER READY after {self.elapsed_s:.1f}s{up}"
+        # the reason may quote a log line: its control characters are shown, never run
+        reason = printable(self.reason, keep_tab=True)
         if self.status == Status.TIMEOUT:
-            text = f"TIMEOUT after {self.elapsed_s:.1f}s: {self.reason}"
+            text = f"TIMEOUT after {self.elapsed_s:.1f}s: {reason}"
         else:
-            text = f"CRASH after {self.elapsed_s:.1f}s: {self.reason}"
+            text = f"CRASH after {self.elapsed_s:.1f}s: {reason}"
             if self.kind:
                 text += f" ({self.kind})"
         if self.hint:
-            text += f" - {self.hint}"
+            text += f" - {printable(self.hint, keep_tab=True)}"
         return text
 
     def to_json(self) -> dict[str, Any]:
