@@ -9,13 +9,12 @@ answers "no GPU" (``GpuMonitor.open()`` returns None) and never raises.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType, TracebackType
+from types import TracebackType
 
-import pynvml
+from servegate.telemetry.nvml import Nvml, NvmlError, unavailable_reason
 
 __all__ = [
     "GpuMemory",
@@ -65,22 +64,11 @@ class ReleaseResult:
         )
 
 
-def _load_nvml() -> tuple[ModuleType | None, str]:
-    """The initialised ``pynvml`` module, or None and the reason it cannot be used."""
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return None, f"NVML is not available ({exc})"
-    except OSError as exc:
-        return None, f"NVML could not be loaded ({exc})"
-    return pynvml, ""
-
-
 def nvml_unavailable_reason() -> str | None:
     """None when NVML answers on this machine, else why not (for a preflight note)."""
     monitor = GpuMonitor.open()
     if monitor is None:
-        return _load_nvml()[1] or "no NVIDIA GPU found"
+        return unavailable_reason() or "no NVIDIA GPU found"
     monitor.close()
     return None
 
@@ -88,26 +76,14 @@ def nvml_unavailable_reason() -> str | None:
 class GpuMonitor:
     """An open NVML session: read each GPU's memory and the processes using them."""
 
-    def __init__(self, nvml: ModuleType, handles: list[object]) -> None:
+    def __init__(self, nvml: Nvml) -> None:
         self._nvml = nvml
-        self._handles = handles
 
     @classmethod
     def open(cls) -> GpuMonitor | None:
         """A monitor, or None where there is no driver, no library or no GPU."""
-        nvml, _ = _load_nvml()
-        if nvml is None:
-            return None
-        try:
-            count = int(nvml.nvmlDeviceGetCount())
-            handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        except nvml.NVMLError:
-            _shutdown(nvml)
-            return None
-        if not handles:
-            _shutdown(nvml)
-            return None
-        return cls(nvml, handles)
+        nvml = Nvml.open()
+        return None if nvml is None else cls(nvml)
 
     def __enter__(self) -> GpuMonitor:
         return self
@@ -122,51 +98,29 @@ class GpuMonitor:
 
     def close(self) -> None:
         """End the NVML session."""
-        _shutdown(self._nvml)
+        self._nvml.close()
 
     def memory(self) -> tuple[GpuMemory, ...]:
-        """Every GPU's used and total memory now."""
+        """Every GPU's used and total memory now (``NvmlError`` where NVML fails)."""
         nvml = self._nvml
         out = []
-        for index, handle in enumerate(self._handles):
-            info = nvml.nvmlDeviceGetMemoryInfo(handle)
-            name = nvml.nvmlDeviceGetName(handle)
-            out.append(
-                GpuMemory(
-                    index=index,
-                    name=name.decode() if isinstance(name, bytes) else str(name),
-                    used_bytes=int(info.used),
-                    total_bytes=int(info.total),
-                )
-            )
+        for index in range(nvml.count):
+            used, total = nvml.memory(index)
+            name = nvml.name(index)
+            out.append(GpuMemory(index=index, name=name, used_bytes=used, total_bytes=total))
         return tuple(out)
 
     def idle_memory(self) -> tuple[GpuMemory, ...]:
         """``memory()``, or () when NVML fails (the GPU checks are then skipped)."""
         try:
             return self.memory()
-        except self._nvml.NVMLError:
+        except NvmlError:
             return ()
 
     def holders(self) -> tuple[int, ...]:
         """PIDs that NVML lists as running compute or graphics work on any GPU."""
-        nvml = self._nvml
-        pids: set[int] = set()
-        for handle in self._handles:
-            for query in (
-                nvml.nvmlDeviceGetComputeRunningProcesses,
-                nvml.nvmlDeviceGetGraphicsRunningProcesses,
-            ):
-                try:
-                    pids.update(int(proc.pid) for proc in query(handle))
-                except nvml.NVMLError:
-                    continue
+        pids = {pid for index in range(self._nvml.count) for pid, _ in self._nvml.processes(index)}
         return tuple(sorted(pids))
-
-
-def _shutdown(nvml: ModuleType) -> None:
-    with contextlib.suppress(nvml.NVMLError):
-        nvml.nvmlShutdown()
 
 
 def tolerance_bytes(gpu: GpuMemory) -> int:

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-import pynvml
 
 from servegate._proc import same_process
 from servegate.campaign.gpu import GpuMemory, GpuMonitor, wait_released
 from servegate.launch.tree import describe_holders, named_port_holders, port_is_free
 from servegate.startup.caches import lock_dirs
+from servegate.telemetry.nvml import NvmlError
 
 __all__ = [
     "Check",
@@ -302,7 +302,7 @@ def _check_gpu(
         result = wait_released(
             idle, gpu.memory, timeout_s=timeout_s, holders=gpu.holders, clock=clock, sleep=sleep
         )
-    except pynvml.NVMLError as exc:
+    except NvmlError as exc:
         return Check(name="gpu", level=Level.WARNING, message=f"NVML failed ({exc}): not checked")
     level = Level.OK if result.released else Level.ERROR
     return Check(name="gpu", level=level, message=result.describe())

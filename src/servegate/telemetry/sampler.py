@@ -56,11 +56,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from servegate.telemetry.model import GpuSample, ProcSample, Snapshot
 from servegate.telemetry.summary import TelemetrySummary
+
+if TYPE_CHECKING:
+    from servegate.telemetry.nvml import Nvml
 
 __all__ = ["Sampler", "Stat", "net_rx_bytes", "read_stat", "trimmed"]
 
@@ -151,67 +153,52 @@ def net_rx_bytes(path: str = "/proc/net/dev") -> int:
 class _Nvml:
     """NVML opened once: per GPU memory, memory of given PIDs, utilization, power."""
 
-    def __init__(self, nvml: ModuleType, handles: list[Any], names: list[str]) -> None:
+    def __init__(self, nvml: Nvml, names: list[str]) -> None:
         self.nvml = nvml
-        self.handles = handles
         self.names = names
 
     @classmethod
     def open(cls) -> _Nvml | None:
         """None without the library, a driver or a GPU."""
         try:
-            import pynvml as nvml
+            from servegate.telemetry.nvml import Nvml
 
-            nvml.nvmlInit()
+            nvml = Nvml.open()
         except Exception:
+            return None
+        if nvml is None:
             return None
         try:
-            count = int(nvml.nvmlDeviceGetCount())
-            handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-            names = []
-            for handle in handles:
-                name = nvml.nvmlDeviceGetName(handle)
-                names.append(name.decode() if isinstance(name, bytes) else str(name))
+            names = [nvml.name(index) for index in range(nvml.count)]
         except Exception:
-            handles, names = [], []
-        if not handles:
-            with contextlib.suppress(Exception):
-                nvml.nvmlShutdown()
+            nvml.close()
             return None
-        return cls(nvml, handles, names)
+        return cls(nvml, names)
 
     def close(self) -> None:
         """End the NVML session."""
-        with contextlib.suppress(Exception):
-            self.nvml.nvmlShutdown()
+        self.nvml.close()
 
     def sample(self, pids: set[int]) -> tuple[GpuSample, ...]:
         """Every GPU now; a value NVML refuses reads 0 (power: None)."""
         nvml = self.nvml
         out = []
-        for index, handle in enumerate(self.handles):
+        for index in range(nvml.count):
             used = total = tree = 0
             util = 0.0
             power: float | None = None
             with contextlib.suppress(Exception):
-                info = nvml.nvmlDeviceGetMemoryInfo(handle)
-                used, total = int(info.used), int(info.total)
+                used, total = nvml.memory(index)
             with contextlib.suppress(Exception):
-                util = float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+                util = nvml.utilization_pct(index)
             with contextlib.suppress(Exception):
-                power = nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0
+                power = nvml.power_w(index)
             seen: set[int] = set()
-            for query in (
-                nvml.nvmlDeviceGetComputeRunningProcesses,
-                nvml.nvmlDeviceGetGraphicsRunningProcesses,
-            ):
-                with contextlib.suppress(Exception):
-                    for proc in query(handle):
-                        pid = int(proc.pid)
-                        memory = proc.usedGpuMemory
-                        if pid in pids and pid not in seen and isinstance(memory, int):
-                            seen.add(pid)
-                            tree += memory
+            with contextlib.suppress(Exception):
+                for pid, memory in nvml.processes(index):
+                    if pid in pids and pid not in seen and memory is not None:
+                        seen.add(pid)
+                        tree += memory
             out.append(
                 GpuSample(
                     index=index,
