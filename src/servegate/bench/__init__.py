@@ -17,10 +17,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from servegate.bench.point import run_point
     from servegate.bench.preflight import discover_model
     from servegate.bench.progress import Progress
     from servegate.bench.result import SCHEMA, ClientStats, PointResult, envelope
-    from servegate.bench.runner import run_point
     from servegate.bench.sample import RequestSample
     from servegate.bench.schedule import arrival_offsets
     from servegate.bench.settings import BenchSettings, default_workers
@@ -34,7 +34,7 @@ _WHERE = {
     "Progress": "progress",
     "arrival_offsets": "schedule",
     "discover_model": "preflight",
-    "run_point": "runner",
+    "run_point": "point",
     "RequestSample": "sample",
     "BenchSettings": "settings",
     "default_workers": "settings",

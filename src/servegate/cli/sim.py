@@ -199,7 +199,7 @@ def sim(
     engine exits with when it fails (SGLang's failures end by SIGKILL, as SGLang's do).
     """
     from servegate.sim.config import parse_phase, parse_work, resolve, shipped_profiles
-    from servegate.sim.runner import run
+    from servegate.sim.lifecycle import run
 
     if list_profiles:
         for name in shipped_profiles():

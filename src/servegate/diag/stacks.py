@@ -34,7 +34,7 @@ class Frame:
     line: int
 
     def text(self) -> str:
-        """``wait_for_nccl_peers (servegate/sim/runner.py:52)``."""
+        """``wait_for_nccl_peers (servegate/sim/lifecycle.py:52)``."""
         return f"{self.function} ({self.file}:{self.line})"
 
     def to_json(self) -> dict[str, Any]:

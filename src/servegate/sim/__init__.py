@@ -10,6 +10,6 @@ SGLang, vLLM or llama.cpp do, on a machine without a GPU.
 from __future__ import annotations
 
 from servegate.sim.config import ENGINES, FAILURES, PHASES, SimConfig, resolve, shipped_profiles
-from servegate.sim.runner import run
+from servegate.sim.lifecycle import run
 
 __all__ = ["ENGINES", "FAILURES", "PHASES", "SimConfig", "resolve", "run", "shipped_profiles"]
