@@ -118,3 +118,25 @@ def test_stdlib_frames() -> None:
     assert not is_stdlib("/usr/lib/python3.11/site-packages/vllm/worker.py")
     assert not is_stdlib("/opt/venv/lib/python3.12/dist-packages/sglang/srt/server.py")
     assert not is_stdlib("/app/serve.py")
+
+
+def test_a_py_spy_that_prints_bytes_not_utf8_still_gives_stacks(
+    hung: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """py-spy prints the target's file names as they are: bytes that are not UTF-8 come
+    out replaced, and the stacks are still read (before: UnicodeDecodeError)."""
+    real = py_spy()
+    assert real is not None
+    # the real py-spy's output, with the script's name spelt in Latin-1 (as a file named
+    # in Latin-1 on disk would be printed)
+    (tmp_path / "py-spy").write_text(
+        f'#!/bin/sh\n{real} "$@" | {sys.executable} -c "import sys; sys.stdout.buffer.write('
+        "sys.stdin.buffer.read().replace(b'hung_tree', b'hung_\\\\xe9t\\\\xe9'))\"\n"
+    )
+    (tmp_path / "py-spy").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert py_spy() == str(tmp_path / "py-spy")
+    stacks = dump_tree(hung[0])
+    assert stacks.top == "wait_for_nccl_peers"
+    assert stacks.top_frame is not None and "hung_\ufffdt\ufffd.py:" in stacks.top_frame
+    assert all(p.error is None for p in stacks.processes if p.python)

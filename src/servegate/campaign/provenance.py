@@ -58,13 +58,16 @@ def engine_versions(argv: Sequence[str], env: dict[str, str] | None = None) -> d
         out = subprocess.run(
             [argv[0], "-c", _PROBE, *names],
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="replace",  # file names and versions as printed, in any encoding
             timeout=_TIMEOUT_S,
             env=env,
             check=False,
         )
         found = json.loads(out.stdout) if out.returncode == 0 else {}
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
+        return {}
+    if not isinstance(found, dict):
         return {}
     return {str(k): str(v) for k, v in found.items()}
 
@@ -76,7 +79,8 @@ def git_commit(directory: Path | None = None) -> str | None:
         head = subprocess.run(
             ["git", "-C", cwd, "rev-parse", "HEAD"],
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="replace",  # file names and versions as printed, in any encoding
             timeout=_TIMEOUT_S,
             check=False,
         )
@@ -85,7 +89,8 @@ def git_commit(directory: Path | None = None) -> str | None:
         dirty = subprocess.run(
             ["git", "-C", cwd, "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="replace",  # file names and versions as printed, in any encoding
             timeout=_TIMEOUT_S,
             check=False,
         )

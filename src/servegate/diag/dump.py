@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import psutil
 
@@ -90,7 +91,10 @@ def _spy(exe: str, pid: int, timeout_s: float) -> tuple[tuple[ThreadStack, ...],
         done = subprocess.run(
             [exe, "dump", "--pid", str(pid), "--json"],
             capture_output=True,
-            text=True,
+            # py-spy prints the target's file and function names as they are: not UTF-8
+            # for a file whose name is not (a Latin-1 path), or garbage from a torn read
+            encoding="utf-8",
+            errors="replace",
             timeout=timeout_s,
             check=False,
         )
@@ -103,8 +107,13 @@ def _spy(exe: str, pid: int, timeout_s: float) -> tuple[tuple[ThreadStack, ...],
         return (), first.removeprefix("Error: ")[:200]
     try:
         raw = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        return (), "py-spy printed no stacks"
+        return _threads(raw), None
+    except (ValueError, TypeError, AttributeError):  # not JSON, or not py-spy's shape
+        return (), "py-spy printed no stacks servegate can read"
+
+
+def _threads(raw: Any) -> tuple[ThreadStack, ...]:
+    """py-spy's ``dump --json`` list of threads, as ThreadStacks (TypeError: another shape)."""
     threads = []
     for item in raw:
         frames = tuple(
@@ -123,7 +132,7 @@ def _spy(exe: str, pid: int, timeout_s: float) -> tuple[tuple[ThreadStack, ...],
                 frames=frames,
             )
         )
-    return tuple(threads), None
+    return tuple(threads)
 
 
 def _one(proc: psutil.Process, exe: str | None, timeout_s: float) -> ProcessStack | None:
