@@ -83,3 +83,33 @@ def test_a_campaign_name_beginning_with_a_dot_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert query(db, "SELECT status FROM attempt") == [("done",)]
     assert query(db, "SELECT name FROM campaign") == [(".hidden",)]
+
+
+def test_a_crash_line_with_control_characters_prints_escaped_in_run(tmp_path: Path) -> None:
+    """A variant's server prints a line with backspaces, an erase-line escape's C1 form and
+    a bidi override, then dies: run's progress and its table show it escaped, never raw."""
+    script = tmp_path / "crash.py"
+    line = f"RuntimeError: boom\b\b\x9b2K\u202e{FORGED}"
+    script.write_text(
+        f"import sys\nsys.stdout.write({line!r} + '\\n')\nsys.stdout.flush()\nsys.exit(1)\n",
+        encoding="utf-8",
+    )
+    path = write_campaign(
+        tmp_path,
+        f"""
+        [[variant]]
+        name = "baseline"
+
+        [[variant]]
+        name = "broken"
+        command = "{{python}} {script}"
+        """,
+        bench="concurrency = [1]\nrequests = 2\nrepeats = 1",
+    )
+    result = servegate("run", path, "--db", tmp_path / "c.db")
+    assert result.returncode in (0, 1), result.stderr
+    shown = f"RuntimeError: boom\\x08\\x08\\x9b2K\\u202e{FORGED}"
+    assert shown in result.stderr, result.stderr
+    for text in (result.stdout, result.stderr):
+        for char in ("\b", "\x9b", "\u202e"):
+            assert char not in text
