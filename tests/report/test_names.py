@@ -23,19 +23,22 @@ from .campaign import build
 FORGED = "fast: 1.500 +/- 0.001 x baseline output throughput (better)"
 # a newline, a CR, an ANSI erase-line, a C1 CSI, a bidi override, a table pipe, backticks
 HOSTILE = f"slow\n{FORGED}\r\x1b[2K\x9b2K\u202e|`x`"
+NODE = "gpu-1\x1b[2K\rgpu-2"  # a cluster node's name, as Ray reported it
 TAIL = "RuntimeError: boom\x1b]0;pwned\x07\r" + FORGED
 
 
 @pytest.fixture(scope="module")
 def old_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The constructed campaign with its 'fast' variant renamed to HOSTILE and a control
-    sequence in the crashed variant's stored log tail, as an older version could store."""
+    """The constructed campaign with its 'fast' variant renamed to HOSTILE, a control
+    sequence in the crashed variant's stored log tail and in every start's node name, as
+    an older version could store."""
     path = tmp_path_factory.mktemp("names") / "old.db"
     build(path)
     conn = sqlite3.connect(path)
     try:
         with conn:
             conn.execute("UPDATE variant SET name = ? WHERE name = 'fast'", (HOSTILE,))
+            conn.execute("UPDATE attempt SET node = ?", (NODE,))
             for attempt_id, text in conn.execute("SELECT attempt_id, json FROM verdict"):
                 verdict = json.loads(text)
                 if verdict.get("tail"):
@@ -75,6 +78,7 @@ def test_report_on_the_terminal_shows_an_old_name_escaped(old_db: Path) -> None:
     result = servegate("report", "--db", old_db)
     assert result.returncode == 0, result.stderr
     assert "slow\\nfast: 1.500" in result.stdout
+    assert "gpu-1\\x1b[2K\\rgpu-2" in result.stdout
     _no_forgery(result.stdout)
 
 

@@ -125,7 +125,8 @@ def load_campaign(store: Store, cid: int) -> CampaignData:
 
 
 def _printable_attempt(attempt: AttemptInfo) -> AttemptInfo:
-    """``attempt`` with its variant names, reason and log tail printable (escaped)."""
+    """``attempt`` with its variant names, host, node, reason and log tail printable
+    (escaped): a cluster's node name or a host's GPU name is text from another machine."""
     verdict = attempt.verdict
     if verdict is not None:
         verdict = {key: _printable_json(value) for key, value in verdict.items()}
@@ -134,6 +135,9 @@ def _printable_attempt(attempt: AttemptInfo) -> AttemptInfo:
         variant=printable(attempt.variant),
         failed_variants=tuple(printable(name) for name in attempt.failed_variants),
         reason=None if attempt.reason is None else _printable_lines(attempt.reason),
+        host=printable(attempt.host),
+        node=None if attempt.node is None else printable(attempt.node),
+        gpu_model=None if attempt.gpu_model is None else printable(attempt.gpu_model),
         verdict=verdict,
     )
 
