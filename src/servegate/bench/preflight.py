@@ -1,5 +1,8 @@
 """Before a point: the model to ask for, and one probe request that proves the endpoint.
 
+Each is bounded as a whole (`servegate.bench.deadline`), not only per read: a server that
+trickles its answer a byte at a time ends the point within its timeout too.
+
 ``GET /v1/models`` names the model when none was given; one short streaming request then
 turns an unreachable or non-OpenAI server into one clear sentence instead of a run of
 failures, and finds out whether the server accepts ``ignore_eos``.
@@ -13,6 +16,7 @@ import urllib.error
 import urllib.request
 
 from servegate.bench.dataset import encode_body
+from servegate.bench.deadline import Late, within
 from servegate.bench.settings import BenchSettings
 from servegate.errors import BenchError, ModelNotServed
 
@@ -29,13 +33,21 @@ def request_headers(settings: BenchSettings) -> dict[str, str]:
     return headers
 
 
-def discover_model(base_url: str, headers: dict[str, str]) -> str:
-    """The first model id from ``GET /v1/models``; BenchError when the server has none."""
+def discover_model(
+    base_url: str, headers: dict[str, str], timeout_s: float = PREFLIGHT_TIMEOUT_S
+) -> str:
+    """The first model id from ``GET /v1/models`` (the whole answer within ``timeout_s``);
+    BenchError when the server has none."""
     url = base_url + "/v1/models"
     request = urllib.request.Request(url, headers=headers)  # noqa: S310 (http(s) checked)
     try:
-        with urllib.request.urlopen(request, timeout=PREFLIGHT_TIMEOUT_S) as resp:  # noqa: S310
+        with within(timeout_s) as client, client.open(request) as resp:
             body = resp.read()
+    except Late as exc:
+        raise BenchError(
+            f"GET {url} sent {exc} (--timeout): the server is overloaded or not an "
+            "OpenAI-compatible server; check --url, give --model, or raise --timeout."
+        ) from None
     except urllib.error.HTTPError as exc:
         raise BenchError(
             f"GET {url} returned HTTP {exc.code}; the server does not look OpenAI-compatible "
@@ -71,9 +83,14 @@ def probe(
             method="POST",
         )
         try:
-            with urllib.request.urlopen(request, timeout=settings.timeout_s) as resp:  # noqa: S310
+            with within(settings.timeout_s) as client, client.open(request) as resp:
                 first = resp.read(65536)
                 coding = (resp.headers.get("Content-Encoding") or "identity").strip().lower()
+        except Late as exc:
+            raise BenchError(
+                f"POST {settings.endpoint} sent {exc} (--timeout): the server is overloaded "
+                "or not an OpenAI-compatible server; check --url and --api, or raise --timeout."
+            ) from None
         except urllib.error.HTTPError as exc:
             said, about_model = _server_message(exc, model)
             if about_model:

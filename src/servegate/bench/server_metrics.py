@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import http.client
 import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from servegate.bench.deadline import within
 from servegate.engines import engine_of_metrics, get_profile
 
 # Logical names whose value is a level, not a cumulative count: reported, never diffed.
@@ -33,12 +33,13 @@ class Scrape:
 
 
 def scrape(url: str, timeout_s: float = 5.0) -> Scrape | None:
-    """Read and parse a Prometheus endpoint; None when it is absent or not Prometheus text."""
+    """Read and parse a Prometheus endpoint; None when it is absent, not Prometheus text,
+    or not read whole within ``timeout_s``."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 (http only)
+        with within(timeout_s) as client, client.open(url) as resp:
             text = resp.read().decode("utf-8", "replace")
     except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
-        return None  # absent, refused, or cut off mid-body (IncompleteRead)
+        return None  # absent, refused, cut off mid-body (IncompleteRead), or too slow
     values: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(text):
