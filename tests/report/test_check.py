@@ -440,3 +440,28 @@ def test_workload_references_and_failures_without_a_counterpart(tmp_path: Path) 
         ("crashed", "fail"),
     ]
     assert {s["variant"] for s in doc["skipped"]} == {"long", "fusion-long", "orphan"}
+
+
+def test_a_failed_baseline_in_another_database_is_exit_2_never_a_pass(tmp_path: Path) -> None:
+    """k2 in good.db against bad.db, whose baseline crashed: exit 2 naming it, and the
+    step summary says error (before: exit 0, "pass, no regression established")."""
+    write(tmp_path / "good.db", {"base": BASE, "fast": SAME}, name="k2")
+    with Store.open(tmp_path / "bad.db") as store:
+        campaign = Campaign(store, "k2", "base")
+        campaign.start("base", status="crash", kind="oom", reason="CUDA out of memory")
+        store.add_variant(campaign.cid, "fast")
+        aid = campaign.start("fast")
+        for load in ("c=4", "c=16"):
+            for repeat, value in enumerate(BASE[0]):
+                campaign.point(aid, "fast", load, repeat, throughput=value)
+        campaign.stop(aid)
+        store.set_campaign_status(campaign.cid, CampaignStatus.DONE)
+    summary = tmp_path / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    run = servegate(tmp_path, "k2", "--db", "good.db", "--baseline-db", "bad.db", env=env)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stderr.startswith(
+        "Error: the baseline 'base' of campaign 'k2' in bad.db failed (did not start: CRASH"
+    )
+    assert "so 'base' cannot be checked" in run.stderr
+    assert summary.read_text(encoding="utf-8").startswith("## servegate check: error\n")

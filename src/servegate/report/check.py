@@ -559,9 +559,11 @@ def _why_not_checked(plan: _Plan, name: str, reference: str) -> str | None:
         plan.base_rows[reference] = summarize_variant(base, reference)
     problem = _check_baseline(plan.base_rows[reference], base)
     if problem is not None:
-        if plan.explicit:
-            raise UsageError(f"{problem}; compare {name!r} with another with --baseline-variant.")
-        return problem
+        # never a pass: without its baseline, nothing about this variant is established
+        raise UsageError(
+            f"{problem}, so {name!r} cannot be checked; measure the baseline again, compare "
+            f"with another variant with --baseline-variant, or leave {name!r} out with --variant."
+        )
     mine, theirs = _workloads(candidate, name), _workloads(base, reference)
     if mine and theirs and mine != theirs:
         raise UsageError(
