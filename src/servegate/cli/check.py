@@ -107,9 +107,9 @@ def check(**options: Any) -> None:
         code = _check(**options)
     except ServegateError as exc:
         if exc.exit_code == 2:  # CI logs say why no check was made
-            from servegate.report.check import error_markdown
+            from servegate.report.markdown import check_error_markdown
 
-            _step_summary(error_markdown(str(exc)))
+            _step_summary(check_error_markdown(str(exc)))
         raise
     sys.stdout.flush()
     sys.exit(code)
@@ -133,6 +133,9 @@ def _check(
     strict: bool,
 ) -> int:
     from servegate.report import check as checks
+    from servegate.report.console import render_check_table
+    from servegate.report.export import render_check_json
+    from servegate.report.markdown import render_check_markdown
 
     thresholds = (
         checks.parse_thresholds(max_regression) if max_regression else checks.DEFAULT_THRESHOLDS
@@ -172,15 +175,15 @@ def _check(
         seed=seed,
         strict=strict,
     )
-    markdown = checks.render_markdown(result)
+    markdown = render_check_markdown(result)
     if not (as_json or as_markdown):
-        click.echo(checks.render_table(result), nl=False)
+        click.echo(render_check_table(result), nl=False)
     if as_markdown:
         print_out(markdown)
     if markdown_file is not None:
         write_file(markdown_file, markdown, flag="--markdown-file")
     if as_json or json_file is not None:
-        document = checks.render_json(result)
+        document = render_check_json(result)
         if as_json:
             print_out(document)
         if json_file is not None:

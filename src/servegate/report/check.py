@@ -19,7 +19,6 @@ benchmark failed) fails the check whatever its numbers.
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import sys
@@ -28,7 +27,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from servegate._text import code_span, markdown_text
 from servegate._version import __version__
 from servegate.errors import UsageError
 from servegate.report import text
@@ -648,7 +646,7 @@ def _compare_pair(
     )
 
 
-# --- rendering ----------------------------------------------------------------------
+# --- what a renderer says (report/console.py, markdown.py, export.py render it) ------
 
 
 def _limit(check: MetricCheck) -> str:
@@ -730,7 +728,7 @@ def summary_lines(result: CheckResult) -> list[str]:
     return lines
 
 
-def _rows(result: CheckResult, *, reasons: bool) -> list[list[str]]:
+def rows(result: CheckResult, *, reasons: bool) -> list[list[str]]:
     """The table's rows; a failed variant's reason in its row when ``reasons``."""
     rows = []
     for v in result.variants:
@@ -765,69 +763,3 @@ HEADER = [
     "max",
     "result",
 ]
-
-
-def render_table(result: CheckResult) -> str:
-    """The console table, one line per variant, load and metric, then the closing lines."""
-    rows = [HEADER, *_rows(result, reasons=False)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    right = {3, 4, 5, 6}
-
-    def line(cells: list[str]) -> str:
-        parts = [
-            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
-            for i, cell in enumerate(cells)
-        ]
-        return "  ".join(parts).rstrip()
-
-    out = [headline(result), line(HEADER), *(line(r) for r in rows[1:]), *summary_lines(result)]
-    return "\n".join(out) + "\n"
-
-
-def _md(value: str) -> str:
-    """Literal text on one line: ``|``, backticks and ``\\`` escaped, controls shown."""
-    return markdown_text(value.replace("\n", " "))
-
-
-def render_markdown(result: CheckResult) -> str:
-    """The summary for a CI log or a pull request (GitHub-flavoured markdown)."""
-    title = "regression" if not result.passed else "no regression established"
-    mark = "FAIL" if not result.passed else "pass"
-    thresholds = ", ".join(
-        f"{short_name(key)} {value * 100:g} %" for key, value in result.thresholds.items()
-    )
-    out = [
-        f"## servegate check: {mark}, {title}",
-        "",
-        f"Candidate {code_span(result.candidate.campaign)} ({_md(result.candidate.db)}, "
-        f"{result.candidate.status}) against {code_span(result.baseline.campaign)} "
-        f"({_md(result.baseline.db)}, {result.baseline.status}). Largest tolerated regression: "
-        f"{thresholds}.",
-        "",
-    ]
-    header = [*HEADER[:5], f"change [{result.confidence * 100:g} % interval]", "max", "result"]
-    out.append("| " + " | ".join(header) + " |")
-    out.append("| " + " | ".join(["---"] * 3 + ["---:"] * 4 + ["---"]) + " |")
-    for row in _rows(result, reasons=True):
-        if row[-1] in ("REGRESSION", "FAILED"):
-            row[-1] = f"**{row[-1]}**"
-        out.append("| " + " | ".join(_md(cell) for cell in row) + " |")
-    out.append("")
-    out += [f"- {_md(line)}" for line in summary_lines(result)]
-    out += [
-        "",
-        f"Rule: {RULE}. Intervals: hierarchical bootstrap over server starts, repeats and "
-        f"requests ({result.resamples} resamples, seed {result.seed}), as `servegate report`.",
-        "",
-    ]
-    return "\n".join(out)
-
-
-def render_json(result: CheckResult) -> str:
-    """The ``servegate.check/1`` JSON document."""
-    return json.dumps(result.to_json(), indent=2) + "\n"
-
-
-def error_markdown(message: str) -> str:
-    """The step summary of a check that could not be made (bad input)."""
-    return f"## servegate check: error\n\n{_md(message)}\n\n"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 from rich.measure import Measurement
@@ -27,6 +27,9 @@ from rich.text import Text
 
 from servegate.report import text
 from servegate.report.compare import HEADLINE, Report, VariantSummary
+
+if TYPE_CHECKING:
+    from servegate.report.check import CheckResult
 
 _CALL_STYLE = {"better": "green", "worse": "red"}
 
@@ -175,3 +178,23 @@ def console_text(report: Report, *, width: int = 120, file: IO[str] | None = Non
         report, Console(file=buffer, width=width, no_color=True, highlight=False, soft_wrap=False)
     )
     return buffer.getvalue() if isinstance(buffer, io.StringIO) else ""
+
+
+def render_check_table(result: CheckResult) -> str:
+    """``servegate check``'s table, one line per variant, load and metric, then the
+    closing lines (plain text: it goes to CI logs as it is)."""
+    from servegate.report.check import HEADER, headline, rows, summary_lines
+
+    table = [HEADER, *rows(result, reasons=False)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
+    right = {3, 4, 5, 6}
+
+    def line(cells: list[str]) -> str:
+        parts = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ]
+        return "  ".join(parts).rstrip()
+
+    out = [headline(result), line(HEADER), *(line(r) for r in table[1:]), *summary_lines(result)]
+    return "\n".join(out) + "\n"

@@ -16,13 +16,16 @@ import json
 import math
 import platform
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from servegate._version import __version__
 from servegate.report.bootstrap import Estimate
 from servegate.report.compare import METRICS, Report, VariantSummary
+
+if TYPE_CHECKING:
+    from servegate.report.check import CheckResult
 
 SCHEMA = "servegate.report/1"
 
@@ -378,3 +381,8 @@ def _noise_rows(report: Report) -> list[list[Any]]:
             ]
         )
     return out
+
+
+def render_check_json(result: CheckResult) -> str:
+    """``servegate check``'s ``servegate.check/1`` JSON document."""
+    return json.dumps(result.to_json(), indent=2) + "\n"

@@ -9,10 +9,14 @@ variants that did not finish (with the log tail), and how the intervals were com
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from servegate._text import code_span, markdown_text
 from servegate.report import text
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
+
+if TYPE_CHECKING:
+    from servegate.report.check import CheckResult
 
 
 def _esc(value: str) -> str:
@@ -220,3 +224,45 @@ def _fence(lines: tuple[str, ...]) -> str:
     close it."""
     longest = max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
     return "`" * max(3, longest + 1)
+
+
+def render_check_markdown(result: CheckResult) -> str:
+    """``servegate check``'s summary for a CI log or a pull request (GitHub-flavoured
+    markdown)."""
+    from servegate.report.check import HEADER, RULE, rows, short_name, summary_lines
+
+    title = "regression" if not result.passed else "no regression established"
+    mark = "FAIL" if not result.passed else "pass"
+    thresholds = ", ".join(
+        f"{short_name(key)} {value * 100:g} %" for key, value in result.thresholds.items()
+    )
+    out = [
+        f"## servegate check: {mark}, {title}",
+        "",
+        f"Candidate {code_span(result.candidate.campaign)} ({_esc(result.candidate.db)}, "
+        f"{result.candidate.status}) against {code_span(result.baseline.campaign)} "
+        f"({_esc(result.baseline.db)}, {result.baseline.status}). Largest tolerated regression: "
+        f"{thresholds}.",
+        "",
+    ]
+    header = [*HEADER[:5], f"change [{result.confidence * 100:g} % interval]", "max", "result"]
+    out.append("| " + " | ".join(header) + " |")
+    out.append("| " + " | ".join(["---"] * 3 + ["---:"] * 4 + ["---"]) + " |")
+    for row in rows(result, reasons=True):
+        if row[-1] in ("REGRESSION", "FAILED"):
+            row[-1] = f"**{row[-1]}**"
+        out.append("| " + " | ".join(_esc(cell) for cell in row) + " |")
+    out.append("")
+    out += [f"- {_esc(line)}" for line in summary_lines(result)]
+    out += [
+        "",
+        f"Rule: {RULE}. Intervals: hierarchical bootstrap over server starts, repeats and "
+        f"requests ({result.resamples} resamples, seed {result.seed}), as `servegate report`.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def check_error_markdown(message: str) -> str:
+    """The step summary of a check that could not be made (bad input)."""
+    return f"## servegate check: error\n\n{_esc(message)}\n\n"
