@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,22 @@ def test_a_crash_line_with_control_characters_prints_escaped_in_run(tmp_path: Pa
     for text in (result.stdout, result.stderr):
         for char in ("\b", "\x9b", "\u202e"):
             assert char not in text
+
+
+def test_the_render_again_line_is_a_command_that_runs(tmp_path: Path) -> None:
+    """A campaign name with a space: the closing 'Render again:' line quotes it, and that
+    command, run as written, renders the report."""
+    path = write_campaign(
+        tmp_path,
+        '[[variant]]\nname = "baseline"\n',
+        name="fusion run",
+        bench="concurrency = [1]\nrequests = 2\nrepeats = 1",
+    )
+    result = servegate("run", path, "--db", tmp_path / "c.db")
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stderr.splitlines() if "Render again: " in x)
+    argv = shlex.split(line.split("Render again: ", 1)[1])
+    assert argv[:2] == ["servegate", "report"]
+    again = servegate(*argv[1:])
+    assert again.returncode == 0, again.stderr
+    assert "fusion run" in again.stdout

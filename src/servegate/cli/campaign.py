@@ -12,6 +12,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from shlex import quote
 
 import click
 
@@ -218,13 +219,14 @@ def execute(
     if outcome.status == "interrupted":
         click.echo(
             f"Interrupted: {outcome.measured} measurement(s) kept in {db}; "
-            f"continue with: servegate run {campaign.path} --db {db} --resume",
+            f"continue with: servegate run {quote(str(campaign.path))} --db {quote(str(db))} "
+            "--resume",
             err=True,
         )
     else:
         click.echo(
             f"Stored in {db} ({outcome.measured} measured, {outcome.skipped} already stored). "
-            f"Render again: servegate report --db {db} {campaign.name}",
+            f"Render again: servegate report --db {quote(str(db))} {quote(campaign.name)}",
             err=True,
         )
     if outcome.precision is not None:
