@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from time import perf_counter
 
 from servegate.bench.sample import RequestSample
-from servegate.bench.stream import connection_failed
+from servegate.bench.stream import CLIENT_FD_LIMIT, connection_failed
 
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 1.0
@@ -55,8 +55,9 @@ class Liveness:
     def _record(self, sample: RequestSample) -> RequestSample:
         """Count a connection failure, or clear the count on any answer."""
         if not connection_failed(sample):
-            # a reset mid-response or a timeout on a connection is no answer either way
-            if sample.error not in ("connection_reset", "timeout"):
+            # a reset mid-response or a timeout on a connection is no answer either way, and
+            # the client out of open files never reached the server
+            if sample.error not in ("connection_reset", "timeout", CLIENT_FD_LIMIT):
                 self.failures = 0
                 self.first_failure_at = None
             return sample

@@ -1,11 +1,11 @@
 """`run_point`: one load point from settings to a `PointResult`.
 
-A point flows through its stages once, in order: the preflight (`preflight`: the model,
-one probe request), the prompts (`dataset`), the workers' plans (`plan`, with the
-arrival schedule of `schedule`), the run (`execute`, reporting through `progress`,
-with the engine's counters read before and after by `server_metrics`), then what it
-measured: the summary (`metrics`), the client's headroom (`stats`) and the warnings
-(`warnings`).
+A point flows through its stages once, in order: the client's open-files limit (`fds`),
+the preflight (`preflight`: the model, one probe request), the prompts (`dataset`), the
+workers' plans (`plan`, with the arrival schedule of `schedule`), the run (`execute`,
+reporting through `progress`, with the engine's counters read before and after by
+`server_metrics`), then what it measured: the summary (`metrics`), the client's
+headroom (`stats`) and the warnings (`warnings`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from servegate.bench import metrics
 from servegate.bench.dataset import Prompt, build_prompts
 from servegate.bench.execute import execute
+from servegate.bench.fds import ensure_descriptors
 from servegate.bench.loadgen import WorkerResult
 from servegate.bench.plan import plan_workers
 from servegate.bench.preflight import discover_model, probe, request_headers
@@ -36,8 +37,10 @@ def run_point(
     """Run one load point and return everything it measured.
 
     Raises BenchError when the server cannot be reached or does not speak the OpenAI
-    API; failures during the run are counted by kind, never raised.
+    API, UsageError when ``ulimit -n`` cannot hold the point's streams; failures during
+    the run are counted by kind, never raised.
     """
+    ensure_descriptors(settings)  # the client's own limit, before any request
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     headers = request_headers(settings)
     model = settings.model or discover_model(settings.base_url, headers)

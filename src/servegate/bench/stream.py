@@ -16,6 +16,7 @@ role-only chat delta, the final usage chunk) never counts as a token.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 from collections.abc import Callable
 from time import perf_counter
@@ -37,6 +38,10 @@ _BOM = b"\xef\xbb\xbf"
 # the start of the detail of the two failures that mean "no connection that answers"
 UNANSWERED = "the connection closed before any byte of a response"
 NO_CONNECTION = "no connection within"
+# a request the client could not even open a socket for (EMFILE, ENFILE): its own failure
+CLIENT_FD_LIMIT = "client_fd_limit"
+_OUT_OF_FILES = (errno.EMFILE, errno.ENFILE)
+_OUT_OF_FILES_DETAIL = "the client ran out of open files (EMFILE): raise ulimit -n"
 
 
 class StreamFailure(Exception):
@@ -321,7 +326,10 @@ async def send_request(
             error, detail = "timeout", f"{NO_CONNECTION} {timeout_s:g} s"
             break
         except OSError as exc:
-            error, detail = "connect_error", (str(exc) or type(exc).__name__)[:_DETAIL_MAX]
+            if exc.errno in _OUT_OF_FILES:  # the client's own limit: says nothing of the server
+                error, detail = CLIENT_FD_LIMIT, _OUT_OF_FILES_DETAIL
+            else:
+                error, detail = "connect_error", (str(exc) or type(exc).__name__)[:_DETAIL_MAX]
             break
         done = conn.request(data, stream)
         timer = loop.call_at(loop.time() + (deadline - perf_counter()), conn.abort, "timeout")

@@ -13,6 +13,7 @@ from servegate.bench.liveness import GONE_AFTER_S
 from servegate.bench.result import ClientStats
 from servegate.bench.sample import RequestSample
 from servegate.bench.settings import BenchSettings
+from servegate.bench.stream import CLIENT_FD_LIMIT
 
 CPU_WARN = 0.9
 # a point shorter than this is too short for its CPU share to say anything
@@ -36,6 +37,13 @@ def point_warnings(
     warnings += headroom_warnings(client)
     if server_gone_s is not None:
         warnings.append(gone_sentence(server_gone_s, len(samples), settings.requests))
+    own = failures.get(CLIENT_FD_LIMIT, 0)
+    if own:
+        warnings.append(
+            f"{own} of {len(samples)} requests were never sent: the client ran out of open "
+            "files (EMFILE), its own limit, not the server's; the point measured the client: "
+            "raise ulimit -n or lower the load."
+        )
     completed = sum(1 for s in samples if s.ok)
     if not completed:
         warnings.append("no request completed; every metric of this point is empty.")
