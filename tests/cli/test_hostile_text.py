@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import free_port
 
 from servegate.cli.remote import relay
 
@@ -69,3 +70,26 @@ def test_a_line_relayed_from_a_host_prints_escaped(
     relay("ok\tc=1\r\x1b[2Kfast: 1.500 x baseline (better)", err=err)
     out, errs = capsys.readouterr()
     assert (errs if err else out) == "ok\tc=1\\r\\x1b[2Kfast: 1.500 x baseline (better)\n"
+
+
+def test_ps_shows_a_log_path_with_control_characters_escaped(tmp_path: Path) -> None:
+    """A tracked server whose --log path holds an escape and a CR: ps prints the path
+    escaped on the server's own line."""
+    port = free_port()
+    log = tmp_path / "a\x1b[2K\rforged.log"
+    name = f"ps-{tmp_path.name[-20:]}".replace("_", "-")
+    started = servegate(
+        "launch", "--name", name, "--engine", "sglang", "--port", str(port), "--log", str(log),
+        "--timeout", "60", "--", sys.executable, "-m", "servegate", "sim", "--engine", "sglang",
+        "--port", str(port), "--profile", "fast", "--time-scale", "0.2",
+    )  # fmt: skip
+    try:
+        assert started.returncode == 0, started.stderr
+        listed = servegate("ps")
+        assert listed.returncode == 0, listed.stderr
+        (row,) = [line for line in listed.stdout.splitlines() if line.startswith(name)]
+        assert row.endswith("a\\x1b[2K\\rforged.log")
+        assert "\x1b" not in listed.stdout and "\r" not in listed.stdout
+    finally:
+        stopped = servegate("stop", name)
+    assert stopped.returncode == 0, stopped.stderr
