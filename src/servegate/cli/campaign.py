@@ -417,7 +417,10 @@ def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> in
     With the default database (``folder/servegate.db``) each demo starts from an empty
     database; a database given with ``db`` is kept and the demo campaign re-measured.
     """
-    from servegate.campaign.results import html_available, write_html
+    import importlib.util
+
+    from servegate._files import write_output
+    from servegate.report import render_html
 
     campaign, db = campaigns.prepare_demo(folder, db)
     progress = _progress(quiet)
@@ -428,8 +431,8 @@ def run_demo(folder: Path, *, db: Path | None = None, quiet: bool = False) -> in
     if done.outcome.status == "interrupted":
         click.echo(f"Interrupted; what was measured is kept in {db}.", err=True)
         return done.outcome.exit_code
-    if html_available():
-        html_path = write_html(done.report, folder / "report.html")
+    if importlib.util.find_spec("plotly") is not None:  # the html extra
+        html_path = write_output(folder / "report.html", render_html(done.report))
         click.echo(f"HTML report: {html_path.resolve()}")
     else:
         click.echo(
