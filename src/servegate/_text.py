@@ -17,9 +17,10 @@ import re
 
 __all__ = ["code_span", "describe", "markdown_text", "printable", "unprintable"]
 
-# C0 controls, DEL, C1 controls, and the bidirectional embeddings, overrides and isolates
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 controls, DEL, C1 controls, the line and paragraph separators (str.splitlines ends a
+# line there), and the bidirectional embeddings, overrides and isolates
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _MARKDOWN = re.compile(r"([\\|`])")
 
@@ -33,7 +34,8 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def unprintable(text: str) -> str | None:
-    """The first control character in ``text`` (C0, DEL, C1, a bidi override), or None."""
+    """The first control character in ``text`` (C0, DEL, C1, a line separator, a bidi
+    override), or None."""
     match = _CONTROL.search(text)
     return match.group(0) if match else None
 

@@ -19,6 +19,7 @@ CONTROLS = {
     "del": "\\u007f",
     "bidi-override": "\\u202e",
     "bidi-isolate": "\\u2066",
+    "line-separator": "\\u2028",
 }
 
 
