@@ -44,3 +44,17 @@ def test_handlers_are_restored_on_exit() -> None:
     with Interrupts():
         assert signal.getsignal(signal.SIGINT) is not before[0]
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_the_stop_is_said_to_notify_only(capfd: pytest.CaptureFixture[str]) -> None:
+    """The first signal's sentence goes to ``notify``; without one nothing is written
+    (the library never prints; the command line's progress says it on stderr)."""
+    said: list[str] = []
+    for notify in (None, said.append):
+        with Interrupts(notify) as interrupts, pytest.raises(Interrupted), interrupts.shielded():
+            os.kill(os.getpid(), signal.SIGINT)
+    assert capfd.readouterr() == ("", "")
+    assert said == [
+        "\nStopping: the server is stopped and the results so far are kept "
+        "(press Ctrl-C again to stop now).\n"
+    ]

@@ -5,7 +5,8 @@ server holding the GPU. The first signal raises ``Interrupted`` in the runner (d
 until a database write in progress has committed), which stops the server, marks the
 attempt and the campaign interrupted and prints the results so far. A second signal
 exits at once: the launch layer's keeper kills the server when this process dies, and
-SQLite's journal keeps every committed result.
+SQLite's journal keeps every committed result. What it says about the stop goes to
+``notify`` (the command line's progress writes it on stderr); without one, nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -40,7 +41,8 @@ class Interrupted(KeyboardInterrupt):
 class Interrupts:
     """Signal handlers for one campaign run; a context manager that restores the old ones."""
 
-    def __init__(self) -> None:
+    def __init__(self, notify: Callable[[str], None] | None = None) -> None:
+        self._notify = notify  # says the stop (from the signal handler: plain writes only)
         self.signum: int | None = None
         self._shield = 0
         self._pending = False
@@ -76,19 +78,21 @@ class Interrupts:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is not None:
-            sys.stderr.write("\nError: interrupted again; stopping now.\n")
-            sys.stderr.flush()
+            self._say("\nError: interrupted again; stopping now.\n")
             os._exit(128 + signum)
         self.signum = signum
-        sys.stderr.write(
+        self._say(
             "\nStopping: the server is stopped and the results so far are kept "
             "(press Ctrl-C again to stop now).\n"
         )
-        sys.stderr.flush()
         if self._shield:
             self._pending = True
             return
         raise Interrupted(signum)
+
+    def _say(self, text: str) -> None:
+        if self._notify is not None:
+            self._notify(text)
 
     @contextmanager
     def shielded(self) -> Iterator[None]:

@@ -175,6 +175,12 @@ class CampaignProgress:
             self._last_update = now
             self._status.update(self._redactor.text(message))
 
+    def notice(self, text: str) -> None:
+        """``text`` as it is, at once (a stop asked for by a signal: said from its handler)."""
+        if self._stream is not None:
+            self._stream.write(text)
+            self._stream.flush()
+
     def done(self) -> None:
         """End the live status line (before the results are printed)."""
         if self._status is not None:

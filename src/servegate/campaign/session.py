@@ -73,7 +73,7 @@ def run(
 
             cluster = SshHost(campaign.host, campaign)
         store = stack.enter_context(Store.open(db))
-        interrupts = stack.enter_context(Interrupts())
+        interrupts = stack.enter_context(Interrupts(notify=progress.notice))
         outcome = run_campaign(
             campaign,
             store,
