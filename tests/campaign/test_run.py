@@ -19,7 +19,7 @@ from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.runner import RunOptions, run_campaign
 from servegate.cli import main
 from servegate.report import build_report
-from servegate.store import Store
+from servegate.store import CampaignStatus, Store
 
 SECRET = "hf_test_secret_0123456789"
 
@@ -238,6 +238,7 @@ def test_busy_port_fails_preflight_and_launches_nothing(tmp_path: Path, port: in
             )
             attempts = store.attempts(outcome.campaign_id)
     assert outcome.exit_code == 1
+    assert outcome.status is CampaignStatus.DONE  # a member, not its string
     assert outcome.failed_variants == ("baseline",)
     assert [a.status for a in attempts] == ["failed"]
     assert f"port {port} is in use" in (attempts[0].reason or "")

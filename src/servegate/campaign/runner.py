@@ -124,7 +124,7 @@ class RunOutcome:
     """What a run did, and the exit code that follows from it."""
 
     campaign_id: int
-    status: str  # done | interrupted
+    status: CampaignStatus  # DONE, or INTERRUPTED (by a signal, a full disk)
     measured: int  # points measured by this run
     skipped: int  # points already in the store (--resume)
     failed_variants: tuple[str, ...]
@@ -402,7 +402,7 @@ class _Runner:
             with self.interrupts.shielded():
                 store.set_campaign_status(cid, CampaignStatus.INTERRUPTED)
             self.progress.done()
-            return self._outcome(cid, "interrupted", exc.signum)
+            return self._outcome(cid, CampaignStatus.INTERRUPTED, exc.signum)
         except StoreError as exc:
             self.progress.done()
             raise self._store_failed(cid, exc) from None
@@ -417,7 +417,7 @@ class _Runner:
         with self.interrupts.shielded():
             store.set_campaign_status(cid, CampaignStatus.DONE)
         self.progress.done()
-        return self._outcome(cid, "done", None)
+        return self._outcome(cid, CampaignStatus.DONE, None)
 
     def _store_failed(self, cid: int, exc: StoreError) -> StoreError:
         """Close the campaign after a failed write (a full disk); the error to raise.
@@ -469,7 +469,7 @@ class _Runner:
             )
         return cid
 
-    def _outcome(self, cid: int, status: str, signum: int | None) -> RunOutcome:
+    def _outcome(self, cid: int, status: CampaignStatus, signum: int | None) -> RunOutcome:
         breaches = []
         limit = self.options.max_failed_variants
         failed = tuple(self.state.failed)

@@ -247,7 +247,7 @@ def check_readable(conn: sqlite3.Connection, path: str, migrations: Sequence[Mig
     """
     try:
         version = user_version(conn)
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
     except sqlite3.Error as exc:
         error = translate(exc, path)
         if error is None:

@@ -73,8 +73,9 @@ _KEY_COLUMNS = (
     "itl_ms_p50",
     "e2el_ms_p50",
 )
-
-
+_SELECT_CAMPAIGN = (
+    "SELECT id, name, baseline, status, created_at, updated_at, config_text FROM campaign "
+)
 _INSERT_POINT = (
     "INSERT INTO point (campaign_id, attempt_id, variant_id, load, repeat, recorded_at, "
     "completed, failed, output_throughput, request_throughput, ttft_ms_p50, ttft_ms_p99, "
@@ -308,8 +309,9 @@ class Store:
 
     def _read_runner(self) -> RunnerInfo | None:
         try:
-            row = self._conn.execute(
-                "SELECT pid, host, started, campaign, claimed_at FROM runner WHERE id = 1"
+            row = _named(
+                self._conn,
+                "SELECT pid, host, started, campaign, claimed_at FROM runner WHERE id = 1",
             ).fetchone()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):  # a read-only database from before the table
@@ -318,11 +320,11 @@ class Store:
         if row is None:
             return None
         return RunnerInfo(
-            pid=int(row[0]),
-            host=str(row[1]),
-            started=float(row[2]),
-            campaign=str(row[3]),
-            claimed_at=str(row[4]),
+            pid=int(row["pid"]),
+            host=str(row["host"]),
+            started=float(row["started"]),
+            campaign=str(row["campaign"]),
+            claimed_at=str(row["claimed_at"]),
         )
 
     @guarded
@@ -345,14 +347,14 @@ class Store:
         now = self._now()
         config_text = scrub(config_text)
         with self._tx() as conn:
-            row = conn.execute("SELECT id FROM campaign WHERE name = ?", (name,)).fetchone()
+            row = _named(conn, "SELECT id FROM campaign WHERE name = ?", (name,)).fetchone()
             if row is not None:
                 conn.execute(
                     "UPDATE campaign SET config_text = ?, baseline = ?, status = 'running', "
                     "updated_at = ? WHERE id = ?",
-                    (config_text, baseline, now, row[0]),
+                    (config_text, baseline, now, row["id"]),
                 )
-                return int(row[0])
+                return int(row["id"])
             cur = conn.execute(
                 "INSERT INTO campaign (name, baseline, config_text, status, created_at, "
                 "updated_at) VALUES (?, ?, ?, 'running', ?, ?)",
@@ -376,35 +378,24 @@ class Store:
     @guarded
     def campaigns(self) -> list[CampaignInfo]:
         """Every stored campaign, newest first."""
-        rows = self._conn.execute(
-            "SELECT id, name, baseline, status, created_at, updated_at, config_text "
-            "FROM campaign ORDER BY created_at DESC, id DESC"
-        )
+        rows = _named(self._conn, _SELECT_CAMPAIGN + "ORDER BY created_at DESC, id DESC")
         return [self._campaign_now(row) for row in rows]
 
     @guarded
     def find_campaign(self, name: str) -> CampaignInfo | None:
         """The campaign called ``name``, or None."""
-        row = self._conn.execute(
-            "SELECT id, name, baseline, status, created_at, updated_at, config_text "
-            "FROM campaign WHERE name = ?",
-            (name,),
-        ).fetchone()
+        row = _named(self._conn, _SELECT_CAMPAIGN + "WHERE name = ?", (name,)).fetchone()
         return None if row is None else self._campaign_now(row)
 
     @guarded
     def campaign_info(self, cid: int) -> CampaignInfo:
         """The campaign with id ``cid`` (KeyError when there is none)."""
-        row = self._conn.execute(
-            "SELECT id, name, baseline, status, created_at, updated_at, config_text "
-            "FROM campaign WHERE id = ?",
-            (cid,),
-        ).fetchone()
+        row = _named(self._conn, _SELECT_CAMPAIGN + "WHERE id = ?", (cid,)).fetchone()
         if row is None:
             raise KeyError(cid)
         return self._campaign_now(row)
 
-    def _campaign_now(self, row: Sequence[Any]) -> CampaignInfo:
+    def _campaign_now(self, row: sqlite3.Row) -> CampaignInfo:
         """The stored campaign, shown interrupted when it is 'running' with no live runner.
 
         A runner killed with SIGKILL, or stopped by a full disk, cannot write its
@@ -429,18 +420,20 @@ class Store:
     @guarded
     def variants(self, cid: int) -> list[str]:
         """The campaign's variant names in the order they were declared or first ran."""
-        rows = self._conn.execute(
-            "SELECT name FROM variant WHERE campaign_id = ? ORDER BY position, id", (cid,)
+        rows = _named(
+            self._conn,
+            "SELECT name FROM variant WHERE campaign_id = ? ORDER BY position, id",
+            (cid,),
         )
-        return [str(r[0]) for r in rows]
+        return [str(row["name"]) for row in rows]
 
     @staticmethod
     def _variant_id(conn: sqlite3.Connection, cid: int, name: str) -> int:
-        row = conn.execute(
-            "SELECT id FROM variant WHERE campaign_id = ? AND name = ?", (cid, name)
+        row = _named(
+            conn, "SELECT id FROM variant WHERE campaign_id = ? AND name = ?", (cid, name)
         ).fetchone()
         if row is not None:
-            return int(row[0])
+            return int(row["id"])
         position = conn.execute(
             "SELECT COALESCE(MAX(position) + 1, 0) FROM variant WHERE campaign_id = ?", (cid,)
         ).fetchone()[0]
@@ -602,22 +595,23 @@ class Store:
         if not self._has_table("attempt_telemetry"):
             return []
         out = []
-        for row in self._conn.execute(
+        for row in _named(
+            self._conn,
             "SELECT t_s, cpu_pct, rss_bytes, threads, processes, read_bps, write_bps, "
             "net_rx_bps, detail FROM attempt_telemetry WHERE attempt_id = ? ORDER BY idx",
             (aid,),
         ):
-            detail = json.loads(row[8])
+            detail = json.loads(row["detail"])
             out.append(
                 Snapshot(
-                    t_s=row[0],
-                    cpu_pct=row[1],
-                    rss_bytes=row[2],
-                    threads=row[3],
-                    processes=row[4],
-                    read_bps=row[5],
-                    write_bps=row[6],
-                    net_rx_bps=row[7],
+                    t_s=row["t_s"],
+                    cpu_pct=row["cpu_pct"],
+                    rss_bytes=row["rss_bytes"],
+                    threads=row["threads"],
+                    processes=row["processes"],
+                    read_bps=row["read_bps"],
+                    write_bps=row["write_bps"],
+                    net_rx_bps=row["net_rx_bps"],
                     procs=tuple(ProcSample.from_json(p) for p in detail.get("procs", ())),
                     gpus=tuple(GpuSample.from_json(g) for g in detail.get("gpus", ())),
                 )
@@ -671,11 +665,11 @@ class Store:
                 "WHERE id = ?",
                 (str(status), scrub(reason), self._now(), aid),
             )
-            row = conn.execute("SELECT campaign_id FROM attempt WHERE id = ?", (aid,)).fetchone()
+            row = _named(conn, "SELECT campaign_id FROM attempt WHERE id = ?", (aid,)).fetchone()
             for name in failed_variants if row is not None else ():
                 conn.execute(
                     "INSERT OR IGNORE INTO attempt_failure (attempt_id, variant_id) VALUES (?, ?)",
-                    (aid, self._variant_id(conn, int(row[0]), name)),
+                    (aid, self._variant_id(conn, int(row["campaign_id"]), name)),
                 )
 
     @guarded
@@ -687,13 +681,13 @@ class Store:
                 conn.execute("UPDATE campaign SET start_seed = ? WHERE id = ?", (seed, cid))
         if not self._has_column("campaign", "start_seed"):
             return None
-        row = self._conn.execute("SELECT start_seed FROM campaign WHERE id = ?", (cid,)).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        row = _named(self._conn, "SELECT start_seed FROM campaign WHERE id = ?", (cid,)).fetchone()
+        return None if row is None or row["start_seed"] is None else int(row["start_seed"])
 
     def _has_column(self, table: str, column: str) -> bool:
         """Whether ``table`` has ``column`` (a read-only database may predate it)."""
-        rows = self._conn.execute(f"PRAGMA table_info({table})").fetchall()
-        return any(row[1] == column for row in rows)
+        rows = _named(self._conn, f"PRAGMA table_info({table})").fetchall()
+        return any(row["name"] == column for row in rows)
 
     @guarded
     def mark_interrupted(self, cid: int, reason: str = "the runner stopped") -> int:
@@ -733,51 +727,53 @@ class Store:
             (cid,),
         ):
             phases.setdefault(int(aid), []).append(PhaseInfo(name=name, start_s=start, end_s=end))
-        rows = self._conn.execute(
-            "SELECT a.id, v.name, a.server_key, a.cold, a.command, a.env, a.host, a.versions, "
-            "a.git_commit, a.status, a.reason, a.started_at, a.ended_at, d.json, "
-            "a.stop_killed, a.stop_duration_s, a.stop_port_free, "
-            + ("a.start, " if starts else "NULL, ")
-            + ("a.node, a.gpu_model " if placed else "NULL, NULL ")
+        rows = _named(
+            self._conn,
+            "SELECT a.id, v.name AS variant, a.server_key, a.cold, a.command, a.env, a.host, "
+            "a.versions, a.git_commit, a.status, a.reason, a.started_at, a.ended_at, "
+            "d.json AS verdict, a.stop_killed, a.stop_duration_s, a.stop_port_free, "
+            + ("a.start, " if starts else "NULL AS start, ")
+            + ("a.node, a.gpu_model " if placed else "NULL AS node, NULL AS gpu_model ")
             + "FROM attempt a JOIN variant v ON v.id = a.variant_id "
             "LEFT JOIN verdict d ON d.attempt_id = a.id "
             "WHERE a.campaign_id = ? ORDER BY a.started_at, a.id",
             (cid,),
         ).fetchall()
-        name = self._conn.execute("SELECT name FROM campaign WHERE id = ?", (cid,)).fetchone()
+        name = _named(self._conn, "SELECT name FROM campaign WHERE id = ?", (cid,)).fetchone()
         # attempts left open count as interrupted once no runner is at work on them
-        stopped = name is None or not self._runs(str(name[0]))
+        stopped = name is None or not self._runs(str(name["name"]))
         out = []
         for row in rows:
-            aid = int(row[0])
-            status = AttemptStatus(row[9])
-            open_ = status in (AttemptStatus.RUNNING, AttemptStatus.READY) and row[12] is None
+            aid = int(row["id"])
+            status = AttemptStatus(row["status"])
+            unfinished = status in (AttemptStatus.RUNNING, AttemptStatus.READY)
+            open_ = unfinished and row["ended_at"] is None
             if stopped and open_:
                 status = AttemptStatus.INTERRUPTED
             out.append(
                 AttemptInfo(
                     id=aid,
-                    variant=row[1],
-                    server_key=row[2],
-                    cold=bool(row[3]),
-                    command=tuple(json.loads(row[4])),
-                    env=json.loads(row[5]),
-                    host=row[6],
-                    versions=json.loads(row[7]),
-                    git_commit=row[8],
+                    variant=row["variant"],
+                    server_key=row["server_key"],
+                    cold=bool(row["cold"]),
+                    command=tuple(json.loads(row["command"])),
+                    env=json.loads(row["env"]),
+                    host=row["host"],
+                    versions=json.loads(row["versions"]),
+                    git_commit=row["git_commit"],
                     status=status,
-                    reason=row[10],
-                    started_at=row[11],
-                    ended_at=row[12],
-                    verdict=None if row[13] is None else json.loads(row[13]),
+                    reason=row["reason"],
+                    started_at=row["started_at"],
+                    ended_at=row["ended_at"],
+                    verdict=None if row["verdict"] is None else json.loads(row["verdict"]),
                     phases=tuple(phases.get(aid, ())),
-                    stop_killed=None if row[14] is None else tuple(json.loads(row[14])),
-                    stop_duration_s=row[15],
-                    stop_port_free=None if row[16] is None else bool(row[16]),
-                    start=None if row[17] is None else int(row[17]),
+                    stop_killed=_json_tuple(row["stop_killed"]),
+                    stop_duration_s=row["stop_duration_s"],
+                    stop_port_free=_maybe_bool(row["stop_port_free"]),
+                    start=None if row["start"] is None else int(row["start"]),
                     failed_variants=tuple(failures.get(aid, ())),
-                    node=row[18],
-                    gpu_model=row[19],
+                    node=row["node"],
+                    gpu_model=row["gpu_model"],
                 )
             )
         return out
@@ -805,12 +801,12 @@ class Store:
         sends = [r.send_s for r in rows if r.send_s is not None]
         first_send = min(sends) if sends else 0.0
         with self._tx() as conn:
-            cid_row = conn.execute(
-                "SELECT campaign_id FROM attempt WHERE id = ?", (aid,)
+            cid_row = _named(
+                conn, "SELECT campaign_id FROM attempt WHERE id = ?", (aid,)
             ).fetchone()
             if cid_row is None:
                 raise KeyError(aid)
-            cid = int(cid_row[0])
+            cid = int(cid_row["campaign_id"])
             vid = self._variant_id(conn, cid, variant)
             conn.execute(
                 "DELETE FROM point WHERE variant_id = ? AND load = ? AND repeat = ?",
@@ -872,30 +868,31 @@ class Store:
     @guarded
     def points(self, cid: int) -> list[PointInfo]:
         """Every stored point of the campaign, by variant, load and repeat."""
-        rows = self._conn.execute(
-            "SELECT p.id, p.attempt_id, v.name, p.load, p.repeat, p.recorded_at, p.completed, "
-            "p.failed, p.failures, p.summary, p.server_metrics, p.warnings, p.detail "
+        rows = _named(
+            self._conn,
+            "SELECT p.id, p.attempt_id, v.name AS variant, p.load, p.repeat, p.recorded_at, "
+            "p.completed, p.failed, p.failures, p.summary, p.server_metrics, p.warnings, p.detail "
             "FROM point p JOIN variant v ON v.id = p.variant_id WHERE p.campaign_id = ? "
             "ORDER BY v.position, p.load, p.repeat",
             (cid,),
         )
         return [
             PointInfo(
-                id=int(r[0]),
-                attempt_id=int(r[1]),
-                variant=r[2],
-                load=r[3],
-                repeat=int(r[4]),
-                recorded_at=r[5],
-                completed=int(r[6]),
-                failed=int(r[7]),
-                failures=json.loads(r[8]),
-                summary=json.loads(r[9]),
-                server_metrics=json.loads(r[10]),
-                warnings=tuple(json.loads(r[11])),
-                detail=json.loads(r[12]),
+                id=int(row["id"]),
+                attempt_id=int(row["attempt_id"]),
+                variant=row["variant"],
+                load=row["load"],
+                repeat=int(row["repeat"]),
+                recorded_at=row["recorded_at"],
+                completed=int(row["completed"]),
+                failed=int(row["failed"]),
+                failures=json.loads(row["failures"]),
+                summary=json.loads(row["summary"]),
+                server_metrics=json.loads(row["server_metrics"]),
+                warnings=tuple(json.loads(row["warnings"])),
+                detail=json.loads(row["detail"]),
             )
-            for r in rows
+            for row in rows
         ]
 
     @guarded
@@ -929,13 +926,28 @@ class Store:
         )
 
 
-def _campaign_info(row: Sequence[Any]) -> CampaignInfo:
+def _named(conn: sqlite3.Connection, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
+    """``conn.execute``, its rows read by column name (``row["status"]``), never by place."""
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    return cursor.execute(sql, params)
+
+
+def _json_tuple(text: str | None) -> tuple[Any, ...] | None:
+    return None if text is None else tuple(json.loads(text))
+
+
+def _maybe_bool(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _campaign_info(row: sqlite3.Row) -> CampaignInfo:
     return CampaignInfo(
-        id=int(row[0]),
-        name=row[1],
-        baseline=row[2],
-        status=CampaignStatus(row[3]),
-        created_at=row[4],
-        updated_at=row[5],
-        config_text=row[6],
+        id=int(row["id"]),
+        name=row["name"],
+        baseline=row["baseline"],
+        status=CampaignStatus(row["status"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        config_text=row["config_text"],
     )
