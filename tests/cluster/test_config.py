@@ -4,7 +4,10 @@ No Ray needed: these run in the main suite."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,48 @@ def test_starts_are_spread_over_gpu_models_by_their_nodes(tmp_path: Path) -> Non
     )
     alone = _placed(plan, order, 2, {"H200": 4})
     assert [(s, m) for _, s, m in alone] == [(2, "H200")] * len(plan.groups)
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (None, "accepts connections but sent nothing in 5 s"),
+        (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "answers, but not as a gRPC"),
+    ],
+    ids=["silent", "http"],
+)
+def test_a_port_that_is_no_ray_gcs_is_one_sentence(
+    tmp_path: Path, answer: bytes | None, said: str
+) -> None:
+    """--ray on a port where something listens that is not a GCS (silent, or an HTTP
+    server): exit 2 within the connect bound, one sentence naming --ray, none of Ray's
+    own warnings, no database."""
+    from tests.cluster.helpers import servegate, write_campaign
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    conns: list[socket.socket] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                conns.append(conn)
+                if answer is not None:
+                    conn.recv(1024)
+                    conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    address = f"127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        file = write_campaign(tmp_path)
+        done = servegate("run", file, "--ray", address, "--db", tmp_path / "a.db", timeout=120)
+    finally:
+        listener.close()
+        for conn in conns:
+            conn.close()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"Error: --ray {address} is not a Ray cluster's GCS: ")
+    assert said in done.stderr
+    assert "ray start --head" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "a.db").exists()

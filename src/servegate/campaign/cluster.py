@@ -58,7 +58,11 @@ _POLL_S = 0.1  # how often the driver collects what the nodes sent
 _PR_SET_PDEATHSIG = 1
 _STANDING_S = 30.0  # how often the driver says which starts run where, in which phase
 _STOP_POLL_S = 0.5  # how often a node's task asks whether the driver wants it to stop
-_CONNECT_S = 5.0  # how long the address may take to accept a TCP connection
+_CONNECT_S = 5.0  # how long the address may take to accept a TCP connection and answer
+# HTTP/2's client preface and an empty SETTINGS frame: a gRPC server (a GCS) answers
+# with a SETTINGS frame (type 4) of its own
+_H2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_H2_SETTINGS = 4
 _CANCEL_WAIT_S = 30.0  # after Ctrl-C: how long the nodes get to stop their servers
 
 
@@ -130,11 +134,11 @@ def connect(address: str, campaign: Campaign) -> Cluster:
     what a start asks for, or a node has another servegate (or none) installed.
     """
     where = _check_address(address)
+    if where is not None:
+        _reachable(address, where)
     ray = _ray()
     owned = not ray.is_initialized()
     if owned:
-        if where is not None:
-            _reachable(address, where)
         # Ray installs handlers of its own; the runner's (Ctrl-C stops cleanly) stay
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -183,14 +187,36 @@ def _check_address(address: str) -> tuple[str, int] | None:
 
 
 def _reachable(address: str, where: tuple[str, int]) -> None:
-    """Refuse at once an address nothing listens on: Ray itself would wait minutes."""
+    """Refuse at once an address nothing listens on, or where what answers is not a gRPC
+    server (Ray's GCS speaks gRPC, over HTTP/2): Ray itself would retry for minutes,
+    printing a warning every few seconds, before it gives up."""
+    deadline = time.monotonic() + _CONNECT_S
     try:
-        socket.create_connection(where, timeout=_CONNECT_S).close()
+        with socket.create_connection(where, timeout=_CONNECT_S) as sock:
+            sock.sendall(_H2_HELLO)
+            head = b""
+            while len(head) < 9:  # the server's first frame header, within the deadline
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                more = sock.recv(9 - len(head))
+                if not more:
+                    break
+                head += more
+    except TimeoutError:
+        said = f"accepts connections but sent nothing in {_CONNECT_S:g} s"
     except OSError as exc:
         raise UsageError(
             f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it "
             "(ray start --head) or fix --ray / [cluster] ray."
         ) from None
+    else:
+        if len(head) == 9 and head[3] == _H2_SETTINGS:
+            return
+        said = "answers, but not as a gRPC server"
+    raise UsageError(
+        f"--ray {address} is not a Ray cluster's GCS: something there {said}; give the "
+        "head's address (ray start --head prints it; port 6379 by default) to --ray or "
+        "[cluster] ray."
+    )
 
 
 class Cluster:
