@@ -180,6 +180,18 @@ def test_until_precision_stops_at_the_target_or_the_budget(tmp_path: Path) -> No
             "--max-starts 1 is fewer than the 2 start(s)",
         ),
         (("--seed", "-1"), "", "--seed -1: give a whole number of at least 0"),
+        # planned before the first start: a trillion starts planned for minutes, silently
+        (
+            ("--restarts", "1000000000000", "--dry-run"),
+            "",
+            "--restarts 1000000000000: at most 1000 starts per server configuration",
+        ),
+        ((), "restarts = 1001", "bench.restarts: Input should be less than or equal to 1000"),
+        (
+            ("--until-precision", "2%", "--max-starts", "1000000000000"),
+            "",
+            "--max-starts 1000000000000: at most 1000 starts per server configuration",
+        ),
     ],
 )
 def test_bad_values_exit_2_with_one_sentence(

@@ -465,3 +465,24 @@ def test_a_failed_baseline_in_another_database_is_exit_2_never_a_pass(tmp_path: 
     )
     assert "so 'base' cannot be checked" in run.stderr
     assert summary.read_text(encoding="utf-8").startswith("## servegate check: error\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--confidence", "nan"], "Invalid value for '--confidence': 'nan' is not a finite number"),
+        (["--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
+    ],
+)
+def test_numbers_that_are_not_numbers_are_exit_2(
+    results: Path, args: list[str], message: str
+) -> None:
+    """nan passes every range check and -1 is no seed of numpy's: each is refused with
+    exit 2 when given, by check and by report alike (before: exit 3 and a traceback)."""
+    for command in ("check", "report"):
+        run = subprocess.run(
+            [sys.executable, "-m", "servegate", command, "--db", str(results), *args],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert run.returncode == 2, run.stderr
+        assert message in run.stderr and "Traceback" not in run.stderr

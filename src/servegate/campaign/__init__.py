@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         run_campaign,
         start_order,
     )
+    from servegate.campaign.schema import MAX_RESTARTS
     from servegate.campaign.session import CampaignRun, run
 
 # public name -> the module that defines it
@@ -51,6 +52,7 @@ _WHERE = {
     "load_campaign": "config",
     "missing_programs": "config",
     "parse_campaign": "config",
+    "MAX_RESTARTS": "schema",
     "demo_text": "demo",
     "prepare_demo": "demo",
     "Interrupted": "interrupt",
@@ -66,6 +68,7 @@ _WHERE = {
 }
 
 __all__ = [
+    "MAX_RESTARTS",
     "Campaign",
     "CampaignProgress",
     "CampaignRun",

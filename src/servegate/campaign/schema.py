@@ -20,6 +20,7 @@ from servegate.errors import ConfigError
 
 __all__ = [
     "MAX_MATRIX_VARIANTS",
+    "MAX_RESTARTS",
     "BenchOverride",
     "BenchTable",
     "CampaignFile",
@@ -36,6 +37,9 @@ __all__ = [
 
 Scalar = str | int | float | bool
 MAX_MATRIX_VARIANTS = 1000  # a [matrix] expanding to more is a mistake unless max_variants says
+# starts of one server configuration: far beyond any campaign (hours each on a GPU), and
+# small enough that the plan, built before the first start, is built at once
+MAX_RESTARTS = 1000
 
 
 # --- the file, as pydantic models (extra keys forbidden) ---------------------------------
@@ -134,7 +138,7 @@ class BenchTable(_Table):
     output_len: int = Field(default=256, ge=1)
     dataset: str = "random"  # random, FILE.jsonl or sharegpt:FILE (relative to the file)
     repeats: int = Field(default=3, ge=1)
-    restarts: int = Field(default=1, ge=1)  # server starts per configuration
+    restarts: int = Field(default=1, ge=1, le=MAX_RESTARTS)  # server starts per configuration
     seed: int = 0
 
 

@@ -17,8 +17,14 @@ from shlex import quote
 import click
 
 import servegate.campaign as campaigns
-from servegate.campaign import Campaign, check_programs, load_campaign, missing_programs
-from servegate.cli.options import examples, quiet
+from servegate.campaign import (
+    MAX_RESTARTS,
+    Campaign,
+    check_programs,
+    load_campaign,
+    missing_programs,
+)
+from servegate.cli.options import FiniteRange, examples, quiet
 from servegate.errors import UsageError
 from servegate.redact import Redactor
 
@@ -63,7 +69,7 @@ __all__ = ["demo", "run", "run_demo"]
 )
 @click.option(
     "--max-error-rate",
-    type=click.FloatRange(min=0.0, max=1.0),
+    type=FiniteRange(min=0.0, max=1.0),
     default=None,
     help="Exit 1 when a load point's failed-request fraction is above this (e.g. 0.01).",
 )
@@ -151,7 +157,7 @@ def run(
     a line saying whether the precision was reached or the budget spent (exit 0 either
     way), and each interval's half-width.
     """
-    starts = _whole("--restarts", restarts, low=1, example="--restarts 5")
+    starts = _whole("--restarts", restarts, low=1, high=MAX_RESTARTS, example="--restarts 5")
     order_seed = _whole("--seed", seed, low=0, example="--seed 7")
     target, most, budget_s = _precision_flags(until_precision, max_starts, budget)
     campaign = load_campaign(campaign_file)
@@ -196,7 +202,7 @@ def _precision_flags(
 ) -> tuple[float | None, int | None, float | None]:
     """--until-precision and its budgets (--max-starts, --budget), checked together."""
     target = _precision(until_precision)
-    most = _whole("--max-starts", max_starts, low=1, example="--max-starts 10")
+    most = _whole("--max-starts", max_starts, low=1, high=MAX_RESTARTS, example="--max-starts 10")
     budget_s = _budget(budget)
     if target is None and (most is not None or budget_s is not None):
         flag = "--max-starts" if most is not None else "--budget"
@@ -266,7 +272,9 @@ def _address(text: str | None) -> str | None:
     return text.strip()
 
 
-def _whole(flag: str, text: str | None, *, low: int, example: str) -> int | None:
+def _whole(
+    flag: str, text: str | None, *, low: int, example: str, high: int | None = None
+) -> int | None:
     """A whole-number flag, or None when not given; UsageError naming the fix."""
     if text is None:
         return None
@@ -276,6 +284,10 @@ def _whole(flag: str, text: str | None, *, low: int, example: str) -> int | None
         value = low - 1
     if value < low:
         raise UsageError(f"{flag} {text}: give a whole number of at least {low}, e.g. {example}.")
+    if high is not None and value > high:
+        raise UsageError(
+            f"{flag} {text}: at most {high} starts per server configuration, e.g. {example}."
+        )
     return value
 
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from servegate._files import check_output, write_output
-from servegate.cli.options import examples, json_file, json_flag, not_stdout
+from servegate.cli.options import FiniteRange, examples, json_file, json_flag, not_stdout
 from servegate.errors import UsageError
 
 DEFAULT_DB = "servegate.db"
@@ -27,11 +27,15 @@ CONFIDENCE = click.option(
     "--confidence",
     default=0.95,
     show_default=True,
-    type=click.FloatRange(0.5, 0.999),
+    type=FiniteRange(0.5, 0.999),
     help="Coverage of the confidence intervals.",
 )
 SEED = click.option(
-    "--seed", default=0, show_default=True, help="Seed of the bootstrap resampling."
+    "--seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Seed of the bootstrap resampling (0 or more).",
 )
 
 

@@ -18,6 +18,7 @@ The grammar, for every command:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -77,6 +78,17 @@ def quiet() -> Callable[[F], F]:
         is_flag=True,
         help="No progress lines; results, warnings and failures still print.",
     )
+
+
+class FiniteRange(click.FloatRange):
+    """A ``click.FloatRange`` that refuses ``nan`` and ``inf``: ``nan`` passes every
+    bound check (each comparison with it is False) and broke the statistics later."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number; give one such as 0.95.", param, ctx)
+        return number
 
 
 class EngineChoice(click.Choice[str]):
