@@ -18,7 +18,8 @@ Only ``servegate.cli`` catches them; under ``--json`` it prints ``exc.to_json()`
     ├── ServerNotFound             exit 2: no tracked server by that name or PID
     ├── StoreError                 exit 3: the database could not be written (disk full, I/O)
     └── BenchError                 exit 1: the load generator could not measure
-        └── ModelNotServed         exit 2: the server does not serve the --model asked for
+        ├── ModelNotServed         exit 2: the server does not serve the --model asked for
+        └── ClientLimitError       exit 2: ulimit -n here cannot hold the point's streams
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ERROR_SCHEMA",
     "BenchError",
+    "ClientLimitError",
     "ConfigError",
     "GateError",
     "ModelNotServed",
@@ -152,5 +154,12 @@ class BenchError(ServegateError):
 
 class ModelNotServed(BenchError):
     """The server refused the model asked for (``--model``): bad input, so exit 2."""
+
+    exit_code = 2
+
+
+class ClientLimitError(BenchError):
+    """The client's own open-files limit (``ulimit -n``) cannot hold the point's streams,
+    and its hard limit forbids raising it: fixed here, not on the server, so exit 2."""
 
     exit_code = 2

@@ -18,7 +18,7 @@ import os
 import resource
 
 from servegate.bench.settings import BenchSettings
-from servegate.errors import UsageError
+from servegate.errors import ClientLimitError
 
 __all__ = ["RESERVE", "ensure_descriptors", "need"]
 
@@ -53,7 +53,8 @@ def need(settings: BenchSettings) -> tuple[int, bool]:
 
 def ensure_descriptors(settings: BenchSettings) -> None:
     """Raise the soft ``RLIMIT_NOFILE`` to what the point needs, where the hard limit
-    allows; UsageError (exit 2) naming ``ulimit -n`` when it does not."""
+    allows; ClientLimitError (exit 2; a BenchError, so a campaign fails the variant and
+    goes on) naming ``ulimit -n`` when it does not."""
     needed, bound = need(settings)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or needed <= soft:
@@ -66,7 +67,7 @@ def ensure_descriptors(settings: BenchSettings) -> None:
     workers = settings.resolved_workers()
     spread = -(-(settings.concurrency or 0) // max(1, hard - RESERVE))
     more = f", or spread the streams over --workers {spread}" if spread > workers else ""
-    raise UsageError(
+    raise ClientLimitError(
         f"--concurrency {settings.concurrency} needs {needed} open files in each client "
         f"process ({workers} worker{'s' if workers > 1 else ''}) but ulimit -n allows "
         f"{hard} (hard limit): raise it with ulimit -n {needed} (as root, or in "

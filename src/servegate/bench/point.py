@@ -37,8 +37,8 @@ def run_point(
     """Run one load point and return everything it measured.
 
     Raises BenchError when the server cannot be reached or does not speak the OpenAI
-    API, UsageError when ``ulimit -n`` cannot hold the point's streams; failures during
-    the run are counted by kind, never raised.
+    API (ClientLimitError when ``ulimit -n`` cannot hold the point's streams); failures
+    during the run are counted by kind, never raised.
     """
     ensure_descriptors(settings)  # the client's own limit, before any request
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
