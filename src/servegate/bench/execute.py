@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import pickle
 import queue
@@ -22,11 +21,11 @@ from dataclasses import replace
 from time import perf_counter
 from typing import Any
 
+from servegate._os import die_with_parent
 from servegate.bench.loadgen import WorkerPlan, WorkerResult, run_worker
 from servegate.bench.progress import PROGRESS_EVERY_S, ProgressFeed, tick
 from servegate.errors import BenchError
 
-PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 WORKER_EXIT_S = 5.0  # a worker told to stop is killed when it has not ended by then
 START_AHEAD_S = 0.02  # the common start time, this far after the last worker was ready
 
@@ -122,12 +121,7 @@ def _die_with_parent(parent: int | None) -> None:
     line is caught by comparing the parent's PID. Elsewhere, `_watch_parent` alone ends
     the worker when its stdin closes.
     """
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
+    die_with_parent(signal.SIGKILL)
     if parent is not None and os.getppid() != parent:
         os._exit(1)  # the parent is already gone
 

@@ -21,7 +21,6 @@ if the task's worker dies), and the attempts are recorded as interrupted.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import pickle
@@ -39,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from servegate._os import die_with_parent
 from servegate._version import __version__
 from servegate.campaign.config import Campaign, ServerGroup
 from servegate.campaign.execute import Placement, StartExecutor, StartSpec
@@ -55,7 +55,6 @@ __all__ = ["Cluster", "Flight", "Item", "NodeInfo", "connect", "replay"]
 _MODEL_PREFIX = "accelerator_type:"
 _PIN = 0.001  # the share of a node's accelerator_type resource that pins a start to it
 _POLL_S = 0.1  # how often the driver collects what the nodes sent
-_PR_SET_PDEATHSIG = 1
 _STANDING_S = 30.0  # how often the driver says which starts run where, in which phase
 _STOP_POLL_S = 0.5  # how often a node's task asks whether the driver wants it to stop
 _CONNECT_S = 5.0  # how long the address may take to accept a TCP connection and answer
@@ -737,8 +736,7 @@ def _node_main(fd: int, parent: int | None = None) -> int:
     # for this process (Ctrl-C on the driver arrives as SIGINT) and for the server
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    die_with_parent(signal.SIGTERM)
     # the worker died before the line above (re-parented: to init, or to a subreaper)
     if os.getppid() == 1 or (parent is not None and os.getppid() != parent):
         return 1

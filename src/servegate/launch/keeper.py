@@ -34,7 +34,6 @@ It is also a child subreaper, so orphaned grandchildren stay in its tree.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import json
@@ -50,6 +49,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
+from servegate._os import become_subreaper
 from servegate.launch.messages import (
     Decided,
     Exited,
@@ -68,7 +68,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LogSink", "main", "spawn"]
 
-_PR_SET_CHILD_SUBREAPER = 36
 _F_SETPIPE_SZ = 1031
 _PIPE_SIZE = 1 << 20
 _CALLER_GONE_GRACE_S = 5.0
@@ -134,14 +133,6 @@ def _send(message: Message, redactor: Redactor | None = None) -> None:
 def _status(snapshot: Snapshot) -> None:
     """The sampler's newest snapshot, without its processes, for the live status line."""
     _send(Sample(snapshot=replace(snapshot, procs=())))
-
-
-def _subreaper() -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _reap(keep: int) -> None:
@@ -470,7 +461,7 @@ def main() -> None:
     # a log past RLIMIT_FSIZE: EFBIG from write() (handled), not death by SIGXFSZ; the
     # server gets the default back (Popen's restore_signals)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    _subreaper()
+    become_subreaper()
     keeper = Keeper(_read_spec(sys.argv))
 
     def on_term(signum: int, frame: object) -> None:

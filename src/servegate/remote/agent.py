@@ -46,6 +46,7 @@ from typing import IO, Any
 
 import psutil
 
+from servegate import _os
 from servegate._proc import same_process
 from servegate._version import __version__
 
@@ -103,10 +104,7 @@ class _Out:
 
 def _die_with_parent() -> None:
     """In the child, before exec: SIGTERM when the agent dies, however it dies."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    _os.die_with_parent(signal.SIGTERM)
 
 
 def _spawn(request: dict[str, Any], *, die_with_parent: bool) -> subprocess.Popen[bytes]:

@@ -29,18 +29,17 @@ handle) and dies with servegate, SIGKILL included (Linux's ``PR_SET_PDEATHSIG``)
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from servegate._os import die_with_parent
 from servegate.errors import ServegateError, UsageError
 from servegate.remote.hosts import Host
 
@@ -59,7 +58,6 @@ __all__ = [
 CONTROL_PERSIST_S = 60
 CONNECT_TIMEOUT_S = 20  # ssh's ConnectTimeout: TCP connect and the SSH banner
 SSH_ERROR = 255  # ssh's own exit status when the connection failed
-_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 
 
 class ConnectError(UsageError):
@@ -93,18 +91,14 @@ def _die_with_us() -> Callable[[], None]:
     """A ``preexec_fn`` that makes the kernel send SIGTERM to the child when servegate
     ends, however it ends (Linux; elsewhere nothing).
 
-    The prctl function is looked up here, before the fork. The signal is tied to the
-    thread that starts the child: a `Session` lives in the thread that opened it.
+    ``servegate._os`` looked the prctl function up when it was imported, before the
+    fork. The signal is tied to the thread that starts the child: a `Session` lives in
+    the thread that opened it.
     """
     parent = os.getpid()
-    prctl = None
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
 
     def child() -> None:
-        if prctl is not None:
-            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        die_with_parent(signal.SIGTERM)
         if os.getppid() != parent:  # servegate died before the line above
             os._exit(1)
 

@@ -24,8 +24,8 @@ CHILD_CODE = """
 import os, signal, sys
 name = sys.argv[1]
 try:
-    import ctypes
-    ctypes.CDLL(None).prctl(15, name.encode()[:15], 0, 0, 0)
+    from servegate._os import set_name
+    set_name(name)
 except Exception:
     pass
 signal.signal(signal.SIGINT, signal.SIG_IGN)

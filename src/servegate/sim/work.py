@@ -24,13 +24,13 @@ __all__ = ["WORK_CODE", "WORK_KINDS", "Work"]
 WORK_KINDS = ("cpu", "disk")
 
 WORK_CODE = """
-import ctypes, os, signal, sys, tempfile, time
+import os, signal, sys, tempfile, time
 kind, seconds = sys.argv[1], float(sys.argv[2])
 name = {"cpu": "jit-compile", "disk": "download"}[kind]
 try:
-    libc = ctypes.CDLL(None)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the simulator
-    libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
+    from servegate._os import die_with_parent, set_name
+    die_with_parent(signal.SIGKILL)  # die with the simulator
+    set_name(name)
 except Exception:
     pass
 if os.getppid() == 1:
