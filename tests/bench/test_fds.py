@@ -67,12 +67,14 @@ def test_the_soft_limit_is_raised_where_the_hard_one_allows(
 def test_emfile_in_an_uncapped_open_loop_is_the_clients_failure(
     sse_server: Callable[..., str],
 ) -> None:
-    """An open loop without a cap under a hard limit of 256, against a server that holds
-    each request 2 s: the requests the client had no socket for fail as client_fd_limit
-    (not connect_error), the server is not declared gone, and a warning says whose limit
-    it was."""
-    url = sse_server("--ttft-ms", "2000")
-    done = bench(url, 256, 256, "--rate", "5000", "--requests", "600", "--output-len", "2")
+    """An open loop without a cap in one worker under a hard limit of 256, against a server
+    that holds each request 5 s (all 600 leave within a fraction of that): the requests
+    the client had no socket for fail as client_fd_limit (not connect_error), the server
+    is not declared gone, and a warning says whose limit it was."""
+    url = sse_server("--ttft-ms", "5000")
+    done = bench(
+        url, 256, 256, "--rate", "5000", "--requests", "600", "--output-len", "2", "--workers", "1"
+    )
     assert done.returncode == 0, done.stderr
     (point,) = json.loads(done.stdout)["points"]
     assert set(point["failures"]) == {"client_fd_limit"}, point["failures"]
