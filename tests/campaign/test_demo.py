@@ -94,7 +94,7 @@ def test_servegate_run_and_the_demo_both_go_through_campaign_run(tmp_path: Path)
     from servegate.errors import UsageError
 
     assert campaigns.run is session.run
-    assert cli_campaign.campaigns is campaigns
+    assert vars(cli_campaign)["campaigns"] is campaigns  # its import, not re-exported
     assert {"campaigns", "run"} <= set(cli_campaign._run.__code__.co_names)
     assert "_run" in cli_campaign.execute.__code__.co_names
     assert "_run" in cli_campaign.run_demo.__code__.co_names

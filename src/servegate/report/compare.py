@@ -51,9 +51,17 @@ from servegate.report.bootstrap import (
 )
 from servegate.report.data import CampaignData, tpot_ms
 from servegate.report.hierarchy import Nested, nested
-from servegate.store import AttemptInfo, CampaignInfo, PhaseInfo, PointInfo, Samples
+from servegate.store import (
+    AttemptInfo,
+    AttemptStatus,
+    CampaignInfo,
+    PhaseInfo,
+    PointInfo,
+    Samples,
+)
 
-FAILED_STATUSES = frozenset({"crash", "timeout", "failed"})
+# the attempt statuses that fail a start (a row's status compares equal to its string)
+FAILED_STATUSES = frozenset({AttemptStatus.CRASH, AttemptStatus.TIMEOUT, AttemptStatus.FAILED})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -359,7 +367,11 @@ def _fails(attempt: AttemptInfo, name: str, names: Sequence[str]) -> bool:
 
 
 def _failure_words(attempt: AttemptInfo) -> str:
-    words = {"crash": "CRASH", "timeout": "TIMEOUT", "failed": "FAILED"}[attempt.status]
+    words = {
+        AttemptStatus.CRASH: "CRASH",
+        AttemptStatus.TIMEOUT: "TIMEOUT",
+        AttemptStatus.FAILED: "FAILED",
+    }[attempt.status]
     kind = (attempt.verdict or {}).get("kind") if attempt.status != "failed" else None
     return f"{words} ({kind})" if kind else words
 
