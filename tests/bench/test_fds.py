@@ -82,3 +82,18 @@ def test_emfile_in_an_uncapped_open_loop_is_the_clients_failure(
     assert point["completed"] > 0
     assert point["server_gone_s"] is None
     assert any("ran out of open files (EMFILE)" in w for w in point["warnings"])
+
+
+def test_the_need_counts_every_stream_of_the_busiest_process() -> None:
+    """A closed loop without --concurrency sends every request at once: each is a stream;
+    an open loop without a cap is estimated from its rate and timeout (not a bound)."""
+    from servegate.bench.fds import RESERVE, need
+    from servegate.bench.settings import BenchSettings
+
+    url = "http://127.0.0.1:1"
+    at_once, bound = need(BenchSettings(url=url, concurrency=None, requests=3000, workers=3))
+    assert (at_once - RESERVE, bound) == (1000, True)
+    paced, bound = need(
+        BenchSettings(url=url, concurrency=None, rate=10.0, requests=5000, timeout_s=60, workers=2)
+    )
+    assert (paced - RESERVE, bound) == (300, False)

@@ -41,9 +41,11 @@ def need(settings: BenchSettings) -> tuple[int, bool]:
     workers = settings.resolved_workers()
     if settings.concurrency is not None:
         streams, bound = settings.concurrency, True
+    elif not settings.open_loop:  # a closed loop without a concurrency: every request at once
+        streams, bound = settings.requests or 0, True
     else:  # at most every request in flight for its whole timeout (Little's law)
-        rate = settings.rate if settings.rate is not None else 0.0
-        flight = rate * settings.timeout_s if math.isfinite(rate) else math.inf
+        assert settings.rate is not None
+        flight = settings.rate * settings.timeout_s
         planned = settings.requests if settings.requests is not None else math.inf
         streams, bound = int(min(flight, planned, 1 << 20)), False
     per_worker = -(-streams // workers)
@@ -65,11 +67,17 @@ def ensure_descriptors(settings: BenchSettings) -> None:
     if ceiling >= needed or not bound:
         return
     workers = settings.resolved_workers()
-    spread = -(-(settings.concurrency or 0) // max(1, hard - RESERVE))
+    streams = settings.concurrency if settings.concurrency is not None else settings.requests
+    spread = -(-(streams or 0) // max(1, hard - RESERVE))
     more = f", or spread the streams over --workers {spread}" if spread > workers else ""
+    asked = (
+        f"--concurrency {streams}"
+        if settings.concurrency is not None
+        else f"{streams} requests at once (no --concurrency)"
+    )
     raise ClientLimitError(
-        f"--concurrency {settings.concurrency} needs {needed} open files in each client "
-        f"process ({workers} worker{'s' if workers > 1 else ''}) but ulimit -n allows "
-        f"{hard} (hard limit): raise it with ulimit -n {needed} (as root, or in "
-        f"/etc/security/limits.conf){more}, or lower --concurrency."
+        f"{asked} needs {needed} open files in each client process ({workers} "
+        f"worker{'s' if workers > 1 else ''}) but ulimit -n allows {hard} (hard limit): raise "
+        f"it with ulimit -n {needed} (as root, or in /etc/security/limits.conf){more}, or "
+        "lower --concurrency."
     )
