@@ -18,9 +18,11 @@ import numpy as np
 
 from servegate.gate.lines import MAX_LINE_BYTES as MAX_LINE
 
-__all__ = ["MIN_ANCHOR", "Prefilter", "line_bounds", "required_literal"]
+__all__ = ["MIN_ANCHOR", "Prefilter", "Weights", "line_bounds", "required_literal"]
 
 MIN_ANCHOR = 7
+# candidate offset -> how many lines of the same key it stands for (Prefilter.thin)
+Weights = dict[int, int]
 # 2**17 buckets (a 128 KiB table, in L2): with some 400 anchors of 4 keys each, a word
 # of a log line falls on a set bucket about once per kilobyte; 2**16 gave half as many
 # buckets and a third more false hits, each a Python dict lookup (about 1 us)
@@ -181,19 +183,38 @@ class _KeyTable:
             score += (1 << 12) if key in _BACKGROUND else (1 << _commonness(key))
         return score
 
-    def hits(self, block: bytes, start: int, end: int) -> list[int]:
+    def hits(self, block: bytes, start: int, end: int) -> np.ndarray:
         """Offsets (``start`` + a multiple of 4) where a key may start (a superset)."""
         size = end - start
         if not self.keys or size < 8:
-            return []
+            return np.empty(0, dtype=np.int64)
         if self.key_len == 4:
             words = np.frombuffer(block, dtype="<u4", count=size // 4, offset=start)
-            return (np.flatnonzero(self._table[self._bucket(words)]) * 4 + start).tolist()
-        out: list[int] = []
+            return np.flatnonzero(self._table[self._bucket(words)]) * 4 + start
+        out = []
         for base in (start, start + 4):
             words = np.frombuffer(block, dtype="<u8", count=(end - base) // 8, offset=base)
-            out += (np.flatnonzero(self._table[self._bucket(words)]) * 8 + base).tolist()
-        return out
+            out.append(np.flatnonzero(self._table[self._bucket(words)]) * 8 + base)
+        return np.sort(np.concatenate(out))
+
+    def thin(self, block: bytes, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Of the ``hits`` that read the same key, the first and the last (sorted), and
+        how many hits each kept one stands for (the last: all but the first)."""
+        if hits.size == 0:
+            return hits, hits
+        data = np.frombuffer(block, dtype=np.uint8)
+        span = np.arange(8 if self.key_len == 7 else 4)
+        grid = np.ascontiguousarray(data[hits[:, None] + span])
+        keys = grid.view("<u8" if self.key_len == 7 else "<u4").ravel()
+        if self.key_len == 7:
+            keys = keys & _MASK7
+        _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        _, from_end = np.unique(keys[::-1], return_index=True)
+        last = hits.size - 1 - from_end
+        weights = np.ones(hits.size, dtype=np.int64)
+        weights[last] = np.where(last != first, counts - 1, 1)
+        kept = np.union1d(first, last)
+        return hits[kept], weights[kept]
 
 
 class Prefilter:
@@ -211,16 +232,47 @@ class Prefilter:
         )
         self.empty = not unique
 
-    def lines(
-        self, block: bytes, start: int = 0, end: int | None = None
-    ) -> Iterator[tuple[int, int]]:
-        """(start, end) of each line of ``block[start:end]`` holding an anchor, in order."""
+    def candidates(self, block: bytes, start: int = 0, end: int | None = None) -> list[np.ndarray]:
+        """Offsets where an anchor may be, per key table (a superset: numpy, no Python
+        per byte); their number says how busy the block is before any line is read."""
         end = len(block) if end is None else end
+        return [table.hits(block, start, end) for table in self._tables]
+
+    def thin(self, block: bytes, candidates: list[np.ndarray]) -> tuple[list[np.ndarray], Weights]:
+        """For a block crowded with anchors (a flood of progress lines): of the
+        candidates that read the same key, only the first and the last; with the number
+        of lines each kept candidate stands for (by offset; 1 when not listed).
+
+        Vectorised: the cost is numpy's, however many lines the block has. The lines
+        left out hold the same anchor as a line kept before and after them: a flood of
+        one line's shape, not a rare line (which holds a rare anchor of its own).
+        """
+        kept: list[np.ndarray] = []
+        weights: Weights = {}
+        for table, hits in zip(self._tables, candidates, strict=True):
+            offsets, counts = table.thin(block, hits)
+            kept.append(offsets)
+            heavy = np.flatnonzero(counts > 1)
+            weights.update(zip(offsets[heavy].tolist(), counts[heavy].tolist(), strict=True))
+        return kept, weights
+
+    def lines(
+        self,
+        block: bytes,
+        start: int = 0,
+        end: int | None = None,
+        candidates: list[np.ndarray] | None = None,
+    ) -> Iterator[tuple[int, int]]:
+        """(start, end) of each line of ``block[start:end]`` holding an anchor, in order
+        (``candidates``: from ``candidates()`` or ``thin()`` over the same bounds)."""
+        end = len(block) if end is None else end
+        if candidates is None:
+            candidates = self.candidates(block, start, end)
         found: list[int] = []
-        for table in self._tables:
+        for table, hits in zip(self._tables, candidates, strict=True):
             size = table.key_len
             keys = table.keys
-            for offset in table.hits(block, start, end):
+            for offset in hits.tolist():
                 for at_in_anchor, anchor in keys.get(block[offset : offset + size], ()):
                     at = offset - at_in_anchor
                     if at >= start and block.startswith(anchor, at, end):

@@ -12,6 +12,7 @@ line that says what failed (gate/cause.py).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from servegate.errors import UsageError
 from servegate.gate.cause import Cause, exception_text, explain, is_source, select_cause
 from servegate.gate.lines import LineAssembler, Tail, collapse_redraws, decode_line
 from servegate.gate.normal import Normal, normalise
-from servegate.gate.scan import MIN_ANCHOR, Prefilter, line_bounds, required_literal
+from servegate.gate.scan import MIN_ANCHOR, Prefilter, Weights, line_bounds, required_literal
 from servegate.gate.verdict import PhaseProgress, PhaseSpan
 
 __all__ = [
@@ -43,6 +44,10 @@ _TIMEISH = re.compile(
     rb"\d{4}-\d\d-\d\d|\d+:\d\d(?::\d\d)?(?:[.,]\d+)?|\d+(?:\.\d+)?\s*(?:it/s|s/it|ms|s)\b|\?it/s"
 )
 _RECENT_LINES = 8
+# a block with an anchor candidate every _BUSY_BYTES bytes or less (and more than
+# _BUSY_MIN of them) is a flood: each key's first and last lines are read (scan.thin)
+_BUSY_BYTES = 256
+_BUSY_MIN = 64
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
 
 
@@ -245,15 +250,16 @@ class PhaseTracker:
                 return True
         return False
 
-    def progress(self, spec: Progress, match: re.Match[str], t: float) -> None:
-        """Record a progress line: in its phase (opened if new), or in the open one."""
+    def progress(self, spec: Progress, match: re.Match[str], t: float, *, weight: int = 1) -> None:
+        """Record a progress line: in its phase (opened if new), or in the open one
+        (``weight``: how many lines of a flood this one stands for, for a count)."""
         span = self._span_for(spec, t)
         if span is None:
             return
         groups = match.groupdict()
         previous = span.progress.get(spec.unit)
         if spec.count or groups.get("done") is None:
-            done = (previous.done if previous is not None else 0.0) + 1.0
+            done = (previous.done if previous is not None else 0.0) + weight
             total = None
         else:
             try:
@@ -396,9 +402,23 @@ class LogWatcher:
         traceback_end = -1
         if self._traceback_lines:
             self._scan_traceback(block, start, end)
-        for line_start, line_end in self.rules.prefilter.lines(block, start, end):
+        prefilter = self.rules.prefilter
+        candidates = prefilter.candidates(block, start, end)
+        weights: Weights = {}
+        busy = sum(len(found) for found in candidates)
+        if busy > _BUSY_MIN and busy * _BUSY_BYTES > end - start:
+            # a flood of lines that each hold an anchor (progress printed line by line):
+            # classifying every one costs some microseconds of Python each
+            candidates, weights = prefilter.thin(block, candidates)
+        heavy = sorted(weights)
+        for line_start, line_end in prefilter.lines(block, start, end, candidates):
             line = decode_line(block[line_start:line_end])
-            if self._classify(line, self.rules.fast, now, hits):
+            weight = 1
+            if heavy:  # the lines this one stands for: a count of progress counts them
+                at = bisect_left(heavy, line_start)
+                inside = heavy[at : bisect_right(heavy, line_end)]
+                weight = max((weights[offset] for offset in inside), default=1)
+            if self._classify(line, self.rules.fast, now, hits, weight=weight):
                 traceback_end = line_end + 1
         if self.rules.slow_blocks:
             text = block[start:end].decode("utf-8", "replace").replace("\r", "\n")
@@ -474,7 +494,15 @@ class LogWatcher:
         cause = self.cause()
         return None if cause is None else cause.line
 
-    def _classify(self, line: str, rules: Sequence[_Rule], now: float, hits: list[LineHit]) -> bool:
+    def _classify(
+        self,
+        line: str,
+        rules: Sequence[_Rule],
+        now: float,
+        hits: list[LineHit],
+        *,
+        weight: int = 1,
+    ) -> bool:
         """Apply every rule to one line; True when it opens a traceback.
 
         A rule is searched in the line as printed (``_Rule.loose``: a superset of what
@@ -532,7 +560,7 @@ class LogWatcher:
                 self.phases.start(rule.name, self.line_time(line, now))
             elif rule.action == "progress":
                 assert rule.progress is not None
-                self.phases.progress(rule.progress, match, self.line_time(line, now))
+                self.phases.progress(rule.progress, match, self.line_time(line, now), weight=weight)
             else:
                 traceback = True
         return traceback
