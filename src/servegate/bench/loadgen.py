@@ -26,6 +26,7 @@ from servegate.bench.dataset import Prompt
 from servegate.bench.http import Pool, ReadClock, request_bytes
 from servegate.bench.liveness import Liveness
 from servegate.bench.sample import RequestSample
+from servegate.bench.slo import StopRule, StopState
 from servegate.bench.stream import patterns, send_request
 
 LAG_INTERVAL_S = 0.01
@@ -48,6 +49,7 @@ class WorkerPlan:
     schedule: list[tuple[int, float, Prompt]] | None  # (index, offset_s, prompt), open loop
     warmup: list[Prompt]
     duration_s: float | None  # closed loop: stop sending after this long, cycling prompts
+    stop: StopRule | None = None  # a capacity probe: stop sending once its SLO certainly failed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +62,7 @@ class WorkerResult:
     lags_ms: list[float]
     send_lags_ms: list[float]
     gone_s: float | None = None  # the server stopped answering this long after the start
+    stopped_early: bool = False  # the plan's stop rule ended the sending (certain SLO failure)
 
 
 async def run_worker(
@@ -77,6 +80,8 @@ async def run_worker(
     fast = patterns(plan.keys)
     base = plan.slot * 3
     live = Liveness()
+    verdict = StopState()
+    measuring: list[bool] = []  # set once the measured phase begins (warmup never stops)
     try:
 
         async def one(
@@ -103,6 +108,8 @@ async def run_worker(
             else:
                 counters[base + 1] += 1
             counters[base + 2] += len(sample.chunks_s)
+            if plan.stop is not None and measuring:
+                plan.stop.observe(verdict, sample)
             return sample
 
         if plan.warmup:
@@ -119,6 +126,7 @@ async def run_worker(
             streams = min(plan.concurrency or OPEN_LOOP_CONNECTIONS, len(plan.schedule))
         await pool.fill(min(streams, PRECONNECT_MAX))
         t0 = start()
+        measuring.append(True)
         delay = t0 - perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
@@ -134,7 +142,13 @@ async def run_worker(
         try:
             if plan.schedule is not None:
                 samples = await _open_loop(
-                    plan.schedule, plan.concurrency, one, t0, send_lags=send_lags, live=live
+                    plan.schedule,
+                    plan.concurrency,
+                    one,
+                    t0,
+                    send_lags=send_lags,
+                    live=live,
+                    verdict=verdict,
                 )
             else:
                 deadline = t0 + plan.duration_s if plan.duration_s is not None else None
@@ -143,7 +157,9 @@ async def run_worker(
                     source = itertools.cycle(plan.prompts)
                 else:
                     source = iter(plan.prompts)
-                samples = await _closed_loop(source, plan.concurrency or 1, deadline, one, t0)
+                samples = await _closed_loop(
+                    source, plan.concurrency or 1, deadline, one, t0, verdict=verdict
+                )
         finally:
             cpu1, wall1 = time.thread_time(), perf_counter()
             gc.set_threshold(*threshold)
@@ -158,6 +174,7 @@ async def run_worker(
         lags_ms=lags,
         send_lags_ms=send_lags,
         gone_s=None if live.gone_at is None else live.gone_at - t0,
+        stopped_early=verdict.stopped,
     )
 
 
@@ -167,16 +184,21 @@ async def _closed_loop(
     deadline: float | None,
     one: Callable[..., object],
     t0: float,
+    *,
+    verdict: StopState | None = None,
 ) -> list[RequestSample]:
     """``users`` coroutines, each sending the next prompt when its last request ends.
 
-    A user stops at the deadline, or when ``one`` returns None (the server is gone).
+    A user stops at the deadline, when ``one`` returns None (the server is gone), or once
+    ``verdict`` says the probe has certainly failed.
     """
     samples: list[RequestSample] = []
 
     async def user() -> None:
         for index, prompt in source:
             if deadline is not None and perf_counter() >= deadline:
+                return
+            if verdict is not None and verdict.stopped:
                 return
             sample = await one(index, prompt, t0, None)  # type: ignore[misc]
             if sample is None:
@@ -195,10 +217,12 @@ async def _open_loop(
     *,
     send_lags: list[float],
     live: Liveness,
+    verdict: StopState | None = None,
 ) -> list[RequestSample]:
     """Send each request at its planned offset from ``t0``, at most ``cap`` in flight.
 
-    Arrivals stop once the server is gone (``live.gone_at``).
+    Arrivals stop once the server is gone (``live.gone_at``) or the probe has certainly
+    failed (``verdict``).
     """
     samples: list[RequestSample] = []
     sem = asyncio.Semaphore(cap) if cap else None
@@ -215,12 +239,12 @@ async def _open_loop(
     tasks: set[asyncio.Task[None]] = set()
     for index, offset, prompt in schedule:
         delay = t0 + offset - perf_counter()
-        while delay > 0 and live.gone_at is None:  # a long gap still sees the server go
+        while delay > 0 and live.gone_at is None and not (verdict and verdict.stopped):
             await asyncio.sleep(min(delay, GONE_CHECK_S))
             delay = t0 + offset - perf_counter()
         if sem is not None:
             await sem.acquire()
-        if live.gone_at is not None:
+        if live.gone_at is not None or (verdict is not None and verdict.stopped):
             if sem is not None:
                 sem.release()
             break

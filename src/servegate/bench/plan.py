@@ -9,6 +9,7 @@ from servegate.bench.dataset import Prompt
 from servegate.bench.loadgen import WorkerPlan
 from servegate.bench.schedule import arrival_offsets
 from servegate.bench.settings import BenchSettings
+from servegate.bench.slo import StopRule
 from servegate.bench.stream import CHAT_KEYS, COMPLETION_KEYS
 
 
@@ -27,7 +28,16 @@ def plan_workers(
     }
     if s.open_loop:
         return _open_loop(s, n, common, warmup, measured)
+    common["stop"] = _stop_rule(s, s.requests)
     return _closed_loop(s, n, common, warmup, measured)
+
+
+def _stop_rule(s: BenchSettings, planned: int | None) -> StopRule | None:
+    """A probe's early stop over its ``planned`` requests (none when their count is not
+    known ahead: a closed loop bound by time)."""
+    if not s.stop_early or not s.slo or not planned:
+        return None
+    return StopRule(targets=s.slo, planned=planned, criterion=s.attainment)
 
 
 def _open_loop(
@@ -41,6 +51,7 @@ def _open_loop(
     assert s.rate is not None
     offsets = arrival_offsets(s.rate, s.requests, s.duration_s, s.seed)
     arrivals = [(i, off, measured[i % len(measured)]) for i, off in enumerate(offsets)]
+    common = common | {"stop": _stop_rule(s, len(offsets))}
     return [
         WorkerPlan(
             slot=w,

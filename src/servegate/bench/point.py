@@ -25,6 +25,7 @@ from servegate.bench.progress import Progress, ProgressFeed
 from servegate.bench.result import PointResult
 from servegate.bench.server_metrics import Scrape, metric_names, scrape, server_deltas
 from servegate.bench.settings import BenchSettings
+from servegate.bench.slo import evaluate
 from servegate.bench.stats import client_stats
 from servegate.bench.warnings import point_warnings
 
@@ -115,10 +116,23 @@ def _result(
     gone = [r.gone_s for r in results if r.gone_s is not None]
     server_gone_s = min(gone) if gone else None
     completed = sum(1 for s in samples if s.ok)
+    summary = metrics.summarize(samples)
+    stopped_early = any(r.stopped_early for r in results)
+    slo = None
+    if settings.slo:
+        slo = evaluate(
+            settings.slo,
+            samples,
+            duration_s=summary["duration_s"],
+            criterion=settings.attainment,
+            stopped_early=stopped_early,
+        )
     return PointResult(
         settings=settings,
         model=model,
-        summary=metrics.summarize(samples),
+        summary=summary,
+        slo=slo,
+        stopped_early=stopped_early,
         completed=completed,
         failed=len(samples) - completed,
         failures=failures,

@@ -16,6 +16,7 @@ from typing import Any
 from servegate._version import __version__
 from servegate.bench.sample import RequestSample
 from servegate.bench.settings import BenchSettings
+from servegate.bench.slo import SloResult
 
 SCHEMA = "servegate.bench/1"
 
@@ -64,6 +65,8 @@ class PointResult:
     failure_details: dict[str, str] = field(default_factory=dict)  # kind -> first detail
     reconnects: int = 0  # requests sent again on a fresh connection (see RequestSample)
     server_gone_s: float | None = None  # the server stopped answering then; the point ended
+    slo: SloResult | None = None  # the point against --slo, when targets were given
+    stopped_early: bool = False  # a capacity probe ended at a certain SLO failure
 
     @property
     def label(self) -> str:
@@ -92,6 +95,8 @@ class PointResult:
             "client": self.client.to_json(),
             "warnings": self.warnings,
         }
+        if self.slo is not None:
+            out["slo"] = self.slo.to_json()
         if samples:
             out["samples"] = [s.to_json() for s in self.samples]
         return out

@@ -16,6 +16,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from servegate.bench.slo import Target, slo_text
 from servegate.errors import UsageError
 from servegate.redact import mask_urls
 
@@ -61,6 +62,11 @@ class BenchSettings:
         engine: engine profile name for the metric names; None detects by prefix.
         ignore_eos: send ``ignore_eos: true`` so the server generates ``output_len`` tokens.
         workers: client processes; None picks `default_workers`.
+        slo: the targets the point is evaluated against (`servegate.bench.slo`); empty
+            for none.
+        attainment: the share of requests that must attain every target for the point to
+            meet its SLO; None lets every target's statistic decide.
+        stop_early: a capacity probe: stop sending once the SLO has certainly failed.
     """
 
     url: str
@@ -81,6 +87,9 @@ class BenchSettings:
     engine: str | None = None
     ignore_eos: bool = True
     workers: int | None = None
+    slo: tuple[Target, ...] = ()
+    attainment: float | None = None
+    stop_early: bool = False
 
     def __post_init__(self) -> None:
         _check(self)
@@ -130,6 +139,7 @@ class BenchSettings:
         if self.metrics_url:
             out["metrics_url"] = mask_urls(self.metrics_url)
         out["api_key_set"] = self.api_key is not None
+        out["slo"] = slo_text(self.slo) if self.slo else None
         if self.rate is not None and not math.isfinite(self.rate):
             out["rate"] = "inf"
         return out
@@ -161,6 +171,8 @@ def _check(s: BenchSettings) -> None:
         raise UsageError("--output-len must be a positive integer.")
     if not s.timeout_s > 0:
         raise UsageError("--timeout must be a positive number of seconds.")
+    if s.attainment is not None and not 0 < s.attainment <= 1:
+        raise UsageError("--attainment must be a share above 0 and at most 1, e.g. 0.95.")
     if s.workers is not None and s.workers < 1:
         raise UsageError("--workers must be a positive integer.")
     if s.workers is not None and s.concurrency is not None and s.workers > s.concurrency:

@@ -28,6 +28,8 @@ import click
 
 from servegate._files import check_output
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
+from servegate.bench.capacity import Capacity, Search, SearchOptions, drain
+from servegate.bench.slo import SloResult, parse_slo
 from servegate.bench.warnings import gone_sentence
 from servegate.cli.options import (
     engine,
@@ -79,8 +81,9 @@ between content chunks, pooled; throughputs over first send -> last completion.
 
 \b
 Exit codes: 0 done; 1 a point completed no request, the server stopped answering or
-could not be measured, or the error rate crossed --max-error-rate; 2 bad flags or
-input; 130 Ctrl-C; 143 SIGTERM.
+could not be measured, or the error rate crossed --max-error-rate, or with --fail-on-slo
+a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctrl-C;
+143 SIGTERM. A missed SLO alone is data: exit 0.
 
 """
     + examples(
@@ -88,6 +91,8 @@ input; 130 Ctrl-C; 143 SIGTERM.
         "servegate bench --url http://127.0.0.1:8123 --concurrency 1,16,64 --requests 200 \\",
         "    --input-len 1024 --output-len 256 --json-file results.json",
         "servegate bench --url http://127.0.0.1:8123 --rate 8 --duration 60 --json -q",
+        'servegate bench --url http://127.0.0.1:8123 --slo "ttft_p99<=500ms,tpot_p99<=50ms" \\',
+        "    --find-max concurrency --max-concurrency 256",
     ),
 )
 @click.option("--url", required=True, help="Base URL of the server, e.g. http://127.0.0.1:8000.")
@@ -171,6 +176,52 @@ input; 130 Ctrl-C; 143 SIGTERM.
     default=None,
     help="Exit 1 when failed / sent exceeds this fraction at any point, e.g. 0.01.",
 )
+@click.option(
+    "--slo",
+    "slo_text",
+    default=None,
+    help='Targets each point is held to, e.g. "ttft_p99<=500ms,tpot_p99<=50ms" '
+    "(ttft, tpot, itl, e2el; pNN or mean; us, ms or s).",
+)
+@click.option(
+    "--attainment",
+    type=float,
+    default=None,
+    help="With --slo: a point meets it when this share of requests meets every target "
+    "[default: every target's statistic decides]",
+)
+@click.option(
+    "--fail-on-slo",
+    is_flag=True,
+    help="Exit 1 when a point misses --slo (or --find-max finds no load that meets it).",
+)
+@click.option(
+    "--find-max",
+    type=click.Choice(["concurrency", "rate"]),
+    default=None,
+    help="Search for the largest concurrency or rate that meets --slo.",
+)
+@click.option(
+    "--max-probes", type=int, default=15, show_default=True, help="--find-max: probes at most."
+)
+@click.option(
+    "--precision",
+    default="5%",
+    show_default=True,
+    help="--find-max: stop bisecting when the bracket is this close (a share of its low end).",
+)
+@click.option(
+    "--max-concurrency",
+    type=int,
+    default=None,
+    help="--find-max concurrency: the top of the range [default: 512]",
+)
+@click.option(
+    "--max-rate",
+    type=float,
+    default=None,
+    help="--find-max rate: the top of the range, requests/s [default: 256]",
+)
 @host_option("the server")
 @bench_from_option()
 def bench(  # noqa: PLR0917 (click passes options by position)
@@ -195,6 +246,14 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     json_file: Path | None,
     quiet: bool,
     max_error_rate: float | None,
+    slo_text: str | None,
+    attainment: float | None,
+    fail_on_slo: bool,
+    find_max: str | None,
+    max_probes: int,
+    precision: str,
+    max_concurrency: int | None,
+    max_rate: float | None,
     host: str,
     bench_from: str | None,
 ) -> None:
@@ -206,9 +265,18 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     back-off, not a storm of reconnects) and the command exits 1.
     """
     _remote(host, bench_from, as_json=as_json, json_file=json_file, api_key=api_key)
+    targets = parse_slo(slo_text) if slo_text is not None else ()
+    _check_slo_flags(targets, attainment, fail_on_slo, find_max)
     rate = _rate(rate_text)
     levels = _levels(concurrency_text, rate)
     _check_flags(requests, duration, max_error_rate, json_file)
+    search = None
+    if find_max is not None:
+        search = _search_options(
+            find_max, concurrency_text, rate_text, requests, duration, warmup, max_probes,
+            precision, max_concurrency, max_rate,
+        )  # fmt: skip
+        levels = [1]
     template = BenchSettings(
         url=url,
         api=api,  # type: ignore[arg-type]
@@ -227,7 +295,19 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         metrics_url=metrics_url,
         engine=engine,
         workers=workers,
+        slo=targets,
+        attainment=attainment,
     )
+    if search is not None:
+        _find_max(
+            template,
+            search,
+            as_json=as_json,
+            json_file=json_file,
+            quiet=quiet,
+            fail_on_slo=fail_on_slo,
+        )
+        return
     sweep = _Sweep(json_file=json_file, human=sys.stderr if as_json else sys.stdout, quiet=quiet)
     with _sigterm_unwinds():
         for level in levels:
@@ -244,6 +324,10 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     if len(sweep.results) > 1:
         click.echo(render_sweep(sweep.results), file=sweep.human)
     _check_outcome(sweep.results, sweep.gone, max_error_rate)
+    if fail_on_slo:
+        missed = [r.label for r in sweep.results if r.slo is not None and not r.slo.met]
+        if missed:
+            raise BenchError(f"{', '.join(missed)} missed --slo {slo_text} (--fail-on-slo).")
 
 
 def _remote(
@@ -298,6 +382,226 @@ def _check_flags(
         raise UsageError("give --requests or --duration, not both.")
     if json_file is not None:
         _check_writable(json_file)
+
+
+def _check_slo_flags(
+    targets: tuple[object, ...], attainment: float | None, fail_on_slo: bool, find_max: str | None
+) -> None:
+    """UsageError for SLO flags given without --slo, or out of range."""
+    if not targets:
+        for given, flag in ((attainment is not None, "--attainment"), (fail_on_slo,
+                            "--fail-on-slo"), (find_max is not None, "--find-max")):  # fmt: skip
+            if given:
+                raise UsageError(f'{flag} needs targets: add --slo "ttft_p99<=500ms,...".')
+    if attainment is not None and not 0 < attainment <= 1:
+        raise UsageError("--attainment must be a share above 0 and at most 1, e.g. 0.95.")
+
+
+def _precision(text: str) -> float:
+    """``--precision 5%`` or ``0.05`` as a fraction."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        raise UsageError(f"--precision {text!r} must be a share like 5% or 0.05.")
+    return value
+
+
+def _search_options(  # noqa: PLR0917 (the flags of --find-max, checked together)
+    over: str,
+    concurrency_text: str | None,
+    rate_text: str | None,
+    requests: int | None,
+    duration: float | None,
+    warmup: int,
+    max_probes: int,
+    precision: str,
+    max_concurrency: int | None,
+    max_rate: float | None,
+) -> SearchOptions:
+    """The search's range and budget from the flags, or a UsageError naming the flag."""
+    if max_probes < 2:
+        raise UsageError("--max-probes must be at least 2.")
+    share = _precision(precision)
+    if over == "concurrency":
+        if rate_text is not None or max_rate is not None:
+            raise UsageError("--find-max concurrency runs closed-loop probes; leave out --rate "
+                             "and --max-rate.")  # fmt: skip
+        if duration is not None:
+            raise UsageError("concurrency probes are bound by a request count: give --requests, "
+                             "not --duration.")  # fmt: skip
+        if max_concurrency is not None and max_concurrency < 1:
+            raise UsageError("--max-concurrency must be a positive integer.")
+        low, high = 1.0, float(max_concurrency or 512)
+        if concurrency_text is not None:
+            levels = _ints(concurrency_text, "--concurrency")
+            low, high = float(min(levels)), float(max(levels))
+            if max_concurrency is not None:
+                high = float(max_concurrency)
+    else:
+        if concurrency_text is not None or max_concurrency is not None:
+            raise UsageError("--find-max rate lifts the concurrency cap; leave out "
+                             "--concurrency and --max-concurrency.")  # fmt: skip
+        if requests is not None:
+            raise UsageError("rate probes are bound by time: give --duration, not --requests.")
+        rate = _rate(rate_text)
+        if rate is not None and not math.isfinite(rate):
+            raise UsageError("--find-max rate needs a finite --rate as its lowest load, or none.")
+        if max_rate is not None and not (math.isfinite(max_rate) and max_rate > 0):
+            raise UsageError("--max-rate must be a positive number of requests per second.")
+        low, high = rate or 1.0, max_rate or 256.0
+    if low > high:
+        raise UsageError(f"the lowest load {low:g} is above the top {high:g}; raise --max-{over}.")
+    return SearchOptions(
+        over=over,  # type: ignore[arg-type]
+        low=low,
+        high=high,
+        max_probes=max_probes,
+        precision=share,
+        requests=requests,
+        duration_s=duration if duration is not None else 30.0,
+        warmup=warmup or None,
+    )
+
+
+def _find_max(
+    template: BenchSettings,
+    options: SearchOptions,
+    *,
+    as_json: bool,
+    json_file: Path | None,
+    quiet: bool,
+    fail_on_slo: bool,
+) -> None:
+    """Run the capacity search and print it: a line per probe, then the capacity."""
+    from servegate.bench.capacity import find_max
+
+    human = sys.stderr if as_json else sys.stdout
+    tty = sys.stderr.isatty()
+    points: list[dict[str, Any]] = []
+    model: list[str] = []
+
+    def on_probe(number: int, load: float, search: Search) -> None:
+        if quiet or not tty:
+            return
+        sys.stderr.write(
+            f"\r\033[Kprobe {number}/{options.max_probes}: {_load_words(options, load)} "
+            f"(bracket: {_bracket_words(options, search.passes, search.fails)})\n"
+        )
+        sys.stderr.flush()
+
+    def run(settings: BenchSettings) -> PointResult:
+        if model:
+            settings = replace(settings, model=model[0])
+        lines = None
+        if not quiet:
+            lines = ProgressLines(_label(settings), tty=tty, stream=sys.stderr)
+        started = time.perf_counter()
+        result = run_point(settings, progress=lines)
+        if lines is not None:
+            lines.end(result, time.perf_counter() - started)
+        model[:] = [result.model]
+        points.append(result.to_json())
+        if json_file is not None:
+            write_json_file(json_file, envelope(points))
+        click.echo(render_probe(len(points), result), file=human)
+        return result
+
+    with _sigterm_unwinds():
+        capacity = find_max(template, options, run=run, between=drain, on_probe=on_probe)
+    document = envelope(points) | {"capacity": capacity.to_json()}
+    if json_file is not None:
+        write_json_file(json_file, document)
+    if as_json:
+        click.echo(json.dumps(document))
+    click.echo(render_capacity(capacity), file=human)
+    gone = [p for p in capacity.probes if p.result.server_gone_s is not None]
+    if gone:
+        p = gone[-1].result
+        raise BenchError(
+            f"{p.label}: "
+            + gone_sentence(p.server_gone_s or 0.0, len(p.samples), p.settings.requests)
+        )
+    if fail_on_slo and capacity.value is None:
+        raise BenchError(f"no load meets --slo {capacity.slo}: {capacity.words} (--fail-on-slo).")
+
+
+def _load_words(options: SearchOptions, load: float | None) -> str:
+    if load is None:
+        return "-"
+    return f"c={load:g}" if options.over == "concurrency" else f"rate={load:g}/s"
+
+
+def _bracket_words(options: SearchOptions, passes: float | None, fails: float | None) -> str:
+    return f"passes {_load_words(options, passes)}, fails {_load_words(options, fails)}"
+
+
+def render_probe(number: int, result: PointResult) -> str:
+    """One line per probe: its load, met or not, throughput, and each target's value."""
+    slo = result.slo
+    verdict = "-" if slo is None else ("met" if slo.met else "not met")
+    if result.stopped_early:
+        verdict += " (stopped early)"
+    cells = ""
+    if slo is not None:
+        cells = "  " + "  ".join(
+            f"{t.target.metric}_{t.target.stat} {_value_ms(t.value_ms)}" for t in slo.targets
+        )
+    return (
+        f"probe {number:<3}{result.label:16}{verdict:24}"
+        f"{result.summary['output_throughput']:10.1f} tok/s{cells}"
+    )
+
+
+def render_capacity(capacity: Capacity) -> str:
+    """The search's answer: the capacity with its interval, then cliff and saturation."""
+    what = "concurrency" if capacity.over == "concurrency" else "rate"
+    lines = [f"capacity ({what}) at {capacity.slo}: {capacity.words}"]
+    passes, fails = capacity.bracket
+    lines.append(
+        f"  {len(capacity.probes)} probes; highest pass {passes if passes is not None else '-'}, "
+        f"lowest fail {fails if fails is not None else '-'}"
+        + (f"; limited by {capacity.limiting}" if capacity.limiting else "")
+    )
+    if capacity.cliff is not None:
+        c = capacity.cliff
+        lines.append(
+            f"  cliff: output throughput fell to {c['output_throughput']:.1f} tok/s at "
+            f"{c['load']:g} from {c['peak_output_throughput']:.1f} at {c['peak_load']:g}"
+        )
+    if capacity.saturated is not None:
+        lines.append(
+            f"  saturated from {capacity.saturated:g}: achieved rate below offered, or the "
+            "queue growing"
+        )
+    return "\n".join(lines)
+
+
+def render_slo(slo: SloResult) -> list[str]:
+    """The SLO lines of a point's block."""
+    head = "met" if slo.met else "NOT met"
+    if slo.stopped_early:
+        head += " (stopped early at a certain failure)"
+    lines = [f"  SLO                 {head}"]
+    for t in slo.targets:
+        att = "" if t.attainment is None else f"   {t.attainment:6.1%} of requests within"
+        lines.append(
+            f"    {t.target.text:18}{_value_ms(t.value_ms):>10} ms  "
+            f"{'met' if t.met else 'NOT met':8}{att}"
+        )
+    if slo.goodput_rps is not None and slo.attainment is not None:
+        lines.append(
+            f"  goodput             {slo.goodput_rps:12.2f} req/s  "
+            f"{slo.goodput_tok_s or 0.0:10.1f} tok/s  ({slo.attainment:.1%} met every target)"
+        )
+    return lines
+
+
+def _value_ms(value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    return "inf" if math.isinf(value) else f"{value:.2f}"
 
 
 class _Sweep:
@@ -470,6 +774,8 @@ def render_point(result: PointResult) -> str:
         if "spec_acceptance_length" in server:
             parts.append(f"spec acceptance length {server['spec_acceptance_length']:.2f}")
         lines.append("  server              " + (", ".join(parts) or "no counter moved"))
+    if result.slo is not None:
+        lines += render_slo(result.slo)
     c = result.client
     lines.append(
         f"  client              {c.cpu_fraction:.0%} of a core, loop lag p99 "
@@ -481,13 +787,21 @@ def render_point(result: PointResult) -> str:
 def render_sweep(results: list[PointResult]) -> str:
     """A closing table: one line per load point."""
     head = f"{'point':16}{'out tok/s':>12}{'req/s':>9}{'TTFT p50':>10}{'ITL p50':>9}{'failed':>8}"
+    with_slo = any(r.slo is not None for r in results)
+    if with_slo:
+        head += f"{'SLO':>9}{'goodput tok/s':>15}"
     rows = [head]
     for r in results:
         s = r.summary
-        rows.append(
+        row = (
             f"{r.label:16}{s['output_throughput']:12.1f}{s['request_throughput']:9.2f}"
             f"{_ms(s['ttft_ms_p50'])}{_ms(s['itl_ms_p50'], 9)}{r.failed:8d}"
         )
+        if with_slo:
+            met = "-" if r.slo is None else ("met" if r.slo.met else "not met")
+            good = r.slo.goodput_tok_s if r.slo is not None else None
+            row += f"{met:>9}" + (f"{good:15.1f}" if good is not None else f"{'-':>15}")
+        rows.append(row)
     return "\n".join(rows)
 
 

@@ -1,0 +1,523 @@
+"""The largest load that meets an SLO: probes, the search, and the fitted capacity.
+
+    capacity = find_max(template, SearchOptions(over="concurrency", low=1, high=256))
+    capacity.value, capacity.low, capacity.high
+
+The search probes exponentially from the lowest load (doubling) until a probe fails or
+the top passes, then bisects between the highest pass and the lowest fail until the
+bracket is within ``precision`` of its lower end (for concurrency, one user) or
+``max_probes`` ran. Every probe is a full load point: warmed up, with prompts salted by
+the probe's number (seed), after the server drained to idle; concurrency probes are
+bound by a request count, rate probes by time; each stops early at a certain failure
+(`servegate.bench.slo.StopRule`).
+
+From the probes, per target a monotone (isotonic: pool-adjacent-violators, weighted by
+requests) curve of the margin value / bound against load; the capacity is the load where
+the first of these curves crosses 1 (linear between the probes around the crossing),
+and its interval is the 2.5-97.5 % range of the same over 200 bootstrap resamples of
+every probe's requests. The lowest load failing gives no value (``< lowest``); the top
+passing gives the top, censored (``>= top``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from servegate.bench.result import PointResult
+from servegate.bench.settings import BenchSettings
+from servegate.bench.slo import Target, request_value_ms
+
+BOOTSTRAP = 200
+MARGIN_CAP = 10.0  # a margin beyond this (a failed request, an early stop) fits as this
+CLIFF_DROP = 0.10  # output throughput this far below a lower load's: a cliff
+SATURATED = 0.90  # achieved below this share of the offered rate: saturated
+DRAIN_S = 30.0  # the longest wait for the server's queue to empty between probes
+
+Over = Literal["concurrency", "rate"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchOptions:
+    """What to search: the load kind, its range, the probe budget and the precision."""
+
+    over: Over
+    low: float
+    high: float
+    max_probes: int = 15
+    precision: float = 0.05  # stop bisecting when the bracket is this share of its low end
+    requests: int | None = None  # requests per concurrency probe [default: max(200, 4 x c)]
+    duration_s: float = 30.0  # seconds of arrivals per rate probe
+    warmup: int | None = None  # warmup requests per probe [default: the concurrency, <= 64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Probe:
+    """One probe: its load, the outcome, and what the fit and the report need of it."""
+
+    number: int  # 1-based, in the order run
+    load: float
+    result: PointResult
+    met: bool
+    stopped_early: bool
+    offered_rate: float | None  # rate probes: the planned arrivals per second
+    achieved_rate: float  # completed requests per second
+    queue_growing: bool  # requests in flight grew through the probe (client side), or the
+    # server still had requests waiting at the end
+
+    @property
+    def saturated(self) -> bool:
+        """Achieved rate below the offered one, or the queue growing."""
+        if self.queue_growing:
+            return True
+        return self.offered_rate is not None and self.achieved_rate < SATURATED * self.offered_rate
+
+    def to_json(self) -> dict[str, Any]:
+        """The probe as an entry of ``capacity.probes``."""
+        slo = self.result.slo
+        return {
+            "probe": self.number,
+            "load": self.load,
+            "label": self.result.label,
+            "met": self.met,
+            "stopped_early": self.stopped_early,
+            "requests": self.result.completed + self.result.failed,
+            "failed": self.result.failed,
+            "output_throughput": self.result.summary.get("output_throughput"),
+            "offered_rate": self.offered_rate,
+            "achieved_rate": self.achieved_rate,
+            "queue_growing": self.queue_growing,
+            "saturated": self.saturated,
+            "slo": None if slo is None else slo.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capacity:
+    """The answer: the largest load meeting the SLO, its interval, and every probe."""
+
+    over: Over
+    value: float | None  # None: even the lowest load failed
+    low: float | None  # the bootstrap interval's ends
+    high: float | None
+    below_lowest: bool  # the lowest load probed failed: capacity < lowest
+    censored: bool  # the top load passed: capacity >= top
+    bracket: tuple[float | None, float | None]  # (highest pass, lowest fail) of the search
+    probes: tuple[Probe, ...]
+    cliff: dict[str, float] | None
+    saturated: float | None  # the lowest load that saturated, if any
+    limiting: str | None  # the target whose curve crosses first
+    slo: str
+    criterion: float | None
+
+    @property
+    def words(self) -> str:
+        """The capacity as a person reads it: ``c=48 [46, 50]``, ``< c=1``, ``>= c=256``."""
+        unit = "c=" if self.over == "concurrency" else "rate="
+        suffix = "" if self.over == "concurrency" else "/s"
+        lowest = min(p.load for p in self.probes) if self.probes else 0.0
+        if self.below_lowest or self.value is None:
+            return f"< {unit}{lowest:g}{suffix} (the lowest load probed failed)"
+        text = f"{unit}{self.value:g}{suffix}"
+        if self.censored:
+            return f">= {text} (the top load passed; raise --max-{self.over})"
+        if self.low is not None and self.high is not None:
+            text += f" [{self.low:g}, {self.high:g}]"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``capacity`` object of the bench JSON."""
+        return {
+            "over": self.over,
+            "slo": self.slo,
+            "criterion": "percentiles"
+            if self.criterion is None
+            else f"attainment>={self.criterion:g}",
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "below_lowest": self.below_lowest,
+            "censored": self.censored,
+            "words": self.words,
+            "bracket": {"passes": self.bracket[0], "fails": self.bracket[1]},
+            "limiting_target": self.limiting,
+            "cliff": self.cliff,
+            "saturated": None if self.saturated is None else {"load": self.saturated},
+            "probes": [p.to_json() for p in self.probes],
+        }
+
+
+class Search:
+    """The probe sequence: doubling from ``low``, then bisection of the bracket."""
+
+    def __init__(self, options: SearchOptions) -> None:
+        self.options = options
+        self.passes: float | None = None  # highest load that passed
+        self.fails: float | None = None  # lowest load that failed
+        self.done: list[float] = []
+
+    def _step(self, load: float) -> float:
+        return math.floor(load) if self.options.over == "concurrency" else load
+
+    def next_load(self) -> float | None:
+        """The next load to probe; None when the search is over."""
+        o = self.options
+        if len(self.done) >= o.max_probes:
+            return None
+        if not self.done:
+            return o.low
+        if self.fails is None:  # still doubling
+            if self.passes is None or self.passes >= o.high:
+                return None
+            return min(self._step(self.passes * 2), o.high)
+        if self.passes is None:
+            return None  # the lowest load failed
+        lo, hi = self.passes, self.fails
+        if o.over == "concurrency":
+            if hi - lo <= max(1, math.floor(o.precision * lo)):
+                return None
+            return float(math.floor((lo + hi) / 2))
+        if hi - lo <= o.precision * lo:
+            return None
+        return (lo + hi) / 2
+
+    def record(self, load: float, met: bool) -> None:
+        """Narrow the bracket with a probe's outcome."""
+        self.done.append(load)
+        if met:
+            self.passes = load if self.passes is None else max(self.passes, load)
+        else:
+            self.fails = load if self.fails is None else min(self.fails, load)
+
+
+def probe_settings(
+    template: BenchSettings, options: SearchOptions, load: float, number: int
+) -> BenchSettings:
+    """A probe's settings: its load, salted prompts, its warmup, bound by requests or time."""
+    seed = template.seed * 1000 + number  # prompts and arrivals differ from probe to probe
+    if options.over == "concurrency":
+        c = int(load)
+        warmup = options.warmup if options.warmup is not None else min(c, 64)
+        return replace(
+            template,
+            concurrency=c,
+            rate=None,
+            requests=options.requests or max(200, 4 * c),
+            duration_s=None,
+            warmup=warmup,
+            seed=seed,
+            stop_early=True,
+        )
+    warmup = options.warmup if options.warmup is not None else min(64, max(1, math.ceil(load)))
+    return replace(
+        template,
+        concurrency=None,
+        rate=load,
+        requests=None,
+        duration_s=options.duration_s,
+        warmup=warmup,
+        seed=seed,
+        stop_early=True,
+    )
+
+
+def measure_probe(number: int, load: float, result: PointResult, offered: float | None) -> Probe:
+    """A probe from its point: met, saturation and the queue's trend."""
+    slo = result.slo
+    duration = result.summary.get("duration_s") or 0.0
+    achieved = result.completed / duration if duration > 0 else 0.0
+    waiting = (
+        result.server_metrics.get("gauges", {}).get("waiting") if result.server_metrics else None
+    )
+    return Probe(
+        number=number,
+        load=load,
+        result=result,
+        met=bool(slo is not None and slo.met),
+        stopped_early=result.stopped_early,
+        offered_rate=offered,
+        achieved_rate=achieved,
+        queue_growing=_in_flight_grows(result) or bool(waiting and offered is None and waiting > 0),
+    )
+
+
+def _in_flight_grows(result: PointResult) -> bool:
+    """Requests in flight, seen at each send, clearly higher in the last third than the first."""
+    samples = result.samples
+    if len(samples) < 30 or not result.settings.open_loop:
+        return False
+    sends = np.array([s.send_s for s in samples])
+    ends = sends + np.array([s.end_s for s in samples])
+    order = np.sort(ends)
+    in_flight = np.arange(1, len(sends) + 1) - np.searchsorted(order, sends, side="right")
+    third = len(in_flight) // 3
+    first, last = float(in_flight[:third].mean()), float(in_flight[-third:].mean())
+    return last > 1.5 * first + 2
+
+
+def find_max(
+    template: BenchSettings,
+    options: SearchOptions,
+    *,
+    run: Callable[[BenchSettings], PointResult],
+    between: Callable[[BenchSettings], None] | None = None,
+    on_probe: Callable[[int, float, Search], None] | None = None,
+) -> Capacity:
+    """Search for the largest load that meets ``template.slo``.
+
+    ``run`` measures one probe (`run_point`, with the caller's progress); ``between``
+    runs before each probe after the first (drain the server to idle); ``on_probe`` is
+    told each probe's number and load, and the search (its bracket), before it runs.
+    """
+    search = Search(options)
+    probes: list[Probe] = []
+    while (load := search.next_load()) is not None:
+        number = len(probes) + 1
+        if on_probe is not None:
+            on_probe(number, load, search)
+        settings = probe_settings(template, options, load, number)
+        if probes and between is not None:
+            between(settings)
+        result = run(settings)
+        probe = measure_probe(number, load, result, load if options.over == "rate" else None)
+        probes.append(probe)
+        search.record(load, probe.met)
+        if result.server_gone_s is not None:
+            break  # the server stopped answering: no later probe can be measured
+    return fit_capacity(probes, options, template.slo, template.attainment, search)
+
+
+def fit_capacity(
+    probes: Sequence[Probe],
+    options: SearchOptions,
+    targets: Sequence[Target],
+    criterion: float | None,
+    search: Search,
+    *,
+    seed: int = 0,
+) -> Capacity:
+    """The capacity from the probes: the isotonic fit's crossing and its bootstrap interval."""
+    from servegate.bench.slo import slo_text
+
+    ordered = sorted(probes, key=lambda p: p.load)
+    loads = np.array([p.load for p in ordered])
+    weights = np.array([max(1, p.result.completed + p.result.failed) for p in ordered], float)
+    curves = _curves(ordered, targets, criterion)
+    common: dict[str, Any] = {
+        "over": options.over,
+        "bracket": (search.passes, search.fails),
+        "probes": tuple(probes),
+        "cliff": _cliff(ordered),
+        "saturated": next((p.load for p in ordered if p.saturated), None),
+        "slo": slo_text(targets),
+        "criterion": criterion,
+    }
+    if not ordered:
+        return Capacity(value=None, low=None, high=None, below_lowest=False, censored=False,
+                        limiting=None, **common)  # fmt: skip
+    value, limiting = _crossing(loads, [(name, m) for name, m, _ in curves], weights)
+    rng = np.random.default_rng(seed)
+    draws: list[float] = []
+    for _ in range(BOOTSTRAP):
+        resampled = [(name, boot(rng)) for name, _, boot in curves]
+        draw, _ = _crossing(loads, resampled, weights)
+        draws.append(loads[0] * 0.5 if draw is None else draw)
+    top = float(loads[-1])
+    below = value is None
+    censored = value is not None and value >= top
+    low = high = None
+    if value is not None:
+        low, high = (float(x) for x in np.percentile(draws, [2.5, 97.5]))
+        if options.over == "concurrency":
+            value, low, high = (
+                float(math.floor(value)),
+                float(math.floor(low)),
+                float(math.floor(high)),
+            )
+        else:
+            value, low, high = (round(x, 3) for x in (value, low, high))
+    return Capacity(value=value, low=low, high=high, below_lowest=below, censored=censored,
+                    limiting=limiting, **common)  # fmt: skip
+
+
+Curve = tuple[str, np.ndarray, Callable[[np.random.Generator], np.ndarray]]
+
+
+def _curves(
+    probes: Sequence[Probe], targets: Sequence[Target], criterion: float | None
+) -> list[Curve]:
+    """Per target (or for the attainment criterion): the margins at each probe, and a
+    function drawing them again from resampled requests."""
+    if criterion is not None:
+        attained = [_attained_all(p, targets) for p in probes]
+        need = max(1e-9, 1.0 - criterion)
+
+        def margin_att(values: np.ndarray) -> float:
+            return (
+                float(min(MARGIN_CAP, (1.0 - values.mean()) / need)) if values.size else MARGIN_CAP
+            )
+
+        fixed = [MARGIN_CAP if p.stopped_early else None for p in probes]
+        base = np.array(
+            [f if f is not None else margin_att(a) for f, a in zip(fixed, attained, strict=True)]
+        )
+        # an early-stopped probe stays a failure (its margin above 1) in every draw
+
+        def boot_att(rng: np.random.Generator) -> np.ndarray:
+            out = []
+            for f, a in zip(fixed, attained, strict=True):
+                if f is not None or not a.size:
+                    out.append(MARGIN_CAP if f is None else f)
+                else:
+                    out.append(margin_att(a[rng.integers(0, a.size, a.size)]))
+            return np.array(out)
+
+        return [(f"attainment>={criterion:g}", base, boot_att)]
+    curves: list[Curve] = []
+    for target in targets:
+        per = [_values(p, target) for p in probes]
+        stopped = [p.stopped_early for p in probes]
+
+        def margin(values: list[np.ndarray], stop: bool, t: Target = target) -> float:
+            m = _statistic(values, t) / t.bound_ms
+            if stop:
+                m = max(m, 1.0 + 1e-6)
+            return float(min(MARGIN_CAP, m)) if not math.isnan(m) else MARGIN_CAP
+
+        base = np.array([margin(v, s) for v, s in zip(per, stopped, strict=True)])
+
+        def boot(
+            rng: np.random.Generator,
+            per: list[list[np.ndarray]] = per,
+            stopped: list[bool] = stopped,
+            margin: Callable[[list[np.ndarray], bool], float] = margin,
+        ) -> np.ndarray:
+            out = []
+            for values, stop in zip(per, stopped, strict=True):
+                pick = rng.integers(0, len(values), len(values)) if values else np.empty(0, int)
+                out.append(margin([values[int(i)] for i in pick], stop))
+            return np.array(out)
+
+        curves.append((target.text, base, boot))
+    return curves
+
+
+BIG = 1e12  # a failed request's value: beyond every bound, finite for numpy
+
+
+def _values(probe: Probe, target: Target) -> list[np.ndarray]:
+    """Per request, the values of ``target``'s metric (ITL: every gap; failed: BIG)."""
+    out: list[np.ndarray] = []
+    for s in probe.result.samples:
+        if target.metric == "itl":
+            if not s.ok or not s.chunks_s:
+                out.append(np.array([BIG]))
+            else:
+                out.append(np.diff(np.asarray(s.chunks_s)) * 1000.0)
+        else:
+            v = request_value_ms(s, target.metric)
+            out.append(np.empty(0) if v is None else np.array([min(v, BIG)]))
+    return out
+
+
+def _statistic(values: list[np.ndarray], target: Target) -> float:
+    pooled = np.concatenate(values) if values else np.empty(0)
+    if pooled.size == 0:
+        return math.nan
+    pct = target.percentile
+    return float(pooled.mean() if pct is None else np.percentile(pooled, pct))
+
+
+def _attained_all(probe: Probe, targets: Sequence[Target]) -> np.ndarray:
+    def ok(s: Any) -> bool:
+        if not s.ok:
+            return False
+        for t in targets:
+            v = request_value_ms(s, t.metric)
+            if v is not None and v > t.bound_ms:
+                return False
+        return True
+
+    return np.array([ok(s) for s in probe.result.samples], dtype=float)
+
+
+def isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pool-adjacent-violators: the non-decreasing fit of ``y`` with weights ``w``."""
+    blocks: list[list[float]] = []  # [mean, weight, count]
+    for value, weight in zip(y, w, strict=True):
+        blocks.append([float(value), float(weight), 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            m2, w2, n2 = blocks.pop()
+            m1, w1, n1 = blocks.pop()
+            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    return np.array([b[0] for b in blocks for _ in range(int(b[2]))])
+
+
+def _crossing(
+    loads: np.ndarray, curves: Sequence[tuple[str, np.ndarray]], weights: np.ndarray
+) -> tuple[float | None, str | None]:
+    """The lowest load where a fitted curve crosses 1 (the top when none does; None when
+    the lowest already fails), and the curve that crossed."""
+    best: float | None = float(loads[-1])
+    limiting: str | None = None
+    for name, margins in curves:
+        fit = isotonic(margins, weights)
+        above = np.nonzero(fit > 1.0)[0]
+        if above.size == 0:
+            continue
+        k = int(above[0])
+        if k == 0:
+            return None, name
+        x0, x1, f0, f1 = loads[k - 1], loads[k], fit[k - 1], fit[k]
+        cross = float(x0 + (1.0 - f0) / (f1 - f0) * (x1 - x0))
+        if best is None or cross < best:
+            best, limiting = cross, name
+    return best, limiting
+
+
+def _cliff(probes: Sequence[Probe]) -> dict[str, float] | None:
+    """The first load whose output throughput fell clearly below a lower load's peak."""
+    peak_load, peak = 0.0, 0.0
+    for p in probes:
+        if p.stopped_early:
+            continue
+        tput = float(p.result.summary.get("output_throughput") or 0.0)
+        if peak > 0 and tput < (1.0 - CLIFF_DROP) * peak:
+            return {
+                "load": p.load,
+                "output_throughput": tput,
+                "peak_load": peak_load,
+                "peak_output_throughput": peak,
+            }
+        if tput > peak:
+            peak_load, peak = p.load, tput
+    return None
+
+
+def drain(settings: BenchSettings, *, limit_s: float = DRAIN_S) -> None:
+    """Wait until the server reports nothing running or waiting (its /metrics gauges), at
+    most ``limit_s``; a server without those gauges is taken as idle once the client's own
+    requests have ended (they have, when a probe returns)."""
+    import time
+
+    from servegate.bench.server_metrics import metric_names, scrape
+
+    url = (
+        settings.metrics_url if settings.metrics_url is not None else settings.base_url + "/metrics"
+    )
+    if not url:
+        return
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        found = scrape(url)
+        names = metric_names(settings.engine, found)
+        if found is None or not names:
+            return
+        levels = [found.values.get(names[k]) for k in ("running", "waiting") if k in names]
+        if not any(levels):
+            return
+        time.sleep(0.05)
