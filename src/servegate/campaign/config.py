@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from servegate.bench.slo import Target, parse_target
 from servegate.campaign.locate import key_line, variant_line
 from servegate.campaign.schema import (
     BenchOverride,
@@ -90,6 +91,8 @@ class BenchPlan:
     dataset: str  # random, or a dataset file as an absolute path (or sharegpt:PATH)
     repeats: int
     seed: int
+    slo: tuple[Target, ...] = ()  # [slo]: the targets every point is held to
+    attainment: float | None = None  # [slo] attainment: the share that decides met
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -419,6 +422,7 @@ def _variant(
 ) -> Variant:
     """One variant: its command, environment and placeholders checked, its bench plan."""
     label = f"variant {table.name!r}"
+    slo, attainment = slo_of(model.slo, where)
     for key in table.vars:
         if key in BUILTIN_PLACEHOLDERS:
             raise ConfigError(
@@ -453,7 +457,11 @@ def _variant(
         command=tuple(command),
         env=tuple(sorted(env.items())),
         values=tuple(sorted(values.items())),
-        bench=_bench_plan(model.bench, table.bench, where, table.name, base_dir=_base_dir(path)),
+        bench=dataclasses.replace(
+            _bench_plan(model.bench, table.bench, where, table.name, base_dir=_base_dir(path)),
+            slo=slo,
+            attainment=attainment,
+        ),
     )
 
 
@@ -587,6 +595,46 @@ def _dataset(value: str, base_dir: Path, where: str, variant: str) -> str:
             key="bench.dataset",
         )
     return f"{prefix}:{file}" if prefix else str(file)
+
+
+def slo_of(
+    table: Mapping[str, str | float] | None, where: str
+) -> tuple[tuple[Target, ...], float | None]:
+    """``[slo]``'s targets (``ttft_p99 = "500ms"``) and its ``attainment``, checked with
+    the grammar of ``bench --slo``."""
+    if not table:
+        return (), None
+    targets: list[Target] = []
+    attainment: float | None = None
+    for key, value in table.items():
+        if key == "attainment":
+            if isinstance(value, str) or not 0 < value <= 1:
+                raise ConfigError(
+                    f"{where}: [slo] attainment must be a share above 0 and at most 1, "
+                    "e.g. attainment = 0.95.",
+                    path=where,
+                    key="slo.attainment",
+                )
+            attainment = float(value)
+            continue
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"{where}: [slo] {key} must be a bound with its unit in quotes, "
+                f'e.g. {key} = "500ms".',
+                path=where,
+                key=f"slo.{key}",
+            )
+        try:
+            targets.append(parse_target(f"{key}<={value}", where=f"{where}: [slo]"))
+        except UsageError as exc:
+            raise ConfigError(str(exc), path=where, key=f"slo.{key}") from None
+    if not targets:
+        raise ConfigError(
+            f'{where}: [slo] names no target; add one such as ttft_p99 = "500ms".',
+            path=where,
+            key="slo",
+        )
+    return tuple(targets), attainment
 
 
 def _bench_plan(

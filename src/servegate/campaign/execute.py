@@ -575,6 +575,8 @@ def _settings(url: str, task: Task, engine: str, *, warmup: bool = True) -> Benc
         dataset=bench.dataset,
         seed=bench.seed + task.repeat,
         engine=engine,
+        slo=bench.slo,
+        attainment=bench.attainment,
     )
 
 

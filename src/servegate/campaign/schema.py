@@ -198,6 +198,9 @@ class CampaignFile(_Table):
     vars: dict[str, Scalar] = Field(default_factory=dict)
     variant: list[VariantTable] = Field(default_factory=list)
     matrix: MatrixTable | None = None
+    # [slo]: metric_stat = "bound with unit" (ttft_p99 = "500ms"), and attainment = 0.95;
+    # checked in config.py against the same grammar as bench --slo
+    slo: dict[str, str | float] | None = None
 
 
 def percentage(text: str, *, upper: float = 100.0) -> float | None:

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from servegate.report import text
 from servegate.report.compare import HEADLINE, Report, VariantSummary
+from servegate.report.slo import slo_cell
 
 if TYPE_CHECKING:
     from servegate.report.check import CheckResult
@@ -41,6 +42,9 @@ def _cell(report: Report, row: VariantSummary, load: str) -> Text:
     cell = Text(text.number(summary.throughput_mean))
     if summary.failed:
         cell.append(f"  {summary.failed} failed", style="yellow")
+    slo = slo_cell(report.data, row.name, load)
+    if slo is not None:
+        cell.append("\n" + slo.words, style="green" if slo.all_met else "red")
     if row.is_baseline:
         return cell
     if row.reference is None:

@@ -23,6 +23,7 @@ import numpy as np
 from servegate._version import __version__
 from servegate.report.bootstrap import Estimate
 from servegate.report.compare import METRICS, Report, VariantSummary
+from servegate.report.slo import slo_cell
 
 if TYPE_CHECKING:
     from servegate.report.check import CheckResult
@@ -114,6 +115,7 @@ def _variant(report: Report, row: VariantSummary) -> dict[str, Any]:
                 "completed": s.completed,
                 "failed": s.failed,
                 "failures": s.failures,
+                "slo": _slo_json(report, row.name, load),
             }
             for load, s in row.loads.items()
         },
@@ -386,3 +388,9 @@ def _noise_rows(report: Report) -> list[list[Any]]:
 def render_check_json(result: CheckResult) -> str:
     """``servegate check``'s ``servegate.check/1`` JSON document."""
     return json.dumps(result.to_json(), indent=2) + "\n"
+
+
+def _slo_json(report: Report, variant: str, load: str) -> dict[str, Any] | None:
+    """A load's SLO cell (met in how many repeats, mean goodput), or None without [slo]."""
+    cell = slo_cell(report.data, variant, load)
+    return None if cell is None else cell.to_json()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from servegate._text import code_span, markdown_text
 from servegate.report import text
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
+from servegate.report.slo import slo_cell
 
 if TYPE_CHECKING:
     from servegate.report.check import CheckResult
@@ -89,6 +90,9 @@ def _throughput_cell(report: Report, row: VariantSummary, load: str) -> str:
             cell += f" ({text.delta(comp.estimate)}, {comp.call})"
         else:
             cell += f" ({text.delta(comp.estimate)})"
+    slo = slo_cell(report.data, row.name, load)
+    if slo is not None:
+        cell += f"; {slo.words}"
     return cell
 
 
