@@ -1,11 +1,9 @@
-"""The node's side of a cluster start, without Ray: the calls' frames, the log folder,
+"""The node's side of a cluster start, without Ray: its events' frames, the log folder,
 and a driver without Ray installed. These run in the main suite."""
 
 from __future__ import annotations
 
 import os
-import pickle
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -14,17 +12,27 @@ import pytest
 from tests.cluster.helpers import servegate, write_campaign
 
 from servegate.campaign import parse_campaign
-from servegate.campaign.cluster import _Calls, _log_dir
+from servegate.campaign.cluster import _log_dir
+from servegate.campaign.events import AttemptOpened, Placement, Said, Tone
 from servegate.campaign.execute import StartSpec
+from servegate.campaign.node import FRAMES, NodeSink, Opened, decode
 
 
-def _frames(data: bytes) -> list[tuple[str, tuple[object, ...], dict[str, object]]]:
-    out = []
-    while data:
-        size = struct.unpack("!I", data[:4])[0]
-        out.append(pickle.loads(data[4 : 4 + size]))
-        data = data[4 + size :]
-    return out
+def _frames(data: bytes) -> list[object]:
+    return [decode(line, FRAMES) for line in data.splitlines(keepends=True)]
+
+
+def _opened(variant: str) -> AttemptOpened:
+    return AttemptOpened(
+        variant=variant,
+        server_key="k",
+        command=["sim"],
+        env={},
+        versions={},
+        commit=None,
+        start=1,
+        placement=Placement(),
+    )
 
 
 def _spec(tmp_path: Path) -> StartSpec:
@@ -36,37 +44,40 @@ def test_the_log_folder_falls_back_to_the_nodes_temporary_folder(tmp_path: Path)
     """A driver's log folder the node cannot create: the node's temporary folder, with a
     warning that names both; a writable one is used as it is."""
     read, write = os.pipe()
-    sink = _Calls(write)
+    out = os.fdopen(write, "wb", buffering=0)
+    sink = NodeSink(out.write)
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     spec = _spec(tmp_path)
     assert _log_dir(tmp_path / "logs", sink, spec) == tmp_path / "logs"
     fallback = _log_dir(blocked / "logs", sink, spec)
     assert fallback.is_dir() and fallback.name == "servegate-logs"
-    sink._out.close()
+    out.close()
     with os.fdopen(read, "rb") as pipe:
-        [(method, args, _)] = _frames(pipe.read())
-    assert method == "warning"
-    assert f"{blocked / 'logs'} cannot be written on" in str(args[0])
-    assert f"kept there in {fallback}" in str(args[0])
+        [said] = _frames(pipe.read())
+    assert isinstance(said, Said) and said.tone is Tone.WARNING
+    assert f"{blocked / 'logs'} cannot be written on" in said.text
+    assert f"kept there in {fallback}" in said.text
 
 
-def test_the_calls_are_framed_in_order_and_attempt_ids_are_the_nodes(tmp_path: Path) -> None:
-    """Each call one frame, in the order made; attempt ids count from 1 on the node."""
+def test_the_events_are_framed_in_order_and_attempt_ids_are_the_nodes(tmp_path: Path) -> None:
+    """Each event one line, in the order emitted, read back equal; attempt ids count
+    from 1 on the node; request counts stay there."""
     read, write = os.pipe()
-    sink = _Calls(write)
-    first = sink.attempt(variant="baseline", start=1)
-    sink.info("launching")
-    sink.counts("3/8 requests")  # stays on the node
-    second = sink.attempt(variant="fast", start=1)
-    sink._out.close()
+    out = os.fdopen(write, "wb", buffering=0)
+    sink = NodeSink(out.write)
+    first = sink.open_attempt(_opened("baseline"))
+    sink.emit(Said(tone=Tone.INFO, text="launching"))
+    sink.emit(Said(tone=Tone.COUNTS, text="3/8 requests"))  # stays on the node
+    second = sink.open_attempt(_opened("fast"))
+    out.close()
     with os.fdopen(read, "rb") as pipe:
         frames = _frames(pipe.read())
     assert (first, second) == (1, 2)
-    assert [(m, a, k.get("local")) for m, a, k in frames] == [
-        ("attempt", (), 1),
-        ("info", ("launching",), None),
-        ("attempt", (), 2),
+    assert frames == [
+        Opened(local=1, details=_opened("baseline")),
+        Said(tone=Tone.INFO, text="launching"),
+        Opened(local=2, details=_opened("fast")),
     ]
 
 

@@ -27,7 +27,8 @@ from servegate.store import Store
 
 def test_a_campaign_on_the_host_is_stored_here(host: Remote, tmp_path: Path) -> None:
     """Two variants, one of them crashing while it starts, on the simulator over SSH:
-    the store here holds the READY variant's points and the CRASH; logs copied back."""
+    the store here holds the READY variant's points and the CRASH; logs copied back,
+    readable by their owner only (0600)."""
     path = write_campaign(
         tmp_path,
         """
@@ -64,6 +65,8 @@ def test_a_campaign_on_the_host_is_stored_here(host: Remote, tmp_path: Path) -> 
     copied = sorted(p.name for p in logs.iterdir())
     assert any("baseline" in name for name in copied) and any("oom" in name for name in copied)
     assert "Load weight begin" in next(logs.glob("*oom*")).read_text()
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in logs.iterdir()}
+    assert set(modes.values()) == {"0o600"}, modes  # as a local server's log: may hold tokens
     code, out, _ = run(host, "cli", "ps")
     assert (code, out) == (0, [])
 

@@ -11,6 +11,7 @@ from tests.remote.sshd import EMPTY_ALIAS, OLD_ALIAS, OLD_VERSION, Remote
 
 from servegate._version import __version__
 from servegate.remote.client import RemoteVersionError, connect
+from servegate.remote.codec import PROTOCOL
 from servegate.remote.hosts import parse_host
 
 
@@ -105,6 +106,6 @@ def test_another_version_there_names_the_install_command(host: Remote) -> None:
         connect(parse_host(OLD_ALIAS))
     assert raised.value.exit_code == 2
     assert str(raised.value) == (
-        f"{OLD_ALIAS} runs servegate {OLD_VERSION}, this is {__version__}: "
-        f"run servegate remote install {OLD_ALIAS}."
+        f"{OLD_ALIAS} runs servegate {OLD_VERSION} (an older protocol), this is {__version__} "
+        f"(protocol {PROTOCOL}): run servegate remote install {OLD_ALIAS}."
     )

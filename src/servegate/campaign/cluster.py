@@ -4,9 +4,10 @@
 of starts in parallel: every start (preflight, launch, gate, benchmark, stop) is a Ray
 task asking for ``[server] gpus`` GPUs and the ``[server] resources``, executed on the
 node by the same ``StartExecutor`` as a local start. The node's sink forwards every
-call (attempt opened, verdict, point with its raw samples, telemetry, stop, progress) to
-a mailbox actor on the driver's node; the driver hands each call to the runner's
-``Recorder``, so the driver stays the only writer of the store.
+event (attempt opened, verdict, point with its raw samples, telemetry, stop, progress)
+as a frame of the node protocol (``campaign.node``) to a mailbox actor on the driver's
+node; the driver hands each event to the runner's ``Recorder``, so the driver stays the
+only writer of the store.
 
 servegate must be installed on every node (the same version as the driver's: checked
 before anything starts, one small task per node). A node's GPU model is its Ray
@@ -21,13 +22,12 @@ if the task's worker dies), and the attempts are recorded as interrupted.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
-import pickle
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -41,9 +41,28 @@ from typing import TYPE_CHECKING, Any
 from servegate._os import die_with_parent
 from servegate._version import __version__
 from servegate.campaign.config import Campaign, ServerGroup
-from servegate.campaign.execute import Placement, StartExecutor, StartSpec
+from servegate.campaign.events import (
+    AttemptClosed,
+    GroupDead,
+    Placement,
+    Said,
+    Tone,
+    VariantsFailed,
+)
+from servegate.campaign.execute import StartExecutor, StartSpec
 from servegate.campaign.gpu import GpuMonitor
 from servegate.campaign.interrupt import Interrupted, Interrupts
+from servegate.campaign.node import (
+    FRAMES,
+    JOB,
+    End,
+    FrameError,
+    NodeJob,
+    NodeSink,
+    Opened,
+    decode,
+    encode,
+)
 from servegate.errors import ServegateError, UsageError
 from servegate.store import AttemptStatus
 
@@ -311,7 +330,12 @@ class Cluster:
         for spec, model in specs:
             ref, token = self._submit(spec, model, log_dir)
             flights[ref] = Flight(spec=spec, model=model, token=token)
-            recorder.info(f"{spec.tag} {spec.names}: queued for a node with {self._asked(model)}")
+            recorder.emit(
+                _said(
+                    Tone.INFO,
+                    f"{spec.tag} {spec.names}: queued for a node with {self._asked(model)}",
+                )
+            )
         said = time.monotonic()
         try:
             while flights:
@@ -322,7 +346,7 @@ class Cluster:
                     self._landed(ref, flights, recorder, log_dir=log_dir, done=done)
                 if flights and (ready or time.monotonic() - said >= _STANDING_S):
                     said = time.monotonic()
-                    recorder.info(_standing(flights.values()))
+                    recorder.emit(_said(Tone.INFO, _standing(flights.values())))
         except KeyboardInterrupt as exc:  # Ray's waits turn the runner's Interrupted into this
             if interrupts.signum is None:  # not ours: still, no server is left behind
                 with suppress(Exception):
@@ -375,8 +399,7 @@ class Cluster:
                 flight = by_token.get(token)
                 if flight is None:  # a start already given up (lost, then its late words)
                     continue
-                method, args, kwargs = pickle.loads(frame)  # noqa: S301 (our own nodes)
-                replay(flight, method, args, kwargs, recorder)
+                replay(flight, decode(frame, FRAMES), recorder)
 
     def _landed(
         self,
@@ -395,7 +418,9 @@ class Cluster:
             self._collect(flights, recorder)
             del flights[ref]
             for aid in sorted(flight.open):
-                recorder.finish(aid, AttemptStatus.FAILED, f"internal error on the node: {exc}")
+                recorder.emit(
+                    _closed(aid, AttemptStatus.FAILED, f"internal error on the node: {exc}")
+                )
             raise ServegateError(
                 f"{flight.spec.tag} {flight.spec.names}: servegate failed on node "
                 f"{flight.node or '?'}: {str(exc).splitlines()[0]}"
@@ -409,7 +434,7 @@ class Cluster:
         del flights[ref]
         if flight.code:  # servegate itself failed on the node (its traceback: the Ray log)
             for aid in sorted(flight.open):
-                recorder.finish(aid, AttemptStatus.FAILED, "internal error on the node")
+                recorder.emit(_closed(aid, AttemptStatus.FAILED, "internal error on the node"))
             raise ServegateError(
                 f"{flight.spec.tag} {flight.spec.names}: servegate failed on node "
                 f"{flight.node or '?'} (exit status {flight.code}); its traceback is in the "
@@ -434,22 +459,29 @@ class Cluster:
             "; tried again on another node" if again else ""
         )
         for aid in sorted(flight.open):
-            recorder.finish(aid, AttemptStatus.LOST, reason)
+            recorder.emit(_closed(aid, AttemptStatus.LOST, reason))
         stored = done()
         todo = tuple(
             t for t in spec.todo if (t.variant.name, t.point.label, t.repeat) not in stored
         )
         if not todo:
-            recorder.warning(f"{spec.tag} {spec.names}: {reason}; every measurement was stored")
+            recorder.emit(
+                _said(
+                    Tone.WARNING, f"{spec.tag} {spec.names}: {reason}; every measurement was stored"
+                )
+            )
             return
         if not again:
             said = f"lost twice: node {where} was lost ({why})"
-            recorder.failed(tuple(v.name for v in spec.group.variants), said)
-            recorder.dead(spec.group.key, f"its start {spec.number} was lost twice")
-            recorder.failure(f"{spec.tag} {spec.names}: {said}")
+            recorder.emit(_failed(tuple(v.name for v in spec.group.variants), said))
+            recorder.emit(_dead(spec.group.key, f"its start {spec.number} was lost twice"))
+            recorder.emit(_said(Tone.FAILURE, f"{spec.tag} {spec.names}: {said}"))
             return
-        recorder.warning(
-            f"{spec.tag} {spec.names}: {reason}; {len(todo)} measurement(s) left, retrying"
+        recorder.emit(
+            _said(
+                Tone.WARNING,
+                f"{spec.tag} {spec.names}: {reason}; {len(todo)} measurement(s) left, retrying",
+            )
         )
         retry = replace(spec, todo=todo)
         ref, token = self._submit(retry, flight.model, log_dir)
@@ -460,7 +492,7 @@ class Cluster:
     ) -> None:
         """Ctrl-C: every node stops its server; what they send meanwhile is recorded."""
         with interrupts.shielded():
-            recorder.info(f"stopping {len(flights)} start(s) on the cluster")
+            recorder.emit(_said(Tone.INFO, f"stopping {len(flights)} start(s) on the cluster"))
             self.ray.get(self._mailbox.stop.remote())
             deadline = time.monotonic() + self.campaign.stop_grace_s + _CANCEL_WAIT_S
             while flights and time.monotonic() < deadline:
@@ -473,34 +505,53 @@ class Cluster:
                 self.ray.cancel(ref, force=True)
             for flight in flights.values():
                 for aid in sorted(flight.open):
-                    recorder.finish(aid, AttemptStatus.INTERRUPTED, "interrupted by the user")
+                    recorder.emit(
+                        _closed(aid, AttemptStatus.INTERRUPTED, "interrupted by the user")
+                    )
             # closed by the nodes themselves, or just now
             self._collect(flights, recorder)
 
 
-def replay(
-    flight: Flight, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], recorder: Recorder
-) -> None:
-    """One call of a node's sink, made on the recorder (its attempt ids translated)."""
-    if method == "attempt":
-        local = int(kwargs.pop("local"))
-        placement: Placement = kwargs["placement"]
-        aid = recorder.attempt(**kwargs)
-        flight.aids[local] = aid
-        flight.open.add(aid)
-        flight.node = placement.node
-        return
-    if method == "end":
-        flight.code = int(args[0])
-        return
-    if method in ("verdict", "point", "stop", "finish"):
-        aid = flight.aids[int(args[0])]
-        args = (aid, *args[1:])
-        if method == "finish":
+def replay(flight: Flight, frame: object, recorder: Recorder) -> None:
+    """One frame of a node (``campaign.node.FRAMES``), handed to the recorder with its
+    attempt id translated into the store's; FrameError for an attempt never opened."""
+    match frame:
+        case Opened(local=local, details=event):
+            aid = recorder.open_attempt(event)
+            flight.aids[local] = aid
+            flight.open.add(aid)
+            flight.node = event.placement.node
+            return
+        case End(code=code):
+            flight.code = code
+            return
+    node_aid = getattr(frame, "attempt", None)
+    if node_aid is not None:
+        if node_aid not in flight.aids:
+            raise FrameError(f"an event of attempt {node_aid}, which it never opened")
+        aid = flight.aids[node_aid]
+        frame = dataclasses.replace(frame, attempt=aid)  # type: ignore[type-var]
+        if isinstance(frame, AttemptClosed):
             flight.open.discard(aid)
-    if method == "activity":
-        flight.phase = _phase(str(args[0]))
-    getattr(recorder, method)(*args, **kwargs)
+    if isinstance(frame, Said) and frame.tone is Tone.ACTIVITY:
+        flight.phase = _phase(frame.text)
+    recorder.emit(frame)  # type: ignore[arg-type]  # FRAMES: Opened, End and the events
+
+
+def _said(tone: Tone, text: str) -> Said:
+    return Said(tone=tone, text=text)
+
+
+def _closed(aid: int, status: AttemptStatus, reason: str) -> AttemptClosed:
+    return AttemptClosed(attempt=aid, status=status, reason=reason)
+
+
+def _failed(names: tuple[str, ...], reason: str) -> VariantsFailed:
+    return VariantsFailed(names=names, reason=reason)
+
+
+def _dead(group_key: str, why: str) -> GroupDead:
+    return GroupDead(group_key=group_key, why=why)
 
 
 def _nodes(ray: Any) -> list[NodeInfo]:
@@ -567,74 +618,6 @@ class Mailbox:
         return self._stop
 
 
-class _Calls:
-    """A node's sink: every call, pickled, one frame each on a pipe to the Ray task."""
-
-    def __init__(self, fd: int) -> None:
-        self._out = os.fdopen(fd, "wb", buffering=0)
-        self._next = 0
-
-    def _send(self, method: str, *args: Any, **kwargs: Any) -> None:
-        frame = pickle.dumps((method, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        self._out.write(struct.pack("!I", len(frame)) + frame)
-
-    def attempt(self, **kwargs: Any) -> int:
-        self._next += 1
-        self._send("attempt", local=self._next, **kwargs)
-        return self._next
-
-    def verdict(self, aid: int, data: dict[str, Any], snapshots: Sequence[Any]) -> None:
-        self._send("verdict", aid, data, tuple(snapshots))
-
-    def point(self, aid: int, **kwargs: Any) -> None:
-        self._send("point", aid, **kwargs)
-
-    def stop(self, aid: int, stop: Any) -> None:
-        self._send("stop", aid, stop)
-
-    def finish(
-        self,
-        aid: int,
-        status: AttemptStatus,
-        reason: str | None,
-        failed_variants: tuple[str, ...] = (),
-    ) -> None:
-        self._send("finish", aid, status, reason, failed_variants)
-
-    def failed(self, names: tuple[str, ...], reason: str) -> None:
-        self._send("failed", names, reason)
-
-    def dead(self, group_key: str, why: str) -> None:
-        self._send("dead", group_key, why)
-
-    def broken(self, name: str) -> None:
-        self._send("broken", name)
-
-    def started(self, seconds: float) -> None:
-        self._send("started", seconds)
-
-    def benched(self, seconds: float, tasks: int) -> None:
-        self._send("benched", seconds, tasks)
-
-    def info(self, message: str) -> None:
-        self._send("info", message)
-
-    def good(self, message: str) -> None:
-        self._send("good", message)
-
-    def warning(self, message: str) -> None:
-        self._send("warning", message)
-
-    def failure(self, message: str, tail: tuple[str, ...] = ()) -> None:
-        self._send("failure", message, tail)
-
-    def activity(self, message: str) -> None:
-        self._send("activity", message)
-
-    def counts(self, message: str) -> None:
-        """Request counts stay on the node: the driver's live line shows the phase."""
-
-
 def _node_version() -> str:
     """servegate's version on the node a probe task ran on."""
     return __version__
@@ -665,7 +648,14 @@ def _execute(
     if node_id not in names:  # a node that joined the cluster after the driver looked
         names = {n.node_id: (n.name, n.gpu_model) for n in _nodes(ray)}
     name, model = names.get(node_id, (node_id[:8], None))
-    job = pickle.dumps((campaign, spec, log_dir, Placement(node=name, gpu_model=model)))
+    job = encode(
+        NodeJob(
+            campaign=campaign,
+            spec=spec,
+            log_dir=log_dir,
+            placement=Placement(node=name, gpu_model=model),
+        )
+    )
     calls_r, calls_w = os.pipe()
     child = subprocess.Popen(
         [sys.executable, "-m", "servegate.campaign.cluster", str(calls_w), str(os.getpid())],
@@ -685,7 +675,7 @@ def _execute(
         _end_child(child, campaign.stop_grace_s + _CANCEL_WAIT_S)
         raise
     child.wait()
-    ray.get(mailbox.put.remote((token, pickle.dumps(("end", (child.returncode,), {})))))
+    ray.get(mailbox.put.remote((token, encode(End(code=child.returncode)))))
 
 
 def _end_child(child: subprocess.Popen[bytes], grace_s: float) -> None:
@@ -701,8 +691,8 @@ def _end_child(child: subprocess.Popen[bytes], grace_s: float) -> None:
 
 
 def _forward(calls: Any, child: subprocess.Popen[bytes], mailbox: Any, token: int) -> None:
-    """Every frame of the child's pipe to the mailbox, until its end; a stop asked for
-    by the driver (checked every ``_STOP_POLL_S``) becomes SIGINT to the child."""
+    """Every frame (line) of the child's pipe to the mailbox, until its end; a stop asked
+    for by the driver (checked every ``_STOP_POLL_S``) becomes SIGINT to the child."""
     import ray
 
     buffer = b""
@@ -714,13 +704,9 @@ def _forward(calls: Any, child: subprocess.Popen[bytes], mailbox: Any, token: in
             chunk = calls.read(1 << 16)
             if not chunk:
                 return
-            buffer += chunk
-            while len(buffer) >= 4:
-                size = struct.unpack("!I", buffer[:4])[0]
-                if len(buffer) < 4 + size:
-                    break
-                mailbox.put.remote((token, buffer[4 : 4 + size]))
-                buffer = buffer[4 + size :]
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            for line in lines:
+                mailbox.put.remote((token, line + b"\n"))
         if not stopping and time.monotonic() - checked >= _STOP_POLL_S:
             checked = time.monotonic()
             if ray.get(mailbox.stopping.remote()):
@@ -740,9 +726,11 @@ def _node_main(fd: int, parent: int | None = None) -> int:
     # the worker died before the line above (re-parented: to init, or to a subreaper)
     if os.getppid() == 1 or (parent is not None and os.getppid() != parent):
         return 1
-    campaign, spec, log_dir, placement = pickle.loads(sys.stdin.buffer.read())  # noqa: S301
-    sink = _Calls(fd)
-    logs = _log_dir(Path(log_dir), sink, spec)
+    job: NodeJob = decode(sys.stdin.buffer.read(), JOB)
+    campaign, spec = job.campaign, job.spec
+    frames = os.fdopen(fd, "wb", buffering=0)
+    sink = NodeSink(frames.write)
+    logs = _log_dir(Path(job.log_dir), sink, spec)
     gpu = GpuMonitor.open()
     try:
         with Interrupts() as interrupts:
@@ -753,7 +741,7 @@ def _node_main(fd: int, parent: int | None = None) -> int:
                 log_dir=logs,
                 gpu=gpu,
                 gpu_idle=gpu.idle_memory() if gpu is not None else (),
-                placement=placement,
+                placement=job.placement,
             )
             # stopped by Ctrl-C on the driver: the server is stopped and the attempt closed
             with suppress(Interrupted):
@@ -764,7 +752,7 @@ def _node_main(fd: int, parent: int | None = None) -> int:
     return 0
 
 
-def _log_dir(wanted: Path, sink: _Calls, spec: StartSpec) -> Path:
+def _log_dir(wanted: Path, sink: NodeSink, spec: StartSpec) -> Path:
     """The driver's log folder when this node can write it (a shared or same-named
     path), else one in the node's temporary folder, said in a warning."""
     try:
@@ -775,9 +763,12 @@ def _log_dir(wanted: Path, sink: _Calls, spec: StartSpec) -> Path:
         pass
     fallback = Path(tempfile.gettempdir()) / "servegate-logs"
     fallback.mkdir(parents=True, exist_ok=True)
-    sink.warning(
-        f"{spec.tag} {spec.names}: {wanted} cannot be written on {socket.gethostname()}; "
-        f"the server's log is kept there in {fallback}"
+    sink.emit(
+        Said(
+            tone=Tone.WARNING,
+            text=f"{spec.tag} {spec.names}: {wanted} cannot be written on "
+            f"{socket.gethostname()}; the server's log is kept there in {fallback}",
+        )
     )
     return fallback
 

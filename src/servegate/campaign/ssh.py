@@ -4,28 +4,35 @@ The runner and the store stay here; each start runs on the host, one after anoth
 through servegate there: the same ``StartExecutor`` as a local start (preflight of the
 port, the leftover processes and the GPU memory on the host, launch, gate, benchmark,
 stop), run by ``python -m servegate.campaign.cluster`` as on a cluster node, as a job
-that outlives a dropped connection (``servegate.remote.run_node``). Its calls to the
-recorder come back as frames and are made on the runner's ``Recorder`` here, so that
-this side stays the only writer of the store. The server logs are written on the host
-(``~/.servegate/campaigns/NAME``) and copied next to the local logs after each start.
+that outlives a dropped connection (``servegate.remote.run_node``). The job goes there
+and its events come back as frames of the node protocol (``campaign.node``: JSON lines,
+every field checked, never code) and are handed to the runner's ``Recorder`` here, so
+that this side stays the only writer of the store; a frame that is not one ends the
+campaign with one sentence (exit 2). The server logs are written on the host
+(``~/.servegate/campaigns/NAME``) and copied next to the local logs after each start,
+readable by their owner only (0600), as a local server's log.
 
     host = SshHost("ssh://root@gpu-1", campaign)   # used where a Ray cluster would be
 """
 
 from __future__ import annotations
 
-import pickle
+import contextlib
+import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from servegate.campaign.cluster import Flight, replay
 from servegate.campaign.config import Campaign
-from servegate.campaign.execute import Placement, StartSpec, slug
+from servegate.campaign.events import AttemptClosed, Placement, Said, Tone
+from servegate.campaign.execute import StartSpec, slug
 from servegate.campaign.interrupt import Interrupted, Interrupts
+from servegate.campaign.node import FRAMES, FrameError, NodeJob, encode
 from servegate.errors import UsageError
 from servegate.remote import Output, parse_host
-from servegate.remote.client import connect, fetch, run_node
+from servegate.remote.client import RemoteProtocolError, connect, fetch, run_node
 from servegate.store import AttemptStatus
 
 if TYPE_CHECKING:
@@ -44,7 +51,7 @@ class SshHost:
         agent = connect(self.host)  # servegate there, this version (or exit 2 naming install)
         agent.close()
         self.folder = f"campaigns/{slug(campaign.name)}"
-        self.remote_logs = f"{agent.hello['dir']}/{self.folder}"
+        self.remote_logs = f"{agent.hello.dir}/{self.folder}"
 
     def close(self) -> None:
         """Nothing to leave: each start's connection ends with it."""
@@ -82,34 +89,66 @@ class SshHost:
     ) -> None:
         flight = Flight(spec=spec, model=model, token=0)
         placement = Placement(node=self.host.spec)
-        job = pickle.dumps((self.campaign, spec, self.remote_logs, placement))
+        job = NodeJob(
+            campaign=self.campaign, spec=spec, log_dir=self.remote_logs, placement=placement
+        )
 
-        def on_frame(frame: bytes) -> None:
-            method, args, kwargs = pickle.loads(frame)  # noqa: S301 (servegate on the host)
-            with interrupts.shielded():  # a call replayed whole, or not at all
-                replay(flight, method, args, kwargs, recorder)
+        def on_frame(frame: object) -> None:
+            with interrupts.shielded():  # an event handed on whole, or not at all
+                replay(flight, frame, recorder)
 
-        output = Output(out=recorder.info, err=recorder.info, note=recorder.warning)
+        def said(tone: Tone) -> Callable[[str], None]:
+            return lambda text: recorder.emit(Said(tone=tone, text=text))
+
+        output = Output(out=said(Tone.INFO), err=said(Tone.INFO), note=said(Tone.WARNING))
+        refused: UsageError | None = None
+        status = AttemptStatus.LOST
         try:
-            code = run_node(self.host, job, on_frame=on_frame, output=output)
+            code = run_node(
+                self.host,
+                json.loads(encode(job)),
+                frames=FRAMES,
+                on_frame=on_frame,
+                output=output,
+            )
             reason = f"servegate on {self.host.spec} ended this start with exit code {code}"
+        except FrameError as exc:  # an event that names an attempt it never opened
+            refused = RemoteProtocolError(self.host, exc)
+        except RemoteProtocolError as exc:
+            refused = exc
         except (OSError, UsageError) as exc:  # no connection for longer than the reconnect window
             reason = f"the connection to {self.host.spec} was lost ({exc})"
+        if refused is not None:
+            status, reason = AttemptStatus.FAILED, str(refused)
         if flight.open:  # attempts the host never closed
             with interrupts.shielded():
                 for aid in sorted(flight.open):
-                    recorder.finish(aid, AttemptStatus.LOST, reason)
-            recorder.failure(f"{spec.tag} {spec.names}: {reason}")
+                    recorder.emit(AttemptClosed(attempt=aid, status=status, reason=reason))
+            if refused is None:
+                recorder.emit(Said(tone=Tone.FAILURE, text=f"{spec.tag} {spec.names}: {reason}"))
+        if refused is not None:
+            raise refused
         self._copy_logs(log_dir, recorder)
 
     def _copy_logs(self, log_dir: Path, recorder: Recorder) -> None:
-        """The host's server logs of this campaign, next to the local logs."""
+        """The host's server logs of this campaign, next to the local logs (0600: they are
+        verbatim, and a server's log may hold a token)."""
         log_dir.mkdir(parents=True, exist_ok=True)
         have = {p.name: p.stat().st_size for p in log_dir.iterdir() if p.is_file()}
         try:
             files = fetch(self.host, self.folder, have)
         except (OSError, UsageError) as exc:
-            recorder.warning(f"server logs not copied from {self.host.spec}: {exc}")
+            text = f"server logs not copied from {self.host.spec}: {exc}"
+            recorder.emit(Said(tone=Tone.WARNING, text=text))
             return
         for name, data in files.items():
-            (log_dir / Path(name).name).write_bytes(data)
+            _write_private(log_dir / name, data)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (its name checked by ``fetch``), readable by its owner
+    only, whatever mode the file had; never through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with contextlib.closing(os.fdopen(fd, "wb")) as stream:
+        os.fchmod(fd, 0o600)
+        stream.write(data)

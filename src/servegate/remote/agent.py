@@ -1,23 +1,24 @@
 """The remote side: ``python -m servegate.remote.agent``, started over ssh by servegate.
 
-It speaks JSON lines on stdout. First ``hello`` (version, build, Python, machine); then it
-reads one request line on stdin:
+It speaks the frames of ``remote.wire`` (lines of ``remote.codec``) on stdout. First
+``hello`` (the protocol, version, build, Python, machine); then it reads one request line
+on stdin, every field checked (anything else is an ``error`` event, exit 2):
 
-- ``{"op": "run", "id": ID, "command": "launch" | "wait", "argv": [...], "env": {...},
-  "offset": N}``: a job. ``servegate COMMAND ARGV`` runs under a runner detached from the
+- ``{"event": "run_job", "id": ID, "command": "launch" | "wait", "argv": [...], "env":
+  {...}, "offset": N}``: a job. ``servegate COMMAND ARGV`` runs under a runner detached from the
   connection (a session of its own), which appends the command's output as events to a
   file; the agent streams that file from byte N. The same request after a dropped
   connection only streams: the job already exists.
-- ``{"op": "cli", "command": ..., "argv": [...], "env": {...}, "foreground": bool}``: the
+- ``{"event": "run_cli", "command": ..., "argv": [...], "env": {...}, "foreground": bool}``: the
   command runs inside this connection and its output streams as it comes. With
   ``foreground``, the end of stdin (the connection closed, or the local command died,
   SIGKILL included) sends it SIGTERM; and it dies with the agent (``PR_SET_PDEATHSIG``).
-- ``{"op": "run", "id": ID, "kind": "node", "job": BASE64, "offset": N}``: a campaign's
-  start as a job: ``python -m servegate.campaign.cluster`` runs the pickled start it is
-  given on stdin (as on a cluster node) and writes its calls to the campaign's recorder
-  as frames, relayed as ``{"event": "frame", "data": BASE64}``.
-- ``{"op": "cancel", "id": ID}``: SIGINT to a job's command (Ctrl-C on the local side).
-- ``{"op": "fetch", "folder": PATH, "have": {NAME: SIZE}}``: the files of a folder under
+- ``{"event": "run_node", "id": ID, "job": {...}, "offset": N}``: a campaign's start as a
+  job: ``python -m servegate.campaign.cluster`` reads the job (``campaign.node.NodeJob``)
+  on stdin (as on a cluster node) and writes what happens as frames of
+  ``campaign.node``, one line each, passed on as they are among the events.
+- ``{"event": "cancel", "id": ID}``: SIGINT to a job's command (Ctrl-C on the local side).
+- ``{"event": "fetch", "folder": PATH, "have": {NAME: SIZE}}``: the files of a folder under
   the remote folder (``campaigns/NAME``) that ``have`` lacks or has at another size, as
   ``{"event": "file", "name": ..., "data": BASE64}`` in chunks, then ``exit``.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import json
 import os
 import platform
@@ -42,25 +44,37 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import psutil
 
 from servegate import _os
 from servegate._proc import same_process
 from servegate._version import __version__
+from servegate.remote.codec import PROTOCOL, FrameError, decode, encode
+from servegate.remote.wire import (
+    REQUESTS,
+    Cancel,
+    Err,
+    Error,
+    Exit,
+    Fetch,
+    File,
+    Hello,
+    Out,
+    RunCli,
+    RunJob,
+    RunNode,
+)
 
 __all__ = ["COMMANDS", "jobs_dir", "main", "remote_dir"]
 
-# the commands a request may run; everything else is refused
+# the commands a request may run; everything else is refused (``wire.RunCli``)
 COMMANDS = ("launch", "wait", "stop", "ps", "dump", "bench")
-JOB_COMMANDS = ("launch", "wait")
 POLL_S = 0.005  # how often a followed job file is read while it is quiet
 KEEP_JOBS_S = 7 * 86400.0  # job files older than this are removed
 CANCEL_WAIT_S = 30.0  # how long a cancel waits for a runner to start its command
 _JOB_ID = re.compile(r"[0-9a-f]{32}")
-
-Event = dict[str, Any]
 
 
 def remote_dir() -> Path:
@@ -73,10 +87,6 @@ def jobs_dir() -> Path:
     path = remote_dir() / "jobs"
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
-
-
-def _line(event: Event) -> bytes:
-    return json.dumps(event, separators=(",", ":")).encode() + b"\n"
 
 
 class _Out:
@@ -98,8 +108,8 @@ class _Out:
                 self.open = False
             return self.open
 
-    def emit(self, event: Event) -> bool:
-        return self.write(_line(event))
+    def emit(self, frame: object) -> bool:
+        return self.write(encode(frame))
 
 
 def _die_with_parent() -> None:
@@ -107,14 +117,11 @@ def _die_with_parent() -> None:
     _os.die_with_parent(signal.SIGTERM)
 
 
-def _spawn(request: dict[str, Any], *, die_with_parent: bool) -> subprocess.Popen[bytes]:
+def _spawn(request: RunJob | RunCli, *, die_with_parent: bool) -> subprocess.Popen[bytes]:
     """``servegate COMMAND ARGV`` with the request's environment added."""
-    env = dict(os.environ)
-    env.update({str(k): str(v) for k, v in (request.get("env") or {}).items()})
-    env["PYTHONUNBUFFERED"] = "1"
-    argv = [str(arg) for arg in request.get("argv") or []]
+    env = {**os.environ, **request.env, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "servegate", request["command"], *argv],
+        [sys.executable, "-m", "servegate", request.command, *request.argv],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -124,7 +131,7 @@ def _spawn(request: dict[str, Any], *, die_with_parent: bool) -> subprocess.Pope
     )
 
 
-def _spawn_node(request: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int]:
+def _spawn_node(request: RunNode) -> tuple[subprocess.Popen[bytes], int]:
     """A campaign's start (``servegate.campaign.cluster``); it and its frames' pipe."""
     frames_r, frames_w = os.pipe()
     proc = subprocess.Popen(
@@ -138,31 +145,33 @@ def _spawn_node(request: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int]:
     )
     os.close(frames_w)
     assert proc.stdin is not None
-    proc.stdin.write(base64.b64decode(request["job"]))
-    proc.stdin.close()
+    with contextlib.suppress(OSError):  # a child that died at once says so on stderr
+        proc.stdin.write(json.dumps(request.job).encode())
+        proc.stdin.close()
     return proc, frames_r
 
 
 def _relay(
-    proc: subprocess.Popen[bytes], emit: Callable[[Event], object], frames: int | None = None
+    proc: subprocess.Popen[bytes], write: Callable[[bytes], object], frames: int | None = None
 ) -> int:
-    """The command's output as ``out`` / ``err`` events as it comes (and the bytes of its
-    frames' pipe as ``frame`` events), then ``exit``."""
+    """The command's output as ``out`` / ``err`` events as it comes (and the lines of its
+    frames' pipe as they are), then ``exit``."""
 
     def pump_frames(fd: int) -> None:
-        with os.fdopen(fd, "rb", buffering=0) as stream:
-            while chunk := stream.read(1 << 16):
-                emit({"event": "frame", "data": base64.b64encode(chunk).decode()})
+        with os.fdopen(fd, "rb") as stream:
+            for raw in stream:
+                if raw.endswith(b"\n"):  # a frame cut short by a dying node is not passed on
+                    write(raw)
 
-    def pump(stream: IO[bytes] | None, event: str) -> None:
+    def pump(stream: IO[bytes] | None, kind: type[Out] | type[Err]) -> None:
         assert stream is not None
         for raw in stream:
             text = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
-            emit({"event": event, "text": text})
+            write(encode(kind(text=text)))
 
     threads = [
-        threading.Thread(target=pump, args=(proc.stdout, "out"), daemon=True),
-        threading.Thread(target=pump, args=(proc.stderr, "err"), daemon=True),
+        threading.Thread(target=pump, args=(proc.stdout, Out), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, Err), daemon=True),
     ]
     if frames is not None:
         threads.append(threading.Thread(target=pump_frames, args=(frames,), daemon=True))
@@ -171,30 +180,37 @@ def _relay(
     for thread in threads:
         thread.join()
     code = proc.wait()
-    emit({"event": "exit", "code": code})
+    write(encode(Exit(code=code)))
     return code
 
 
 def _runner(job_id: str) -> int:
     """A job's runner (detached): the command's events appended to the job's file."""
-    request = json.loads(sys.stdin.buffer.read())
+    request = decode(sys.stdin.buffer.read(), REQUESTS)
     jobs = jobs_dir()
     fd = os.open(jobs / f"{job_id}.events", os.O_WRONLY | os.O_APPEND)
     lock = threading.Lock()
+    proc: subprocess.Popen[bytes] | None = None
 
-    def append(event: Event) -> None:
+    def append(line: bytes) -> None:
         with lock:
-            os.write(fd, _line(event))
+            try:
+                os.write(fd, line)
+            except OSError:  # disk full: nobody can follow the command, so it ends
+                if proc is not None:
+                    with contextlib.suppress(OSError):
+                        proc.send_signal(signal.SIGTERM)
+                raise
 
     frames: int | None = None
     try:
-        if request.get("kind") == "node":
+        if isinstance(request, RunNode):
             proc, frames = _spawn_node(request)
         else:
             proc = _spawn(request, die_with_parent=False)
     except OSError as exc:
-        append({"event": "err", "text": f"Error: cannot run servegate: {exc}"})
-        append({"event": "exit", "code": 3})
+        append(encode(Err(text=f"Error: cannot run servegate: {exc}")))
+        append(encode(Exit(code=3)))
         return 3
     _write_record(jobs / f"{job_id}.pid", proc.pid)
     return _relay(proc, append, frames)
@@ -215,24 +231,50 @@ def _alive(record: Path) -> bool:
         return False
 
 
-def _start_job(job_id: str, request: dict[str, Any]) -> None:
-    """Create the job's file and its runner, unless a connection before this one did."""
-    jobs = jobs_dir()
+def _start_job(job_id: str, request: RunJob | RunNode) -> str | None:
+    """Create the job's file and its runner, unless a connection before this one did;
+    why it could not (a sentence), or None."""
+    jobs = remote_dir() / "jobs"
     try:
+        jobs = jobs_dir()
         os.close(os.open(jobs / f"{job_id}.events", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
-        return
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "servegate.remote.agent", "--job", job_id],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # the connection may go; the job goes on
-    )
-    _write_record(jobs / f"{job_id}.runner", runner.pid)
-    assert runner.stdin is not None
-    runner.stdin.write(json.dumps(request).encode())
-    runner.stdin.close()
+        return None
+    except OSError as exc:
+        return _cannot_write(jobs, exc)
+    try:
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "servegate.remote.agent", "--job", job_id],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # the connection may go; the job goes on
+        )
+        assert runner.stdin is not None
+        with runner.stdin:
+            runner.stdin.write(encode(request))
+        _write_record(jobs / f"{job_id}.runner", runner.pid)
+    except OSError as exc:
+        _remove_job(job_id)  # the runner finds no file and ends
+        return _cannot_write(jobs, exc)
+    return None
+
+
+def _cannot_write(jobs: Path, exc: OSError) -> str:
+    """The sentence for job files that cannot be written."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"no space left for servegate's job files in {jobs} on this host: free some "
+            "space there (or set SERVEGATE_REMOTE_DIR to a folder on another disk)"
+        )
+    return f"cannot write servegate's job files in {jobs} on this host ({exc.strerror or exc})"
+
+
+def _disk_full(jobs: Path) -> bool:
+    try:
+        return os.statvfs(jobs).f_bavail == 0
+    except OSError:
+        return False
 
 
 def _follow(job_id: str, offset: int, out: _Out) -> int:
@@ -243,7 +285,7 @@ def _follow(job_id: str, offset: int, out: _Out) -> int:
     try:
         stream = path.open("rb")
     except FileNotFoundError:
-        out.emit({"event": "error", "message": "the job is gone from the host", "code": 3})
+        out.emit(Error(message="the job is gone from the host", code=3))
         return 3
     with stream:
         stream.seek(offset)
@@ -261,8 +303,11 @@ def _follow(job_id: str, offset: int, out: _Out) -> int:
                     if stream.read(1):
                         stream.seek(-1, os.SEEK_CUR)
                         continue
-                    out.emit({"event": "err", "text": "Error: the remote runner ended early."})
-                    out.emit({"event": "exit", "code": 3})
+                    why = "the remote runner ended early"
+                    if _disk_full(jobs):
+                        why += f": the disk of {jobs} is full; free some space there"
+                    out.emit(Err(text=f"Error: {why}."))
+                    out.emit(Exit(code=3))
                     _remove_job(job_id)
                     return 3
                 time.sleep(POLL_S)
@@ -293,9 +338,8 @@ def _prune_jobs() -> None:
                     path.unlink()
 
 
-def _cli(request: dict[str, Any], out: _Out) -> int:
+def _cli(request: RunCli, out: _Out) -> int:
     """A command inside this connection; with ``foreground``, stopped when it ends."""
-    foreground = bool(request.get("foreground"))
     proc = _spawn(request, die_with_parent=True)
 
     def end_of_input() -> None:
@@ -305,15 +349,15 @@ def _cli(request: dict[str, Any], out: _Out) -> int:
         with contextlib.suppress(OSError):
             proc.send_signal(signal.SIGTERM)
 
-    if foreground:
+    if request.foreground:
         threading.Thread(target=end_of_input, daemon=True).start()
 
-    def emit(event: Event) -> None:
-        if not out.emit(event) and foreground:
+    def write(line: bytes) -> None:
+        if not out.write(line) and request.foreground:
             with contextlib.suppress(OSError):
                 proc.send_signal(signal.SIGTERM)
 
-    return _relay(proc, emit)
+    return _relay(proc, write)
 
 
 def _cancel(job_id: str, out: _Out) -> int:
@@ -334,71 +378,59 @@ def _cancel(job_id: str, out: _Out) -> int:
         with contextlib.suppress(OSError, ValueError):
             os.kill(int(record.read_text().split()[0]), signal.SIGINT)
             sent = True
-    out.emit({"event": "exit", "code": 0 if sent else 1})
+    out.emit(Exit(code=0 if sent else 1))
     return 0
 
 
-def hello() -> Event:
-    """The first line: what runs here."""
+def hello() -> Hello:
+    """The first line: the protocol and what runs here."""
     from servegate.remote.build import build_id
 
-    return {
-        "event": "hello",
-        "version": __version__,
-        "build": build_id(),
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "dir": str(remote_dir()),
-    }
+    return Hello(
+        protocol=PROTOCOL,
+        version=__version__,
+        build=build_id(),
+        python=platform.python_version(),
+        machine=platform.machine(),
+        dir=str(remote_dir()),
+    )
 
 
-def _fetch(request: dict[str, Any], out: _Out) -> int:
+def _fetch(request: Fetch, out: _Out) -> int:
     """The files of a folder under the remote folder that the other side lacks."""
     base = remote_dir().resolve()
-    folder = (base / str(request.get("folder", ""))).resolve()
+    folder = (base / request.folder).resolve()
     if not folder.is_relative_to(base / "campaigns"):
-        out.emit({"event": "error", "message": f"{folder} is not a campaign's folder", "code": 2})
+        out.emit(Error(message=f"{folder} is not a campaign's folder", code=2))
         return 2
-    have = request.get("have") or {}
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if not path.is_file() or have.get(path.name) == path.stat().st_size:
+        if not path.is_file() or request.have.get(path.name) == path.stat().st_size:
             continue
         with path.open("rb") as stream:
             first = True
             while (chunk := stream.read(1 << 20)) or first:
-                event = {"event": "file", "name": path.name, "first": first}
-                if not out.emit({**event, "data": base64.b64encode(chunk).decode()}):
+                data = base64.b64encode(chunk).decode()
+                if not out.emit(File(name=path.name, first=first, data=data)):
                     return 0
                 first = False
-    out.emit({"event": "exit", "code": 0})
+    out.emit(Exit(code=0))
     return 0
 
 
-def _serve(request: dict[str, Any], out: _Out) -> int:
-    op = request.get("op")
-    job_id = str(request.get("id", ""))
-    node = op == "run" and request.get("kind") == "node"
-    if op in ("run", "cli") and not node and request.get("command") not in COMMANDS:
-        message = f"unknown command {request.get('command')!r}"
-        out.emit({"event": "error", "message": message, "code": 2})
-        return 2
-    if op in ("run", "cancel") and not _JOB_ID.fullmatch(job_id):
-        out.emit({"event": "error", "message": f"bad job id {job_id!r}", "code": 2})
-        return 2
-    if op == "run":
-        if not node and request.get("command") not in JOB_COMMANDS:
-            out.emit({"event": "error", "message": "only launch and wait run as jobs", "code": 2})
-            return 2
-        _start_job(job_id, request)
-        return _follow(job_id, int(request.get("offset") or 0), out)
-    if op == "cli":
-        return _cli(request, out)
-    if op == "cancel":
-        return _cancel(job_id, out)
-    if op == "fetch":
-        return _fetch(request, out)
-    out.emit({"event": "error", "message": f"unknown op {op!r}", "code": 2})
-    return 2
+def _serve(request: RunJob | RunNode | RunCli | Cancel | Fetch, out: _Out) -> int:
+    match request:
+        case RunJob() | RunNode():
+            why = _start_job(request.id, request)
+            if why is not None:
+                out.emit(Error(message=why, code=2))
+                return 2
+            return _follow(request.id, request.offset, out)
+        case RunCli():
+            return _cli(request, out)
+        case Cancel():
+            return _cancel(request.id, out)
+        case Fetch():
+            return _fetch(request, out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,8 +444,13 @@ def main(argv: list[str] | None = None) -> int:
     raw = sys.stdin.buffer.readline()
     if not raw:
         return 0  # the local side only asked who is here
+    try:
+        request = decode(raw, REQUESTS)
+    except FrameError as exc:
+        out.emit(Error(message=f"a request servegate {__version__} cannot read: {exc}", code=2))
+        return 2
     _prune_jobs()
-    return _serve(json.loads(raw), out)
+    return _serve(request, out)
 
 
 if __name__ == "__main__":

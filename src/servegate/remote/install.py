@@ -4,7 +4,9 @@ The wheels are packed here from this installation (``build.wheels``) and copied 
 SSH (a tar stream on ssh's stdin); the host needs no internet, no pip and no compiler:
 only a Python of the same minor version and machine type, which makes the venv
 (``python -m venv --without-pip``) that pip, run from its own wheel, installs into.
-Dependencies the venv already has at the same version are not copied again.
+Dependencies the venv already has at the same version are not copied again. What a
+login shell prints before servegate's own output (a banner of ``~/.bashrc``) is skipped
+with a warning. A copy or an install that fails (a full disk) leaves no wheels behind.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 from servegate._version import __version__
 from servegate.errors import ServegateError, UsageError
 from servegate.remote.build import PACKAGE, build_id, normalize, wheels
-from servegate.remote.client import connect
+from servegate.remote.client import banner_warning, connect
 from servegate.remote.hosts import Host
 from servegate.remote.transport import run
 
@@ -117,14 +119,24 @@ def install(
     py = shlex.quote(python)
     here = (_minor(platform.python_version()), platform.machine())
     try:
-        probe = json.loads(run(host, _sh(f'exec {py} -c {shlex.quote(_PROBE)} "$d"')))
+        printed = run(host, _sh(f'exec {py} -c {shlex.quote(_PROBE)} "$d"'))
     except UsageError:
         raise  # ssh's own failures (host key, login) say what to do
-    except (ServegateError, ValueError) as exc:
+    except ServegateError as exc:
         raise UsageError(
             f"{python} did not run on {host.spec} ({exc}): pass --python with the path of "
             f"a Python {here[0]} there."
         ) from None
+    *banner, last = printed.rstrip(b"\n").split(b"\n") or [b""]
+    try:
+        probe = json.loads(last)
+    except ValueError:
+        raise UsageError(
+            f"{python} on {host.spec} printed no answer servegate can read (last line: "
+            f"{last[:80]!r}): pass --python with the path of a Python {here[0]} there."
+        ) from None
+    if banner:
+        note(banner_warning(host, banner))
     there = (_minor(probe["python"]), probe["machine"])
     if here != there:
         raise UsageError(
@@ -145,12 +157,11 @@ def install(
             info.size = len(wheel.data)
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(wheel.data))
-    run(
+    _run_cleaning(
         host,
-        _sh(
-            f'rm -rf "$d/wheels" && mkdir -p "$d/wheels" && exec {py} -c '
-            f'{shlex.quote(_UNTAR)} "$d/wheels"'
-        ),
+        f'rm -rf "$d/wheels" && mkdir -p "$d/wheels" && {py} -c {shlex.quote(_UNTAR)} "$d/wheels"',
+        where=probe["dir"],
+        size=size,
         input_data=archive.getvalue(),
     )
     own = next(w.filename for w in packed if w.name == PACKAGE)
@@ -162,17 +173,17 @@ def install(
         "--quiet --disable-pip-version-check --no-warn-script-location"
     )
     note(f"installing servegate {__version__} in {probe['dir']}/venv")
-    run(
+    _run_cleaning(
         host,
-        _sh(
-            ('rm -rf "$d/venv"; ' if fresh else "")
-            + f'( [ -x "$d/venv/bin/python" ] || {py} -m venv --without-pip "$d/venv" ) && '
-            # every copied wheel named: the venv takes these versions, also where an older
-            # one there would satisfy servegate's requirements
-            + f'cd "$d/wheels" && {pip_install} {installed} && '
-            + f"{pip_install} --no-deps --force-reinstall {shlex.quote(own)} && "
-            + 'rm -rf "$d/wheels"'
-        ),
+        ('rm -rf "$d/venv"; ' if fresh else "")
+        + f'( [ -x "$d/venv/bin/python" ] || {py} -m venv --without-pip "$d/venv" ) && '
+        # every copied wheel named: the venv takes these versions, also where an older
+        # one there would satisfy servegate's requirements
+        + f'cd "$d/wheels" && {pip_install} {installed} && '
+        + f"{pip_install} --no-deps --force-reinstall {shlex.quote(own)} && "
+        + 'rm -rf "$d/wheels"',
+        where=probe["dir"],
+        size=size,
     )
     agent = connect(host)  # checks that the remote now runs this very build
     agent.close()
@@ -186,3 +197,22 @@ def install(
         copied_bytes=size,
         duration_s=time.monotonic() - started,
     )
+
+
+def _run_cleaning(host: Host, line: str, *, where: str, size: int, input_data: bytes = b"") -> None:
+    """Run ``line`` on ``host``; when it fails the wheels' folder is removed, and a full
+    disk there is said as such, with the room the install needs."""
+    try:
+        cleaning = f'( {line} ) || {{ code=$?; rm -rf "$d/wheels"; exit $code; }}'
+        run(host, _sh(cleaning), input_data=input_data)
+    except UsageError:
+        raise
+    except ServegateError as exc:
+        if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
+            raise UsageError(
+                f"no space left on {host.spec} in {where} ({exc}); nothing of the copy was "
+                f"left there: free about {2 * size / 1e6:.0f} MB there (df -h {where}), or set "
+                f"SERVEGATE_REMOTE_DIR for that host to a folder on another disk, and run "
+                f"servegate remote install {host.spec} again."
+            ) from None
+        raise

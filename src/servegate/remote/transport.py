@@ -29,6 +29,7 @@ handle) and dies with servegate, SIGKILL included (Linux's ``PR_SET_PDEATHSIG``)
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import signal
@@ -68,10 +69,35 @@ class HostKeyError(UsageError):
     """The host's key is not in known_hosts, or differs from it (exit 2)."""
 
 
+# a socket path has 107 bytes; ssh adds "/" and 40 for %C, and "." and 16 while it binds
+CONTROL_DIR_MAX = 107 - 1 - 40 - 1 - 16
+
+
 def control_dir() -> Path:
-    """The control sockets' folder (0700); short, since a socket path has ~100 bytes."""
-    path = Path(os.environ.get("SERVEGATE_SSH_CONTROL_DIR") or f"/tmp/servegate-ssh-{os.getuid()}")
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """The control sockets' folder (0700); short, since a socket path has 107 bytes.
+
+    Raises:
+        UsageError: ``SERVEGATE_SSH_CONTROL_DIR`` is too long, or not a folder that can be made.
+    """
+    given = os.environ.get("SERVEGATE_SSH_CONTROL_DIR")
+    path = Path(given or f"/tmp/servegate-ssh-{os.getuid()}")
+    size = len(os.fsencode(path))
+    if size > CONTROL_DIR_MAX:
+        raise UsageError(
+            f"SERVEGATE_SSH_CONTROL_DIR is {size} bytes long; ssh's control sockets need it "
+            f"at most {CONTROL_DIR_MAX} (a socket path has 107): set it to a shorter folder, "
+            "such as /tmp/sg-ssh, or unset it."
+        )
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not path.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder")
+    except OSError as exc:
+        name = "SERVEGATE_SSH_CONTROL_DIR" if given else "the control sockets' folder"
+        raise UsageError(
+            f"{name} {path} cannot be used ({exc.strerror or exc}): set "
+            "SERVEGATE_SSH_CONTROL_DIR to a folder of yours that can be made, such as /tmp/sg-ssh."
+        ) from None
     return path
 
 
