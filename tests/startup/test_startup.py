@@ -356,3 +356,23 @@ def test_a_damaged_page_in_the_history_never_costs_a_start(port: int) -> None:
     assert listed.returncode == 2
     assert listed.stderr.startswith(f"Error: the start history {path} is damaged (")
     assert listed.stderr.count("\n") == 1, listed.stderr
+
+
+def test_a_damaged_history_never_costs_a_campaign(tmp_path: Path) -> None:
+    """``run`` with a damaged history.db: its start is measured, with a warning naming
+    the file (before: exit 3 and a traceback before anything started)."""
+    path = history_path()
+    _damaged_history(path)
+    sim = f"{PY} -m servegate sim --engine sglang --port {{port}} --profile fast --time-scale 0.2"
+    campaign = tmp_path / "c.toml"
+    campaign.write_text(
+        '[campaign]\nname = "dmg"\nbaseline = "baseline"\n\n'
+        f'[server]\nengine = "sglang"\ncommand = "{sim}"\nport = "auto"\ntimeout_s = 30\n\n'
+        "[bench]\ninput_len = 32\noutput_len = 4\nconcurrency = [1]\nrequests = 2\n"
+        'repeats = 1\n\n[[variant]]\nname = "baseline"\n',
+        encoding="utf-8",
+    )
+    done = _servegate("run", str(campaign), "--db", str(tmp_path / "r.db"), "--quiet")
+    assert done.returncode == 0, done.stderr  # 1: no variant could be measured
+    assert "Traceback" not in done.stderr
+    assert f"start history not read: the start history {path} is damaged" in done.stderr
