@@ -138,6 +138,24 @@ def test_a_login_banner_is_skipped_with_a_warning(
     assert "~/.bashrc" in done.stderr
 
 
+def test_remote_install_skips_a_banner_instead_of_blaming_python(host: Remote) -> None:
+    """Lines printed before the host's Python answers (as a login shell's banner is)
+    are skipped with a warning: the install goes on, --python is not blamed."""
+    folder = fake_dir()
+    try:
+        python = folder / "python3"
+        python.write_text('#!/bin/sh\necho "Welcome to gpu-1"\nexec python3 "$@"\n')
+        python.chmod(0o755)
+        done = servegate("remote", "install", host.alias, "--python", str(python))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert "printed 1 line(s) before servegate's output (first: 'Welcome to gpu-1')" in (
+        done.stderr
+    )
+    assert "--python" not in done.stderr
+
+
 def test_a_banner_without_end_is_exit_2_naming_the_rc_files(
     host: Remote, monkeypatch: pytest.MonkeyPatch
 ) -> None:
