@@ -239,3 +239,21 @@ def test_a_flood_of_counted_lines_is_counted_whole() -> None:
     text = "".join(line.format(i) for i in range(20000))
     progress = _by_name(_watch("vllm", text, chunk=1 << 20))
     assert progress["torch_compile"] == PhaseProgress(done=20000, total=None, unit="graphs")
+
+
+def test_a_failure_inside_a_flood_of_progress_lines_is_still_seen() -> None:
+    """A rare line in a flood holds a rare anchor of its own: an OOM between 10,000 bar
+    lines on each side is a fatal hit, and the bar still ends at its last state."""
+    one = "Loading safetensors checkpoint shards: {0:3d}% Completed | {0}/100 [00:01<00:01]\n"
+    bars = "".join(one.format(i % 100) for i in range(10000))
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    data = (bars + oom + bars).encode()
+    watcher = LogWatcher(Rules(get_profile("vllm")))
+    hits = [
+        hit
+        for at in range(0, len(data), 1 << 20)
+        for hit in watcher.feed(data[at : at + (1 << 20)], 1.0)
+    ]
+    assert [hit.line for hit in hits if hit.what == "fatal"] == [oom.strip()]
+    progress = watcher.phases.spans()[0].progress
+    assert progress == PhaseProgress(done=99, total=100, unit="shards")
