@@ -105,6 +105,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, Sequence)):
+        if all(type(v) in _PLAIN for v in value):  # a sample's chunk times: fast
+            return list(value)
         return [_plain(v) for v in value]
     raise TypeError(f"a {type(value).__name__} cannot be sent in a frame")
 
@@ -112,6 +114,9 @@ def _plain(value: Any) -> Any:
 # --- reading -----------------------------------------------------------------------------
 
 _HINTS: dict[type[Any], dict[str, Any]] = {}
+_PLAIN = (str, int, float, bool, type(None))
+# the element types a list of plain values is checked against at once
+_FAST: dict[Any, tuple[type[Any], ...]] = {float: (float, int), int: (int,), str: (str,)}
 
 
 def _fields(cls: type[Any]) -> list[dataclasses.Field[Any]]:
@@ -205,7 +210,11 @@ def _value(hint: Any, value: Any, where: str) -> Any:
                 raise FrameError(f"{where} must have {len(args)} items, not {len(value)}")
             pairs = enumerate(zip(args, value, strict=True))
             return tuple(_value(a, v, f"{where}[{i}]") for i, (a, v) in pairs)
-        items = [_value(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+        item = args[0]
+        if item in _FAST and all(type(v) in _FAST[item] for v in value):  # a sample's chunks
+            items = [float(v) for v in value] if item is float else list(value)
+        else:
+            items = [_value(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
         return items if origin is list else tuple(items)
     raise TypeError(f"{where}: the codec cannot read a {hint!r}")
 
