@@ -12,6 +12,8 @@ the command fails (see ``main``); ``--json-file FILE`` writes a file and never s
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import json
 import os
@@ -236,6 +238,21 @@ def main(argv: list[str] | None = None) -> Any:
             sys.stdout = watched.stream
 
 
+def _output_failed(exc: OSError) -> None:
+    """Exit 2 in one sentence when ``exc`` is a full disk under the output (stdout
+    redirected to a file, or a file written without ``_files``, which says so itself);
+    return for any other error."""
+    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return
+    error(
+        "cannot write the output: the disk is full (no space left on the device); "
+        "free some space or write the output to another disk."
+    )
+    with contextlib.suppress(OSError, ValueError):  # a stream without a descriptor
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop the buffer
+    sys.exit(2)
+
+
 def _main(args: list[str], watched: _WatchedStdout | None, *, old_flag: str | None) -> Any:
     def fail(code: int, message: str, data: dict[str, Any] | None = None) -> NoReturn:
         # the one object of --json, unless the command already printed its result
@@ -247,7 +264,9 @@ def _main(args: list[str], watched: _WatchedStdout | None, *, old_flag: str | No
     try:
         if old_flag is not None:
             raise click.UsageError(old_spelling(old_flag))
-        return cli.main(args=args, prog_name="servegate", standalone_mode=False)
+        result = cli.main(args=args, prog_name="servegate", standalone_mode=False)
+        sys.stdout.flush()  # a full disk under stdout: said here, not at the exit's flush
+        return result
     except click.exceptions.Abort:
         error("interrupted.")
         fail(130, "interrupted.")
@@ -272,8 +291,14 @@ def _main(args: list[str], watched: _WatchedStdout | None, *, old_flag: str | No
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if code not in (0, 1, 124):
             fail(code, f"servegate stopped with exit code {code} before a result; see stderr.")
+        try:
+            sys.stdout.flush()
+        except OSError as flush_error:
+            _output_failed(flush_error)
         raise
     except Exception as exc:
+        if isinstance(exc, OSError):
+            _output_failed(exc)
         message = f"internal error: {type(exc).__name__}: {exc}"
         error(f"{message} (a bug in servegate; please report it with this traceback)")
         traceback.print_exc(file=sys.stderr)
