@@ -81,7 +81,7 @@ def test_scheduler_queues_beyond_max_running_and_shares_prefill() -> None:
     assert jobs[1].times == pytest.approx((0.0, 0.21))  # waited for the first prefill
     assert jobs[2].times is None and sched.waiting_count() == 1
     now[0] = 1.0
-    sched.finish()
+    sched.finish(jobs[0])
     assert jobs[2].times == pytest.approx((1.0, 1.11))
 
 
@@ -152,9 +152,11 @@ def test_throughput_rises_with_concurrency_then_flattens(port: int) -> None:
 
 
 def test_ttft_grows_with_prompt_length(port: int) -> None:
-    """With --prefill-tok-s 20000, 4000 more prompt tokens add about 0.2 s of TTFT."""
+    """With --prefill-tok-s 20000, 4000 more prompt tokens add about 0.2 s of TTFT (the
+    prompts repeat, so the prefix cache is off)."""
     with Sim(
         port,
+        "--no-prefix-cache",
         "--engine",
         "sglang",
         "--startup",

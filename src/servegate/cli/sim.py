@@ -183,6 +183,31 @@ class _SimulatedEngine(click.Choice[str]):
     help="Seconds SGLang's /health waits before a 503 once its scheduler is dead "
     f"{_default('health_check_timeout')}",
 )
+@click.option(
+    "--kv-blocks",
+    type=int,
+    metavar="N",
+    help="KV capacity in blocks: running requests hold blocks, the rest cache prefixes, and "
+    "a request that needs a block when none is free preempts the newest [default: 417,792 "
+    "tokens' worth]",
+)
+@click.option(
+    "--block-size",
+    type=int,
+    metavar="TOKENS",
+    help="Tokens per KV block, the prefix cache's unit [default: 16; SGLang: 1]",
+)
+@click.option(
+    "--prefix-cache/--no-prefix-cache",
+    default=None,
+    help="Reuse the KV blocks of cached prompt prefixes (hits skip prefill) [default: on]",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(exists=True, path_type=Path),
+    help="A tokenizer.json (or its folder, with tokenizer_config.json's chat_template) for "
+    "prompt counts and /tokenize; needs servegate[tokens] [default: one token per word]",
+)
 @click.option("--list-profiles", is_flag=True, help="Print the shipped profiles and exit.")
 def sim(
     phases: tuple[str, ...],

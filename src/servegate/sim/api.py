@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from servegate.sim.tokens import SimTokenizer
+
 __all__ = ["DONE", "ApiError", "Encoder", "Request", "error_body", "parse_request"]
 
 DONE = b"data: [DONE]\n\n"
@@ -61,17 +63,15 @@ class Request:
 
     chat: bool
     prompt_tokens: int
+    ids: list[int]  # the prompt's token ids (the chat template's included)
     max_tokens: int
     ignore_eos: bool
     stream: bool
     include_usage: bool
 
 
-def _count_words(text: str) -> int:
-    return len(text.split())
-
-
-def _prompt_tokens(body: dict[str, Any], chat: bool) -> int:
+def _prompt_ids(body: dict[str, Any], chat: bool, tokenizer: SimTokenizer) -> list[int]:
+    """The prompt's token ids: chat messages through the template, text through the tokenizer."""
     if chat:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
@@ -81,36 +81,35 @@ def _prompt_tokens(body: dict[str, Any], chat: bool) -> int:
                 '{"role": ..., "content": ...} objects.',
                 param="messages",
             )
-        total = 0
+        rendered: list[dict[str, str]] = []
         for message in messages:
             if not isinstance(message, dict) or not isinstance(message.get("role"), str):
                 raise ApiError(
                     400, "Each message needs a 'role' string and a 'content'.", param="messages"
                 )
             content = message.get("content")
-            if isinstance(content, str):
-                total += _count_words(content)
-            elif isinstance(content, list):
-                for part in content:
-                    if isinstance(part, dict) and isinstance(part.get("text"), str):
-                        total += _count_words(part["text"])
-            elif content is not None:
+            if isinstance(content, list):
+                content = "".join(
+                    part["text"]
+                    for part in content
+                    if isinstance(part, dict) and isinstance(part.get("text"), str)
+                )
+            if content is not None and not isinstance(content, str):
                 raise ApiError(
                     400,
                     "A message's 'content' must be a string or a list of parts.",
                     param="messages",
                 )
-        return max(1, total)
+            rendered.append({"role": message["role"], "content": content or ""})
+        return tokenizer.encode_chat(rendered) or [0]
     prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
+        prompt = prompt[0]
     if isinstance(prompt, str):
-        return max(1, _count_words(prompt))
+        return tokenizer.encode(prompt) or [0]
     if isinstance(prompt, list) and prompt:
         if all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
-            return len(prompt)
-        if len(prompt) == 1 and isinstance(prompt[0], str):
-            return max(1, _count_words(prompt[0]))
-        if len(prompt) == 1 and isinstance(prompt[0], list) and prompt[0]:
-            return len(prompt[0])
+            return list(prompt)
         raise ApiError(
             400,
             "Only one prompt per request is simulated; send a string or a list of token ids.",
@@ -131,7 +130,13 @@ def _int_field(body: dict[str, Any], name: str) -> int | None:
 
 
 def parse_request(
-    raw: bytes, *, chat: bool, engine: str, model: str, max_model_len: int
+    raw: bytes,
+    *,
+    chat: bool,
+    engine: str,
+    model: str,
+    max_model_len: int,
+    tokenizer: SimTokenizer | None = None,
 ) -> Request:
     """Validate a completion request body; ``ApiError`` says what is wrong."""
     try:
@@ -147,7 +152,8 @@ def parse_request(
         raise ApiError(
             404, f"The model `{asked}` does not exist.", kind="NotFoundError", param="model"
         )
-    prompt_tokens = _prompt_tokens(body, chat)
+    ids = _prompt_ids(body, chat, tokenizer or SimTokenizer())
+    prompt_tokens = len(ids)
     n = body.get("n", 1)
     if n != 1:
         raise ApiError(400, f"'n' must be 1 (one completion per request), got {n!r}.", param="n")
@@ -194,6 +200,7 @@ def parse_request(
     return Request(
         chat=chat,
         prompt_tokens=prompt_tokens,
+        ids=ids,
         max_tokens=max_tokens,
         ignore_eos=ignore_eos,
         stream=stream,
@@ -287,7 +294,7 @@ class Encoder:
             out["usage"] = None
         return out
 
-    def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> bytes:
+    def usage_chunk(self, prompt_tokens: int, completion_tokens: int, cached: int = 0) -> bytes:
         """The final chunk that carries ``usage`` (``stream_options.include_usage``)."""
         obj = "chat.completion.chunk" if self.chat else "text_completion"
         body = {
@@ -296,11 +303,13 @@ class Encoder:
             "created": self.created,
             "model": self.model,
             "choices": [],
-            "usage": _usage(prompt_tokens, completion_tokens),
+            "usage": self._usage(prompt_tokens, completion_tokens, cached),
         }
         return b"data: " + _dump(body).encode() + b"\n\n"
 
-    def full(self, text: str, finish: str, prompt_tokens: int, completion_tokens: int) -> bytes:
+    def full(
+        self, text: str, finish: str, prompt_tokens: int, completion_tokens: int, cached: int = 0
+    ) -> bytes:
         """The whole non-streamed response."""
         if self.chat:
             choice: dict[str, Any] = {
@@ -323,14 +332,17 @@ class Encoder:
             "created": self.created,
             "model": self.model,
             "choices": [choice],
-            "usage": _usage(prompt_tokens, completion_tokens),
+            "usage": self._usage(prompt_tokens, completion_tokens, cached),
         }
         return _dump(body).encode()
 
-
-def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
-        "prompt_tokens": prompt_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-        "completion_tokens": completion_tokens,
-    }
+    def _usage(self, prompt_tokens: int, completion_tokens: int, cached: int) -> dict[str, Any]:
+        """``usage``; SGLang's carries the prompt's cached tokens (``--enable-cache-report``)."""
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens,
+        }
+        if self.engine == "sglang":
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        return usage

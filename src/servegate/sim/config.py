@@ -153,6 +153,10 @@ class SimConfig:
     stall_stream_after: int | None
     record: Path | None
     health_check_timeout_s: float
+    kv_blocks: int = 26_112  # KV capacity in blocks (417,792 tokens of 16)
+    block_size: int = 16  # the prefix cache's block; SGLang's radix cache matches per token
+    prefix_cache: bool = True
+    tokenizer: Path | None = None  # a tokenizer.json; None: the built-in word tokenizer
 
     @property
     def startup_s(self) -> float:
@@ -197,6 +201,10 @@ class _Profile(BaseModel):
     max_model_len: int | None = None
     tp: int | None = None
     health_check_timeout: float | None = None
+    kv_blocks: int | None = None
+    block_size: int | None = None
+    prefix_cache: bool | None = None
+    tokenizer: str | None = None
 
 
 DEFAULTS: dict[str, Any] = {
@@ -218,6 +226,8 @@ DEFAULTS: dict[str, Any] = {
     "tp": 1,
     "error_rate": 0.0,
     "health_check_timeout": 20.0,
+    "kv_tokens": 417_792,
+    "prefix_cache": True,
 }
 
 
@@ -342,6 +352,17 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         raise UsageError("--max-running must be at least 1.")
     if values["tp"] < 1 or values["tp"] > 64:
         raise UsageError("--tp must be between 1 and 64.")
+    block = values.get("block_size") or (1 if engine == "sglang" else 16)
+    if block < 1:
+        raise UsageError("--block-size must be at least 1 token, e.g. 16 as vLLM's.")
+    kv_blocks = values.get("kv_blocks") or -(-values["kv_tokens"] // block)
+    if kv_blocks < 1:
+        raise UsageError("--kv-blocks must be at least 1, e.g. 1024.")
+    tokenizer = Path(values["tokenizer"]) if values.get("tokenizer") else None
+    if tokenizer is not None:
+        from servegate.sim.tokens import load_tokenizer
+
+        load_tokenizer(tokenizer)  # a bad file is exit 2 now, not after startup
     if values["max_model_len"] < 16:
         raise UsageError("--max-model-len must be at least 16.")
     if not 0.0 <= values["error_rate"] <= 1.0:
@@ -399,6 +420,10 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         stall_stream_after=stall_after,
         record=Path(record) if record is not None else None,
         health_check_timeout_s=float(values["health_check_timeout"]),
+        kv_blocks=int(kv_blocks),
+        block_size=int(block),
+        prefix_cache=bool(values["prefix_cache"]),
+        tokenizer=tokenizer,
     )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable
 
+from servegate.sim.cache import KvCache
+
 __all__ = ["Histogram", "Metrics", "render"]
 
 TTFT_BUCKETS = (
@@ -73,6 +75,7 @@ class Metrics:
         self.tpot = Histogram(ITL_BUCKETS)
         self.e2e = Histogram(E2E_BUCKETS)
         self.queue = Histogram(TTFT_BUCKETS)
+        self.kv = KvCache(capacity_blocks=26_112, block_size=16)  # the server sets its own
 
     def spec_step(self, drafted: int, accepted: int) -> None:
         """One speculative decode step: ``drafted`` proposals, the first ``accepted`` kept."""
@@ -149,12 +152,20 @@ def _vllm(model: str, m: Metrics, *, spec: bool, kv_tokens: int) -> str:
         "vllm:num_requests_running", m.running(), "Number of requests in model execution batches."
     )
     w.gauge("vllm:num_requests_waiting", m.waiting(), "Number of requests waiting to be processed.")
-    w.gauge(
-        "vllm:kv_cache_usage_perc",
-        min(1.0, m.running() * 1024 / kv_tokens),
-        "KV-cache usage. 1 means 100 percent usage.",
+    w.gauge("vllm:kv_cache_usage_perc", m.kv.usage, "KV-cache usage. 1 means 100 percent usage.")
+    w.counter(
+        "vllm:num_preemptions", m.kv.preemptions, "Cumulative number of preemption from the engine."
     )
-    w.counter("vllm:num_preemptions", 0, "Cumulative number of preemption from the engine.")
+    w.counter(
+        "vllm:prefix_cache_queries",
+        m.kv.queries,
+        "Prefix cache queries, in terms of number of queried tokens.",
+    )
+    w.counter(
+        "vllm:prefix_cache_hits",
+        m.kv.hits,
+        "Prefix cache hits, in terms of number of cached tokens.",
+    )
     w.counter("vllm:prompt_tokens", m.prompt_tokens, "Number of prefill tokens processed.")
     w.counter(
         "vllm:generation_tokens", m.generation_tokens, "Number of generation tokens processed."
@@ -208,13 +219,13 @@ def _sglang(model: str, m: Metrics, *, spec: bool) -> str:
     w = _Writer({"model_name": model})
     w.gauge("sglang:num_running_reqs", m.running(), "The number of running requests.")
     w.gauge("sglang:num_queue_reqs", m.waiting(), "The number of requests in the waiting queue.")
-    w.gauge("sglang:token_usage", min(1.0, m.running() * 1024 / 417_792), "The token usage.")
+    w.gauge("sglang:token_usage", m.kv.usage, "The token usage.")
     w.gauge(
         "sglang:max_total_num_tokens",
-        417_792,
+        m.kv.capacity * m.kv.block_size,
         "Maximum total number of tokens in the KV cache pool.",
     )
-    w.gauge("sglang:cache_hit_rate", 0.0, "The prefix cache hit rate.")
+    w.gauge("sglang:cache_hit_rate", m.kv.last_rate, "The prefix cache hit rate.")
     w.gauge("sglang:gen_throughput", m.gen_throughput, "The generation throughput (token/s).")
     if spec:
         w.gauge(

@@ -24,11 +24,21 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from servegate.sim.cache import KvCache, Lookup
 from servegate.sim.config import SimConfig
 
-__all__ = ["InstanceSpeed", "Job", "PerfModel", "Scheduler", "Step", "draw_speed", "next_start"]
+__all__ = [
+    "InstanceSpeed",
+    "Job",
+    "KvJob",
+    "PerfModel",
+    "Scheduler",
+    "Step",
+    "draw_speed",
+    "next_start",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,19 +186,28 @@ class Job(Protocol):
 
 
 class Scheduler:
-    """Admission: at most ``max_running`` run, the rest wait in arrival order."""
+    """Admission: at most ``max_running`` run, the rest wait in arrival order.
 
-    def __init__(self, model: PerfModel, clock: Callable[[], float]) -> None:
+    With a KV cache (`servegate.sim.cache.KvCache`) a request is admitted only when its
+    blocks fit, its prefix-cache hit skips that much prefill, and `preempt` sends a
+    running request back to the head of the queue (vLLM's recompute preemption).
+    """
+
+    def __init__(
+        self, model: PerfModel, clock: Callable[[], float], kv: KvCache | None = None
+    ) -> None:
         self.model = model
         self.clock = clock
+        self.kv = kv
         self.max_running = model.config.max_running
         self.running = 0
+        self.running_jobs: dict[int, Job] = {}  # admission order (dicts keep it)
         self.waiting: deque[Job] = deque()
         self.prefill_free_at = 0.0
 
     def submit(self, job: Job) -> None:
-        """Admit ``job`` now, or queue it while the batch is full."""
-        if self.running < self.max_running:
+        """Admit ``job`` now, or queue it while the batch (or the KV cache) is full."""
+        if not self.waiting and self._fits(job):
             self._admit(job)
         else:
             self.waiting.append(job)
@@ -197,18 +216,96 @@ class Scheduler:
         """Requests queued and not cancelled."""
         return sum(1 for job in self.waiting if not job.cancelled)
 
+    def _fits(self, job: Job) -> bool:
+        if self.running >= self.max_running:
+            return False
+        if self.kv is None or self.running == 0:
+            return True  # one request always runs, however large
+        return self.kv.fits(self.kv.blocks_for(_held_tokens(job)))
+
     def _admit(self, job: Job) -> None:
         self.running += 1
+        self.running_jobs[id(job)] = job
         now = self.clock()
+        computed = job.prompt_tokens
+        kv_job = job if isinstance(job, KvJob) else None
+        if self.kv is not None and kv_job is not None:
+            lookup = self.kv.lookup(kv_job.ids)
+            kv_job.lookup = lookup
+            kv_job.cached_tokens = lookup.cached_tokens
+            kv_job.blocks = self.kv.admit(lookup, job.prompt_tokens)
+            extra = self.kv.blocks_for(_held_tokens(job)) - kv_job.blocks
+            if extra > 0:
+                self.kv.grow(extra)
+                kv_job.blocks += extra
+            # a preempted request recomputes what it generated too
+            computed = _held_tokens(job) - lookup.cached_tokens
         begin = max(now, self.prefill_free_at)
-        done = begin + self.model.prefill_s(job.prompt_tokens)
+        done = begin + self.model.prefill_s(computed)
         self.prefill_free_at = done
         job.start(now, done + self.model.first_token_delay())
 
-    def finish(self) -> None:
-        """A running request ended: admit the next waiting ones."""
+    def grow(self, job: KvJob, tokens: int) -> None:
+        """``job`` now holds ``tokens`` tokens: take the blocks, preempting the newest others."""
+        kv = self.kv
+        if kv is None:
+            return
+        extra = kv.blocks_for(tokens) - job.blocks
+        if extra <= 0:
+            return
+        while not kv.fits(extra):
+            victims = [j for j in self.running_jobs.values() if j is not job]
+            if not victims:
+                break  # alone, it runs past the capacity rather than stall
+            self.preempt(victims[-1])
+        kv.grow(extra)
+        job.blocks += extra
+
+    def preempt(self, job: Job) -> None:
+        """Stop ``job``, free its blocks and put it first in the queue, to be recomputed."""
+        self._release(job)
+        if isinstance(job, KvJob):
+            job.suspend()
+        if self.kv is not None:
+            self.kv.preemptions += 1
+        self.waiting.appendleft(job)
+
+    def _release(self, job: Job) -> None:
         self.running -= 1
-        while self.waiting and self.running < self.max_running:
-            job = self.waiting.popleft()
-            if not job.cancelled:
-                self._admit(job)
+        self.running_jobs.pop(id(job), None)
+        if self.kv is not None and isinstance(job, KvJob) and job.lookup is not None:
+            self.kv.release(job.lookup, job.blocks)
+            job.lookup = None
+            job.blocks = 0
+
+    def finish(self, job: Job) -> None:
+        """A running request ended: free its blocks, admit the next waiting ones."""
+        self._release(job)
+        while self.waiting:
+            head = self.waiting[0]
+            if head.cancelled:
+                self.waiting.popleft()
+                continue
+            if not self._fits(head):
+                break
+            self.waiting.popleft()
+            self._admit(head)
+
+
+@runtime_checkable
+class KvJob(Job, Protocol):
+    """A request whose token ids the KV cache sees."""
+
+    ids: list[int]
+    emitted: int
+    lookup: Lookup | None
+    cached_tokens: int
+    blocks: int
+
+    def suspend(self) -> None:
+        """Preempted: stop emitting until admitted again."""
+
+
+def _held_tokens(job: Job) -> int:
+    """Tokens a request holds in the KV cache: its prompt and what it generated."""
+    return job.prompt_tokens + (job.emitted if isinstance(job, KvJob) else 0)

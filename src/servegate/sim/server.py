@@ -17,14 +17,16 @@ from collections.abc import Callable
 from typing import IO
 
 from servegate.sim.api import DONE, VOCAB, ApiError, Encoder, Request, error_body, parse_request
+from servegate.sim.cache import KvCache, Lookup
 from servegate.sim.config import SimConfig
 from servegate.sim.http import Connection, HttpRequest
 from servegate.sim.metrics import Metrics, render
 from servegate.sim.model import PerfModel, Scheduler
+from servegate.sim.tokenize import tokenize_route
+from servegate.sim.tokens import load_tokenizer
 
 __all__ = ["App", "State"]
 
-KV_TOKENS = 417_792
 # asyncio sleeps in whole milliseconds (epoll), so a timer fires up to 1 ms late: wake
 # half a millisecond early and write what is due within that window, which centres the
 # error on the deadline instead of always being late
@@ -51,8 +53,15 @@ class App:
         self.loop = asyncio.get_running_loop()
         self.state = State.LOADING
         self.model = PerfModel(config)
-        self.scheduler = Scheduler(self.model, self.loop.time)
+        self.tokenizer = load_tokenizer(config.tokenizer)
+        self.kv = KvCache(
+            capacity_blocks=config.kv_blocks,
+            block_size=config.block_size,
+            enabled=config.prefix_cache,
+        )
+        self.scheduler = Scheduler(self.model, self.loop.time, self.kv)
         self.metrics = Metrics(config.spec_draft_tokens)
+        self.metrics.kv = self.kv
         self.metrics.running = lambda: self.scheduler.running
         self.metrics.waiting = self.scheduler.waiting_count
         self.connections: set[Connection] = set()
@@ -112,6 +121,13 @@ class App:
                 return
             self._generate(conn, req, chat=path.endswith("chat/completions"))
             return
+        if path in ("/tokenize", "/v1/tokenize", "/apply-template"):
+            if method != "POST":
+                self._error(conn, 405, f"Method {method} not allowed on {path}; use POST.")
+                return
+            status, answer = tokenize_route(self, path, req.body)
+            conn.respond(status, answer)
+            return
         if method not in ("GET", "HEAD") and path not in ("/ping",):
             if path in _GET_ROUTES:
                 self._error(conn, 405, f"Method {method} not allowed on {path}; use GET.")
@@ -128,7 +144,7 @@ class App:
                 self.config.model,
                 self.metrics,
                 spec=self.config.spec_enabled,
-                kv_tokens=KV_TOKENS,
+                kv_tokens=self.kv.capacity * self.kv.block_size,
             )
             conn.respond(200, text.encode(), b"text/plain; version=0.0.4; charset=utf-8")
         elif path == "/ping":
@@ -195,6 +211,7 @@ class App:
                 engine=self.config.engine,
                 model=self.config.model,
                 max_model_len=self.config.max_model_len,
+                tokenizer=self.tokenizer,
             )
         except ApiError as exc:
             conn.respond(exc.status, error_body(exc.status, exc.message, exc.kind, exc.param))
@@ -234,13 +251,14 @@ class App:
         if gen.emitted > 1:
             m.tpot.observe((now - gen.first_at) / (gen.emitted - 1))
         m.decode_seconds += now - gen.first_at
-        self.scheduler.finish()
+        self.scheduler.finish(gen)
         if self.record is not None:
             off = self.epoch_offset
             line = {
                 "id": gen.enc.rid,
                 "stream": gen.stream,
                 "prompt_tokens": gen.prompt_tokens,
+                "cached_tokens": gen.cached_tokens,
                 "completion_tokens": gen.emitted,
                 "finish_reason": gen.reason,
                 "arrival_s": round(gen.arrival + off, 6),
@@ -274,6 +292,8 @@ class Generation:
         "app",
         "arrival",
         "base",
+        "blocks",
+        "cached_tokens",
         "cancelled",
         "chat",
         "chunk_times",
@@ -281,8 +301,10 @@ class Generation:
         "emitted",
         "enc",
         "first_at",
+        "ids",
         "include_usage",
         "last_write",
+        "lookup",
         "next_at",
         "prompt_tokens",
         "reason",
@@ -298,6 +320,10 @@ class Generation:
         self.app = app
         self.conn = conn
         self.prompt_tokens = req.prompt_tokens
+        self.ids = req.ids
+        self.lookup: Lookup | None = None
+        self.cached_tokens = 0
+        self.blocks = 0
         self.stream = req.stream
         self.include_usage = req.include_usage
         self.chat = req.chat
@@ -332,6 +358,13 @@ class Generation:
         self.app.metrics.queue.observe(admitted_at - self.arrival)
         self.timer = self.app.loop.call_at(first_token_at - EARLY, self.tick)
 
+    def suspend(self) -> None:
+        """Preempted: no token until the scheduler admits it again."""
+        self.started = False
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
     def cancel(self) -> None:
         """The client went away: stop generating, and count the request as aborted, never
         as finished (what it generated until now stays counted, as the engines count
@@ -346,12 +379,12 @@ class Generation:
             self.timer = None
         app.metrics.aborted += 1  # waiting or running, as SGLang's abort_request counts
         if self.started:
-            app.scheduler.finish()
+            app.scheduler.finish(self)
 
     def tick(self) -> None:
         """Write every step that is due, then wait for the next deadline."""
         self.timer = None
-        if self.cancelled or self.app.state not in (State.READY, State.LOADING):
+        if self.cancelled or not self.started or self.app.state not in (State.READY, State.LOADING):
             return
         conn = self.conn
         if conn.paused:
@@ -388,6 +421,7 @@ class Generation:
                 text = b"".join(VOCAB[(start + j) % n_vocab] for j in range(tokens))
             self.emitted += tokens
             self.remaining -= tokens
+            app.scheduler.grow(self, self.prompt_tokens + self.emitted)
             m.generation_tokens += tokens
             running = app.scheduler.running
             m.decode_steps += 1
@@ -427,10 +461,17 @@ class Generation:
         app.connections.discard(conn)
         if self.stream:
             if self.include_usage:
-                parts.append(self.enc.usage_chunk(self.prompt_tokens, self.emitted))
+                parts.append(
+                    self.enc.usage_chunk(self.prompt_tokens, self.emitted, self.cached_tokens)
+                )
             parts.append(DONE)
             conn.end_stream(b"".join(parts))
         else:
             text = b"".join(self.texts).decode()
-            conn.respond(200, self.enc.full(text, self.reason, self.prompt_tokens, self.emitted))
+            conn.respond(
+                200,
+                self.enc.full(
+                    text, self.reason, self.prompt_tokens, self.emitted, self.cached_tokens
+                ),
+            )
         app.finished(self, now)
