@@ -120,7 +120,7 @@ def test_a_log_name_that_is_no_file_name_is_refused(
         pytest.raises(RemoteProtocolError) as raised,
     ):
         fetch(parse_host(alias), "campaigns/x", {})
-    assert "event 'file' does not hold ('..' is not a file name)" in str(raised.value)
+    assert "(event 'file': '..' is not a file name)" in str(raised.value)
 
 
 def test_a_login_banner_is_skipped_with_a_warning(

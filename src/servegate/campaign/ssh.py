@@ -30,7 +30,7 @@ from servegate.campaign.events import AttemptClosed, Placement, Said, Tone
 from servegate.campaign.execute import StartSpec, slug
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.node import FRAMES, FrameError, NodeJob, encode
-from servegate.errors import UsageError
+from servegate.errors import ServegateError, UsageError
 from servegate.remote import Output, parse_host
 from servegate.remote.client import RemoteProtocolError, connect, fetch, run_node
 from servegate.store import AttemptStatus
@@ -137,7 +137,7 @@ class SshHost:
         have = {p.name: p.stat().st_size for p in log_dir.iterdir() if p.is_file()}
         try:
             files = fetch(self.host, self.folder, have)
-        except (OSError, UsageError) as exc:
+        except (OSError, ServegateError) as exc:  # the copy never costs the campaign
             text = f"server logs not copied from {self.host.spec}: {exc}"
             recorder.emit(Said(tone=Tone.WARNING, text=text))
             return

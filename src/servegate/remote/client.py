@@ -91,8 +91,9 @@ class RemoteProtocolError(UsageError):
 
     def __init__(self, host: Host, exc: FrameError) -> None:
         super().__init__(
-            f"servegate on {host.spec} sent {exc}: its answer cannot be trusted; run "
-            f"{_install_hint(host)} (or check what runs there)."
+            f"servegate on {host.spec} sent a line outside servegate's protocol ({exc}): "
+            f"its answer cannot be trusted; run {_install_hint(host)} (or check what runs "
+            "there)."
         )
 
 

@@ -149,7 +149,7 @@ def _build(cls: type[T], data: Any, where: str) -> T:
     try:
         return cls(**values)
     except (ServegateError, ValueError, TypeError) as exc:  # the class's own checks
-        raise FrameError(f"{where} does not hold ({_first_line(exc)})") from None
+        raise FrameError(f"{where}: {_first_line(exc)}") from None
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:
