@@ -127,6 +127,7 @@ def test_fail_on_slo_turns_a_missed_point_into_exit_1(sim: Callable[..., str]) -
         (["--slo", "ttft_p100<=5ms"], "the percentile must be above 0 and below 100"),
         (["--slo", "ttft_p99<=5ms,ttft_p99<=6ms"], "--slo names ttft_p99 twice"),
         (["--find-max", "concurrency"], "--find-max needs targets: add --slo"),
+        (["--slo", "ttft_p99<=1s", "--max-rate", "9"], "--max-rate is the top of --find-max rate"),
         (["--slo", "ttft_mean<=1s", "--attainment", "1.5"], "--attainment must be a share"),
         (
             ["--slo", "ttft_p99<=1s", "--find-max", "rate", "--concurrency", "4"],

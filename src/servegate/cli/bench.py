@@ -144,6 +144,22 @@ a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctr
     "--seed", type=int, default=0, show_default=True, help="Seed of prompts and schedule."
 )
 @click.option(
+    "--tokenizer",
+    default=None,
+    metavar="server|PATH",
+    help="Token-exact prompts, counted by the engine's /tokenize ('server') or a local "
+    "tokenizer.json (servegate[tokens]); chat prompts count the template's tokens "
+    "[default: approximate prompts]",
+)
+@click.option(
+    "--cache",
+    type=click.Choice(["isolate", "share"]),
+    default="isolate",
+    show_default=True,
+    help="isolate: salt each point's prompts so none reuses another's prefix cache; "
+    "share: the same prompts at every point.",
+)
+@click.option(
     "--timeout", type=float, default=600.0, show_default=True, help="Per-request limit (s)."
 )
 @click.option(
@@ -237,6 +253,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     output_len: int,
     dataset: str,
     seed: int,
+    tokenizer: str | None,
+    cache: str,
     timeout: float,
     api_key: str | None,
     metrics_url: str | None,
@@ -267,6 +285,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     _remote(host, bench_from, as_json=as_json, json_file=json_file, api_key=api_key)
     targets = parse_slo(slo_text) if slo_text is not None else ()
     _check_slo_flags(targets, attainment, fail_on_slo, find_max)
+    _check_range_flags(find_max, max_concurrency, max_rate)
     rate = _rate(rate_text)
     levels = _levels(concurrency_text, rate)
     _check_flags(requests, duration, max_error_rate, json_file)
@@ -290,6 +309,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         output_len=output_len,
         dataset=dataset,
         seed=seed,
+        tokenizer=tokenizer,
+        cache=cache,  # type: ignore[arg-type]
         timeout_s=timeout,
         api_key=api_key,
         metrics_url=metrics_url,
@@ -310,12 +331,13 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         return
     sweep = _Sweep(json_file=json_file, human=sys.stderr if as_json else sys.stdout, quiet=quiet)
     with _sigterm_unwinds():
-        for level in levels:
+        for index, level in enumerate(levels):
             settings = replace(
                 template,
                 concurrency=level,
                 requests=_requests(requests, duration, level),
                 model=sweep.model or model,
+                salt=(0, index),  # one start, this point: no point reuses another's prompts
             )
             if not sweep.measure(settings):
                 break  # the later points would only meet the same silence
@@ -395,6 +417,16 @@ def _check_slo_flags(
                 raise UsageError(f'{flag} needs targets: add --slo "ttft_p99<=500ms,...".')
     if attainment is not None and not 0 < attainment <= 1:
         raise UsageError("--attainment must be a share above 0 and at most 1, e.g. 0.95.")
+
+
+def _check_range_flags(
+    find_max: str | None, max_concurrency: int | None, max_rate: float | None
+) -> None:
+    """UsageError for a search range given without the search it bounds."""
+    if find_max is None and max_concurrency is not None:
+        raise UsageError("--max-concurrency is the top of --find-max concurrency; add that.")
+    if find_max is None and max_rate is not None:
+        raise UsageError("--max-rate is the top of --find-max rate; add that.")
 
 
 def _precision(text: str) -> float:
@@ -774,6 +806,7 @@ def render_point(result: PointResult) -> str:
         if "spec_acceptance_length" in server:
             parts.append(f"spec acceptance length {server['spec_acceptance_length']:.2f}")
         lines.append("  server              " + (", ".join(parts) or "no counter moved"))
+    lines.append(_prompt_line(result.prompt_tokens))
     if result.slo is not None:
         lines += render_slo(result.slo)
     c = result.client
@@ -782,6 +815,23 @@ def render_point(result: PointResult) -> str:
         f"{c.loop_lag_ms_p99:.1f} ms, {c.workers} worker{'s' if c.workers > 1 else ''}"
     )
     return "\n".join(lines)
+
+
+def _prompt_line(block: dict[str, Any]) -> str:
+    """Requested prompt tokens against the server's count, or that they are approximate."""
+    if not block.get("compared"):
+        kind = "exact" if block.get("exact") else "approximate"
+        return f"  prompt tokens       {kind}, no usage.prompt_tokens to compare"
+    head = (
+        f"  prompt tokens       requested {block['requested_mean']:.1f}, "
+        f"usage {block['usage_mean']:.1f}"
+    )
+    if not block["exact"]:
+        return head + " (approximate prompts: --tokenizer server or PATH for exact ones)"
+    return (
+        head + f" (exact by {block['tokenizer']}: {block['mismatched']} mismatched, "
+        f"max diff {block['max_abs_diff']}, mean {block['mean_diff']:+.2f})"
+    )
 
 
 def render_sweep(results: list[PointResult]) -> str:
