@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from servegate.bench.prompts import salt_prefix, salted_seed
+from servegate.bench.tokens import Counter, exact_text
 from servegate.errors import UsageError
 
 # Common words that are single tokens (with their leading space) in Llama-2/3, Qwen2 and
@@ -321,7 +323,7 @@ class Prompt:
     """One request to send: the encoded body and the lengths it asks for."""
 
     body: bytes
-    input_len: int  # approximate prompt tokens (words for random, 4 chars/token otherwise)
+    input_len: int  # prompt tokens: exact with a tokenizer, else words or 4 chars/token
     output_len: int | None  # max_tokens sent, or None when the server decides
 
 
@@ -335,11 +337,29 @@ def build_prompts(
     model: str,
     seed: int,
     ignore_eos: bool,
+    counter: Counter | None = None,
+    salt: tuple[int, ...] = (),
 ) -> list[Prompt]:
-    """`count` prompts from `dataset`, cycled when the dataset is shorter."""
+    """`count` prompts from `dataset`, cycled when the dataset is shorter.
+
+    With a `counter` the prompts are token-exact: the random dataset's are built to
+    `input_len` tokens as the counter counts them (chat: the template's tokens included),
+    a file's are counted. With a `salt` (the point's coordinates, ``--cache isolate``)
+    the random draws are seeded by it and a file's prompts start with its tag.
+    """
+    chat = api == "chat"
     if dataset == "random":
-        texts = _random_texts(count, input_len, seed)
-        items = [(text, input_len, output_len) for text in texts]
+        if counter is None:
+            texts = _random_texts(count, input_len, salted_seed(seed, *salt))
+            items = [(text, input_len, output_len) for text in texts]
+        else:
+            rng = random.Random(salted_seed(seed, *salt))
+            items = []
+            for _ in range(count):
+                text, got = exact_text(
+                    counter, target=input_len, chat=chat, words=VOCABULARY, rng=rng
+                )
+                items.append((text, got, output_len))
     else:
         if dataset.startswith("sharegpt:"):
             rows = _sharegpt(Path(dataset.removeprefix("sharegpt:")))
@@ -347,10 +367,13 @@ def build_prompts(
             rows = _jsonl(Path(dataset))
         rng = random.Random(seed)
         rng.shuffle(rows)
+        tag = salt_prefix(seed, *salt)
         items = []
         for i in range(count):
             text, wanted = rows[i % len(rows)]
-            items.append((text, max(1, len(text) // 4), output_len or wanted))
+            text = tag + text
+            n_in = counter.count(text, chat) if counter is not None else max(1, len(text) // 4)
+            items.append((text, n_in, output_len or wanted))
     return [
         Prompt(
             body=encode_body(

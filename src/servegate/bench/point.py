@@ -27,6 +27,7 @@ from servegate.bench.server_metrics import Scrape, metric_names, scrape, server_
 from servegate.bench.settings import BenchSettings
 from servegate.bench.slo import evaluate
 from servegate.bench.stats import client_stats
+from servegate.bench.tokens import Counter, TokenizeMissing, make_counter, prompt_check
 from servegate.bench.warnings import point_warnings
 
 DURATION_POOL = 2048  # prompts built for a duration-bounded run (cycled beyond that)
@@ -47,7 +48,8 @@ def run_point(
     model = settings.model or discover_model(settings.base_url, headers)
     warnings: list[str] = []
     ignore_eos = probe(settings, model, headers, warnings)
-    warmup, measured = _prompts(settings, model, ignore_eos)
+    counter, note = _counter(settings, model)
+    warmup, measured = _prompts(settings, model, ignore_eos, counter)
     plans = plan_workers(settings, headers, warmup, measured)
     metrics_url = (
         settings.metrics_url if settings.metrics_url is not None else settings.base_url + "/metrics"
@@ -74,11 +76,34 @@ def run_point(
         warnings=warnings,
         started_at=started_at,
         pool=len(measured),
+        counter=counter,
+        note=note,
     )
 
 
+def _counter(settings: BenchSettings, model: str) -> tuple[Counter | None, str | None]:
+    """Who counts prompt tokens (``--tokenizer``), or None and why the prompts are approximate."""
+    if settings.tokenizer is None:
+        return None, None
+    try:
+        return (
+            make_counter(
+                settings.tokenizer,
+                base_url=settings.base_url,
+                model=model,
+                authorization=settings.authorization,
+            ),
+            None,
+        )
+    except TokenizeMissing as exc:
+        return None, (
+            f"--tokenizer server: the server has no usable /tokenize ({exc}); give "
+            "--tokenizer PATH (a tokenizer.json) for exact prompts"
+        )
+
+
 def _prompts(
-    settings: BenchSettings, model: str, ignore_eos: bool
+    settings: BenchSettings, model: str, ignore_eos: bool, counter: Counter | None
 ) -> tuple[list[Prompt], list[Prompt]]:
     """The warmup prompts and the measured ones (a pool to cycle for a time-bound point)."""
     count = settings.requests if settings.requests is not None else DURATION_POOL
@@ -91,6 +116,8 @@ def _prompts(
         model=model,
         seed=settings.seed,
         ignore_eos=ignore_eos,
+        counter=counter,
+        salt=settings.salt if settings.cache == "isolate" else (),
     )
     return prompts[: settings.warmup], prompts[settings.warmup :]
 
@@ -104,6 +131,8 @@ def _result(
     warnings: list[str],
     started_at: str,
     pool: int,
+    counter: Counter | None = None,
+    note: str | None = None,
 ) -> PointResult:
     """The point's result: its workers' samples merged in send order, and what they measured."""
     samples = sorted((s for r in results for s in r.samples), key=lambda s: s.send_s)
@@ -127,8 +156,16 @@ def _result(
             criterion=settings.attainment,
             stopped_early=stopped_early,
         )
+    done = [s for s in samples if s.ok]
+    prompt_tokens, token_warnings = prompt_check(
+        [s.input_len for s in done],
+        [s.usage_input_tokens for s in done],
+        tokenizer=counter.name if counter is not None else None,
+        note=note,
+    )
     return PointResult(
         settings=settings,
+        prompt_tokens=prompt_tokens,
         model=model,
         summary=summary,
         slo=slo,
@@ -142,6 +179,7 @@ def _result(
         samples=samples,
         server_metrics=server,
         warnings=warnings
+        + token_warnings
         + point_warnings(
             settings,
             samples,

@@ -67,6 +67,8 @@ class PointResult:
     server_gone_s: float | None = None  # the server stopped answering then; the point ended
     slo: SloResult | None = None  # the point against --slo, when targets were given
     stopped_early: bool = False  # a capacity probe ended at a certain SLO failure
+    # requested vs usage.prompt_tokens, and whether the prompts were exact (--tokenizer)
+    prompt_tokens: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -94,6 +96,7 @@ class PointResult:
             "server_metrics": self.server_metrics,
             "client": self.client.to_json(),
             "warnings": self.warnings,
+            "prompt_tokens": self.prompt_tokens,
         }
         if self.slo is not None:
             out["slo"] = self.slo.to_json()

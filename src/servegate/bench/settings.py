@@ -67,6 +67,11 @@ class BenchSettings:
         attainment: the share of requests that must attain every target for the point to
             meet its SLO; None lets every target's statistic decide.
         stop_early: a capacity probe: stop sending once the SLO has certainly failed.
+        tokenizer: who counts prompt tokens for token-exact prompts: ``server`` (the
+            engine's ``/tokenize``) or a tokenizer.json path; None: approximate prompts.
+        cache: ``isolate`` salts the prompts by ``salt`` so no point reuses another's
+            prefix cache; ``share`` sends the same prompts at every point.
+        salt: the coordinates this point's prompts are salted by, e.g. (start, point).
     """
 
     url: str
@@ -90,6 +95,9 @@ class BenchSettings:
     slo: tuple[Target, ...] = ()
     attainment: float | None = None
     stop_early: bool = False
+    tokenizer: str | None = None
+    cache: Literal["isolate", "share"] = "isolate"
+    salt: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _check(self)
@@ -173,6 +181,8 @@ def _check(s: BenchSettings) -> None:
         raise UsageError("--timeout must be a positive number of seconds.")
     if s.attainment is not None and not 0 < s.attainment <= 1:
         raise UsageError("--attainment must be a share above 0 and at most 1, e.g. 0.95.")
+    if s.cache not in ("isolate", "share"):
+        raise UsageError(f"--cache {s.cache!r} is not one of: isolate, share.")
     if s.workers is not None and s.workers < 1:
         raise UsageError("--workers must be a positive integer.")
     if s.workers is not None and s.concurrency is not None and s.workers > s.concurrency:

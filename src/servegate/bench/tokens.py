@@ -1,0 +1,259 @@
+"""Token-exact prompts: count a prompt as the server will, and build one to a token count.
+
+A word is not a token: a BPE's merges cross spaces, a tokenizer adds a BOS, and a chat
+template adds its own tokens (about 13 pushed a 4096-token prompt into the 8192 prefill
+bucket in tt-inference-server #4179). ``--tokenizer`` names who counts:
+
+- ``server``: the engine's own ``POST /tokenize``, in the shape it answers to (vLLM's
+  ``{"prompt"}`` or ``{"messages"}``, SGLang's ``{"prompt"}``, llama.cpp's ``{"content"}``
+  with ``/apply-template`` for chat, TGI's ``{"inputs"}``). Where the server cannot count
+  a chat prompt itself (SGLang, TGI), one chat request with ``max_tokens: 1`` measures the
+  template's tokens. A server without ``/tokenize`` (trtllm-serve) is a `TokenizeMissing`;
+  the caller falls back to approximate prompts and says so.
+- a path: a local ``tokenizer.json`` (through the ``tokenizers`` package, extra
+  ``servegate[tokens]``) with the ``chat_template`` of the ``tokenizer_config.json``
+  beside it, rendered as the engines render it.
+
+`exact_text` then adjusts a prompt of vocabulary words until the counter says it is the
+requested length: a few counts per prompt, never on the send path.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from servegate.errors import UsageError
+from servegate.sim.tokens import SimTokenizer, load_tokenizer
+
+__all__ = [
+    "Counter",
+    "LocalCounter",
+    "ServerCounter",
+    "TokenizeMissing",
+    "exact_text",
+    "make_counter",
+]
+
+PROBE = "the water of time"  # a content whose count calibrates a chat template
+
+
+class TokenizeMissing(Exception):
+    """The server has no ``/tokenize`` the client knows how to call."""
+
+
+class Counter(Protocol):
+    """What counts prompt tokens as the server will count them."""
+
+    name: str  # how the output names the counter: "server /tokenize (vllm)", a path
+
+    def count(self, text: str, chat: bool) -> int:
+        """``usage.prompt_tokens`` of a request whose prompt (or one user message) is ``text``."""
+
+
+@dataclass(slots=True)
+class LocalCounter:
+    """A local tokenizer.json and its chat template."""
+
+    path: Path
+    name: str = ""
+    _tok: SimTokenizer = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.name = str(self.path)
+        self._tok = load_tokenizer(self.path)
+
+    def count(self, text: str, chat: bool) -> int:
+        """The tokens of ``text`` with the BOS, or of its chat-templated message."""
+        if chat:
+            return len(self._tok.encode_chat([{"role": "user", "content": text}]))
+        return len(self._tok.encode(text))
+
+
+@dataclass(slots=True)
+class ServerCounter:
+    """The engine's ``/tokenize``, its shape found by asking."""
+
+    base_url: str
+    model: str
+    authorization: str | None = None
+    timeout_s: float = 30.0
+    shape: str = ""  # vllm (takes messages), sglang, llamacpp, tgi
+    name: str = ""
+    _overhead: int | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.shape = self._detect()
+        self.name = f"server /tokenize ({self.shape})"
+
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        headers = {"Content-Type": "application/json"}
+        if self.authorization:
+            headers["Authorization"] = self.authorization
+        req = urllib.request.Request(  # noqa: S310 (the base URL was checked: http or https)
+            self.base_url + path, data=json.dumps(body).encode(), headers=headers
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, None
+        except (OSError, ValueError) as exc:
+            raise TokenizeMissing(f"{path} did not answer ({exc})") from None
+
+    def _detect(self) -> str:
+        status, body = self._post("/tokenize", {"model": self.model, "prompt": PROBE})
+        if status == 200 and isinstance(body, dict) and isinstance(body.get("count"), int):
+            return "vllm" if "token_strs" in body else "sglang"
+        status, body = self._post("/tokenize", {"content": PROBE})
+        if status == 200 and isinstance(body, dict) and isinstance(body.get("tokens"), list):
+            return "llamacpp"
+        status, body = self._post("/tokenize", {"inputs": PROBE})
+        if status == 200 and isinstance(body, list):
+            return "tgi"
+        raise TokenizeMissing("no /tokenize in the vLLM, SGLang, llama.cpp or TGI shape")
+
+    def _raw(self, text: str, special: bool) -> int:
+        """Tokens of ``text`` alone (``special``: with the BOS the server adds)."""
+        if self.shape == "llamacpp":
+            _, body = self._post("/tokenize", {"content": text, "add_special": special})
+            return len(body["tokens"])
+        if self.shape == "tgi":
+            _, body = self._post("/tokenize", {"inputs": text})
+            return len(body)  # TGI always adds its special tokens
+        body = {"model": self.model, "prompt": text, "add_special_tokens": special}
+        _, answer = self._post("/tokenize", body)
+        return int(answer["count"])
+
+    def count(self, text: str, chat: bool) -> int:
+        """The server's count of a completion prompt, or of a chat request's messages."""
+        if not chat:
+            return self._raw(text, special=True)
+        messages = [{"role": "user", "content": text}]
+        if self.shape == "vllm":
+            body = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+            _, answer = self._post("/tokenize", body)
+            return int(answer["count"])
+        if self.shape == "llamacpp":
+            _, answer = self._post("/apply-template", {"messages": messages})
+            return self._raw(answer["prompt"], special=False)
+        return self._raw(text, special=False) + self._template_tokens()
+
+    def _template_tokens(self) -> int:
+        """The chat template's tokens, from one chat request's ``usage.prompt_tokens``."""
+        if self._overhead is None:
+            body = {
+                "model": self.model,
+                "messages": [{"role": "user", "content": PROBE}],
+                "max_tokens": 1,
+            }
+            status, answer = self._post("/v1/chat/completions", body)
+            if status != 200 or not isinstance(answer, dict):
+                raise TokenizeMissing(f"a chat request to count the template got HTTP {status}")
+            used = int(answer["usage"]["prompt_tokens"])
+            self._overhead = used - self._raw(PROBE, special=False)
+        return self._overhead
+
+
+def make_counter(
+    tokenizer: str, *, base_url: str, model: str, authorization: str | None
+) -> Counter:
+    """The counter ``--tokenizer`` names: ``server`` or a tokenizer.json path.
+
+    Raises `TokenizeMissing` when the server has no ``/tokenize``, and `UsageError` for a
+    path that holds no tokenizer.
+    """
+    if tokenizer == "server":
+        return ServerCounter(base_url=base_url, model=model, authorization=authorization)
+    path = Path(tokenizer)
+    if not path.exists():
+        raise UsageError(
+            f"--tokenizer {tokenizer}: no such file; give a tokenizer.json, its folder, "
+            "or 'server' for the engine's /tokenize."
+        )
+    return LocalCounter(path)
+
+
+def exact_text(
+    counter: Counter, *, target: int, chat: bool, words: list[str], rng: random.Random
+) -> tuple[str, int]:
+    """A text of vocabulary ``words`` that ``counter`` counts as ``target`` tokens.
+
+    Returns the text and its count, which is ``target`` unless no text can be (a target
+    below the template's own tokens): then the nearest count found.
+    """
+
+    def text_of(n: int) -> str:
+        while len(drawn) < n:
+            drawn.extend(rng.choices(words, k=max(16, n - len(drawn))))
+        return " ".join(drawn[:n])
+
+    drawn: list[str] = []
+    base = counter.count("", chat)  # the BOS, or the template's own tokens
+    k = max(1, target - base)
+    lo: tuple[int, int] = (0, base)  # the longest text known to count <= target
+    hi: int | None = None  # the shortest known to count more
+    for _ in range(40):
+        got = counter.count(text_of(k), chat)
+        if got == target:
+            return text_of(k), got
+        if got < target:
+            lo = max(lo, (k, got))
+        else:
+            hi = k if hi is None else min(hi, k)
+        if hi is not None and hi - lo[0] <= 1:
+            break
+        # the next guess from the tokens per word seen so far, kept inside the bracket
+        per_word = (got - base) / k if got > base else 1.0
+        k = k + round((target - got) / max(per_word, 0.25)) or (1 if got < target else -1)
+        k = max(lo[0] + 1, k if hi is None else min(hi - 1, k))
+    # the last word overshoots: end on one that fills the gap exactly
+    k, got = lo
+    if k == 0:
+        return text_of(1), counter.count(text_of(1), chat)
+    head = text_of(k)
+    for word in rng.sample(words, min(len(words), 48)):
+        candidate = f"{head} {word}"
+        n = counter.count(candidate, chat)
+        if n == target:
+            return candidate, n
+    return head, got
+
+
+def prompt_check(
+    requested: list[int], measured: list[int | None], *, tokenizer: str | None, note: str | None
+) -> tuple[dict[str, Any], list[str]]:
+    """Requested prompt tokens against ``usage.prompt_tokens``: the JSON block and warnings.
+
+    ``requested`` and ``measured`` are per completed request; ``tokenizer`` is the
+    counter's name (None: approximate prompts, and ``note`` says why when one was asked).
+    """
+    pairs = [(r, m) for r, m in zip(requested, measured, strict=True) if m is not None]
+    diffs = [m - r for r, m in pairs]
+    block: dict[str, Any] = {
+        "exact": tokenizer is not None,
+        "tokenizer": tokenizer,
+        "requested_mean": sum(requested) / len(requested) if requested else None,
+        "usage_mean": sum(m for _, m in pairs) / len(pairs) if pairs else None,
+        "compared": len(pairs),
+        "mismatched": sum(1 for d in diffs if d),
+        "max_abs_diff": max((abs(d) for d in diffs), default=None),
+        "mean_diff": sum(diffs) / len(diffs) if diffs else None,
+    }
+    warnings: list[str] = []
+    if tokenizer is None:
+        if note:
+            warnings.append(f"prompts are approximate: {note}.")
+    elif block["mismatched"]:
+        warnings.append(
+            f"{block['mismatched']} of {len(pairs)} requests had usage.prompt_tokens other "
+            f"than requested by {tokenizer} (max difference {block['max_abs_diff']}, mean "
+            f"{block['mean_diff']:+.2f} tokens); the server counts prompts differently "
+            "(another tokenizer, template or BOS)."
+        )
+    return block, warnings

@@ -1,0 +1,97 @@
+"""Token-exact prompts (--tokenizer): built to the requested count as the server counts it,
+judged against a real BPE tokenizer.json served by the simulator's /tokenize and read
+locally, for completions and chat (the template's tokens counted)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.bpe import train_bpe
+from tests.sim.helpers import Sim, wait_http
+
+from servegate.bench import BenchSettings, run_point
+from servegate.bench.result import PointResult
+
+FAST = ("--startup", "0.2", "--ttft-ms", "1", "--itl-ms", "1")
+
+
+@pytest.fixture(scope="module")
+def bpe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A byte-level BPE whose merges cross spaces, with a BOS and a ChatML template."""
+    return train_bpe(tmp_path_factory.mktemp("bpe"))
+
+
+@pytest.fixture
+def served(bpe: Path, port: int, request: pytest.FixtureRequest) -> Iterator[Sim]:
+    """A ready simulator of the engine named by the test's parameter, counting with ``bpe``."""
+    engine = request.param
+    with Sim(port, "--engine", engine, *FAST, "--tokenizer", str(bpe)) as sim:
+        wait_http(sim.url + "/health", timeout=30)
+        yield sim
+
+
+def _point(url: str, api: str, tokenizer: str | None, input_len: int = 100) -> PointResult:
+    return run_point(
+        BenchSettings(
+            url=url,
+            api=api,  # type: ignore[arg-type]
+            concurrency=4,
+            requests=12,
+            input_len=input_len,
+            output_len=4,
+            tokenizer=tokenizer,
+            metrics_url="",
+        )
+    )
+
+
+@pytest.mark.parametrize("served", ["vllm", "sglang", "llamacpp", "generic"], indirect=True)
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_server_tokenize_gives_zero_mismatches(served: Sim, api: str) -> None:
+    """--tokenizer server, in each engine's /tokenize shape: every request's
+    usage.prompt_tokens is exactly the requested 100 (chat: template included)."""
+    result = _point(served.url, api, "server")
+    block = result.prompt_tokens
+    assert (block["exact"], block["compared"], block["mismatched"]) == (True, 12, 0)
+    assert {s.usage_input_tokens for s in result.samples} == {100}
+    assert block["tokenizer"].startswith("server /tokenize")
+    assert not [w for w in result.warnings if "prompt" in w]
+
+
+@pytest.mark.parametrize("served", ["vllm"], indirect=True)
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_a_local_tokenizer_json_gives_zero_mismatches(served: Sim, api: str, bpe: Path) -> None:
+    """--tokenizer PATH (the same tokenizer.json and tokenizer_config.json's template)."""
+    result = _point(served.url, api, str(bpe), input_len=257)
+    assert result.prompt_tokens["mismatched"] == 0
+    assert {s.usage_input_tokens for s in result.samples} == {257}
+
+
+@pytest.mark.parametrize("served", ["vllm"], indirect=True)
+def test_without_a_tokenizer_prompts_are_approximate_and_say_so(served: Sim) -> None:
+    """No --tokenizer: the word prompts miss the BPE count, and the block says approximate."""
+    result = _point(served.url, "chat", None)
+    block = result.prompt_tokens
+    assert (block["exact"], block["tokenizer"]) == (False, None)
+    assert block["usage_mean"] != 100
+
+
+@pytest.mark.parametrize("served", ["sglang"], indirect=True)
+def test_a_tokenizer_that_disagrees_with_the_server_is_a_warning_with_numbers(
+    served: Sim, tmp_path: Path
+) -> None:
+    """A local tokenizer other than the server's: the mismatch is a warning with its numbers."""
+    other = train_bpe(tmp_path / "other", vocab_size=400)
+    result = _point(served.url, "completions", str(other))
+    assert result.prompt_tokens["mismatched"] > 0
+    assert any("usage.prompt_tokens other than requested" in w for w in result.warnings)
+
+
+def test_no_tokenize_falls_back_to_approximate_with_a_warning(sse_server: object) -> None:
+    """A server without /tokenize (as trtllm-serve): approximate prompts, and a warning."""
+    assert callable(sse_server)
+    result = _point(sse_server(), "completions", "server", input_len=5)
+    assert result.prompt_tokens["exact"] is False
+    assert any("prompts are approximate" in w and "/tokenize" in w for w in result.warnings)
