@@ -227,3 +227,25 @@ def test_find_max_rate_probes_by_time_up_to_the_top(
     assert capacity["censored"] and capacity["value"] == 8
     assert [p["settings"]["duration_s"] for p in document["points"]] == [1.5] * 3
     assert len({p["settings"]["seed"] for p in document["points"]}) == 3  # salted per probe
+
+
+def test_rate_probes_beyond_the_server_are_saturated(
+    sim: Callable[..., str], tmp_path: Path
+) -> None:
+    """One request at a time, about 0.13 s each, serves about 7.7 requests/s: probes at
+    16 and 32/s fall behind their offered rate and their queue grows, so the search reports
+    saturation from 16/s, or from 8/s when that probe drew the 30 requests it takes to be
+    judged (a loose SLO still passes them all). 2 and 4/s are not saturated."""
+    url = sim(*SIM, "--max-running", "1")
+    out = tmp_path / "sat.json"
+    proc = bench("--url", url, "--find-max", "rate", "--slo", "e2el_p99<=60s", "--rate", "2",
+                 "--max-rate", "32", "--duration", "3", *SHORT,
+                 "--json-file", str(out), "-q")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    capacity = json.loads(out.read_text())["capacity"]
+    by_load = {p["load"]: p for p in capacity["probes"]}
+    assert [by_load[x]["saturated"] for x in (2, 4, 16, 32)] == [False, False, True, True]
+    assert by_load[32]["achieved_rate"] < 0.9 * by_load[32]["offered_rate"]
+    assert capacity["saturated"]["load"] in (8, 16)
+    assert f"saturated from {capacity['saturated']['load']:g}:" in proc.stdout
+    assert capacity["cliff"] is None  # too few requests at 2 and 4/s to call one

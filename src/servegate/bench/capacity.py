@@ -36,6 +36,7 @@ BOOTSTRAP = 200
 MARGIN_CAP = 10.0  # a margin beyond this (a failed request, an early stop) fits as this
 CLIFF_DROP = 0.10  # output throughput this far below a lower load's: a cliff
 SATURATED = 0.90  # achieved below this share of the offered rate: saturated
+MIN_JUDGED = 30  # fewer requests than this in a probe: too few to call saturation
 DRAIN_S = 30.0  # the longest wait for the server's queue to empty between probes
 
 Over = Literal["concurrency", "rate"]
@@ -74,7 +75,9 @@ class Probe:
         """Achieved rate below the offered one, or the queue growing."""
         if self.queue_growing:
             return True
-        return self.offered_rate is not None and self.achieved_rate < SATURATED * self.offered_rate
+        if self.offered_rate is None or len(self.result.samples) < MIN_JUDGED:
+            return False
+        return self.achieved_rate < SATURATED * self.offered_rate
 
     def to_json(self) -> dict[str, Any]:
         """The probe as an entry of ``capacity.probes``."""
@@ -230,6 +233,10 @@ def measure_probe(number: int, load: float, result: PointResult, offered: float 
     slo = result.slo
     duration = result.summary.get("duration_s") or 0.0
     achieved = result.completed / duration if duration > 0 else 0.0
+    sends = [s.send_s for s in result.samples]
+    if offered is not None and len(sends) > 1 and max(sends) > min(sends):
+        # the arrivals the schedule actually sent (Poisson: not exactly the nominal rate)
+        offered = (len(sends) - 1) / (max(sends) - min(sends))
     waiting = (
         result.server_metrics.get("gauges", {}).get("waiting") if result.server_metrics else None
     )
@@ -248,7 +255,7 @@ def measure_probe(number: int, load: float, result: PointResult, offered: float 
 def _in_flight_grows(result: PointResult) -> bool:
     """Requests in flight, seen at each send, clearly higher in the last third than the first."""
     samples = result.samples
-    if len(samples) < 30 or not result.settings.open_loop:
+    if len(samples) < MIN_JUDGED or not result.settings.open_loop:
         return False
     sends = np.array([s.send_s for s in samples])
     ends = sends + np.array([s.end_s for s in samples])
@@ -480,10 +487,11 @@ def _crossing(
 
 
 def _cliff(probes: Sequence[Probe]) -> dict[str, float] | None:
-    """The first load whose output throughput fell clearly below a lower load's peak."""
+    """The first load whose output throughput fell clearly below a lower load's peak
+    (probes stopped early, or of fewer than `MIN_JUDGED` requests, are left out)."""
     peak_load, peak = 0.0, 0.0
     for p in probes:
-        if p.stopped_early:
+        if p.stopped_early or len(p.result.samples) < MIN_JUDGED:
             continue
         tput = float(p.result.summary.get("output_throughput") or 0.0)
         if peak > 0 and tput < (1.0 - CLIFF_DROP) * peak:
