@@ -8,9 +8,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from tests.remote.sshd import ALIAS, Remote
 
@@ -73,8 +75,28 @@ def fake_host(
     finally:
         monkeypatch.setenv("SERVEGATE_SSH_CONFIG", str(host.config))  # the masters' closer
         shutil.rmtree(config.parent, ignore_errors=True)
+        _wait_agents_gone(base)
         if own:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _wait_agents_gone(base: Path, timeout_s: float = 30.0) -> None:
+    """Wait until no process runs with ``base`` as its servegate folder (an agent still
+    ending after its last line), so that nothing writes there once it is removed."""
+    wanted = f"SERVEGATE_REMOTE_DIR={base}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        busy = False
+        for proc in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                env = proc.environ()
+                if f"SERVEGATE_REMOTE_DIR={env.get('SERVEGATE_REMOTE_DIR')}" == wanted:
+                    busy = proc.status() != psutil.STATUS_ZOMBIE
+            if busy:
+                break
+        if not busy:
+            return
+        time.sleep(0.05)
 
 
 def servegate(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -324,8 +324,8 @@ def _follow(job_id: str, offset: int, out: _Out) -> int:
 
 def _remove_job(job_id: str) -> None:
     for suffix in ("events", "runner", "pid"):
-        with contextlib.suppress(OSError):
-            (jobs_dir() / f"{job_id}.{suffix}").unlink()
+        with contextlib.suppress(OSError):  # a folder removed meanwhile is not made again
+            (remote_dir() / "jobs" / f"{job_id}.{suffix}").unlink()
 
 
 def _prune_jobs() -> None:
