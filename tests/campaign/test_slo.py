@@ -60,8 +60,8 @@ def test_a_campaign_with_slo_stores_it_per_point_and_reports_met_and_goodput(
     tmp_path: Path,
 ) -> None:
     """On the simulator: a loose SLO is met at every point and an impossible one at none;
-    each stored point keeps its slo, and the report's JSON and table say met k/n with
-    the goodput beside the throughput."""
+    each stored point keeps its slo, and the report's JSON, table and HTML say met k/n
+    with the goodput beside the throughput."""
     for name, bound, met in (("loose", '"60s"', True), ("tight", '"1us"', False)):
         bench = f"concurrency = [1, 2]\nrequests = 4\nrepeats = 1\n\n[slo]\ne2el_p99 = {bound}"
         path = write_campaign(tmp_path, '[[variant]]\nname = "baseline"\n', name=name, bench=bench)
@@ -82,3 +82,6 @@ def test_a_campaign_with_slo_stores_it_per_point_and_reports_met_and_goodput(
             assert (cell["goodput_output_tokens_per_s_mean"] > 0) == met
         words = "SLO met 1/1, goodput" if met else "SLO not met 0/1, goodput 0.0 tok/s"
         assert words in report.stdout
+        page = tmp_path / f"{name}.html"
+        assert servegate("report", "--db", db, name, "--html-file", page).returncode == 0
+        assert words in page.read_text()

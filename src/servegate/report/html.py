@@ -24,6 +24,7 @@ from servegate.errors import ServegateError, UsageError
 from servegate.report import text
 from servegate.report.bootstrap import interval, mean, seeded_rng
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
+from servegate.report.slo import slo_cell
 from servegate.store import Store
 from servegate.telemetry.model import Snapshot
 
@@ -389,6 +390,10 @@ def _verdict_table(report: Report) -> str:
                 for words, verdict in text.tail_cells(report, row, load):
                     css = _CALL_CLASS.get(verdict, "")
                     cell += f'<span class="d {css}">{html.escape(words)}</span>'
+            slo = slo_cell(report.data, row.name, load)
+            if slo is not None:
+                css = _CALL_CLASS.get("better" if slo.all_met else "worse", "")
+                cell += f'<span class="d {css}">{html.escape(slo.words)}</span>'
             cells.append(f"<td>{cell}</td>")
         name = f"<b>{html.escape(row.name)}</b>" if row.is_baseline else html.escape(row.name)
         rows.append(
