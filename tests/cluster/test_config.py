@@ -122,6 +122,7 @@ def test_starts_are_spread_over_gpu_models_by_their_nodes(tmp_path: Path) -> Non
     ],
     ids=["silent", "http"],
 )
+@pytest.mark.ray  # without Ray the sentence is the extra to install (test_node.py)
 def test_a_port_that_is_no_ray_gcs_is_one_sentence(
     tmp_path: Path, answer: bytes | None, said: str
 ) -> None:

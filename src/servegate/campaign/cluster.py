@@ -23,6 +23,7 @@ if the task's worker dies), and the attempts are recorded as interrupted.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 import os
 import select
@@ -152,6 +153,8 @@ def connect(address: str, campaign: Campaign) -> Cluster:
     what a start asks for, or a node has another servegate (or none) installed.
     """
     where = _check_address(address)
+    if importlib.util.find_spec("ray") is None:  # before the address: nothing to reach it with
+        _ray()
     if where is not None:
         _reachable(address, where)
     ray = _ray()
