@@ -61,8 +61,14 @@ def itl(chunks: Iterable[npt.ArrayLike]) -> FloatArray:
     return np.concatenate(gaps) if gaps else np.empty(0, dtype=np.float64)
 
 
-def summarize(samples: Sequence[RequestSample]) -> dict[str, float]:
-    """The summary dict of `PointResult` (throughputs, and latency stats in ms)."""
+def summarize(
+    samples: Sequence[RequestSample], percentiles: Sequence[float] = ()
+) -> dict[str, float]:
+    """The summary dict of `PointResult` (throughputs, and latency stats in ms).
+
+    ``percentiles`` adds keys such as ``ttft_ms_p95`` and ``ttft_ms_p99.9``; p50, p90 and
+    p99 are always there.
+    """
     done = [s for s in samples if s.ok]
     out: dict[str, float] = {}
     if done:
@@ -90,18 +96,48 @@ def summarize(samples: Sequence[RequestSample]) -> dict[str, float]:
     per_token = tpot(first, last, tokens)
     gaps = itl(s.chunks_s for s in done)
     for name, values in (("ttft", first), ("tpot", per_token), ("itl", gaps), ("e2el", last)):
-        out.update(_stats(name, values * 1000.0))
+        out.update(_stats(name, values * 1000.0, percentiles))
     return out
 
 
-def _stats(name: str, values_ms: np.ndarray) -> dict[str, float]:
-    """mean, p50, p90, p99 of one latency in ms (NaN when there is no value)."""
+def percentile_key(p: float) -> str:
+    """``p99`` for 99, ``p99.9`` for 99.9: the suffix of a percentile's summary key."""
+    return f"p{p:g}"
+
+
+def rates(samples: Sequence[RequestSample], offered: float | None) -> dict[str, float]:
+    """Offered vs achieved arrivals: the schedule's rate (NaN in a closed loop), the rate
+    the requests were sent at, and the rate they completed at (all per second).
+
+    ``sent_rate`` is (sends - 1) / (last send - first send), so it does not depend on
+    where the point's clock starts; ``achieved_rate`` is completed requests over the
+    point's duration (``request_throughput``), the rate the server kept up with.
+    """
+    sends = sorted(s.send_s for s in samples)
+    span = sends[-1] - sends[0] if len(sends) > 1 else 0.0
+    done = [s for s in samples if s.ok]
+    achieved = 0.0
+    if done:
+        last_end = max(s.send_s + s.end_s for s in done)
+        achieved = len(done) / max(last_end - sends[0], 1e-9)
+    return {
+        "offered_rate": float("nan") if offered is None else offered,
+        "sent_rate": (len(sends) - 1) / span if span > 0 else float("nan"),
+        "achieved_rate": achieved,
+    }
+
+
+def _stats(name: str, values_ms: np.ndarray, extra: Sequence[float] = ()) -> dict[str, float]:
+    """mean, p50, p90, p99 (and the ``extra`` percentiles) of one latency in ms (NaN when
+    there is no value)."""
+    wanted = sorted(set(PERCENTILES) | set(extra))
+    keys = [f"{name}_ms_{percentile_key(p)}" for p in wanted]
     if values_ms.size == 0:
         nan = float("nan")
-        return {f"{name}_ms_mean": nan} | {f"{name}_ms_p{p}": nan for p in PERCENTILES}
-    pcts = np.percentile(values_ms, PERCENTILES)
+        return {f"{name}_ms_mean": nan} | dict.fromkeys(keys, nan)
+    pcts = np.percentile(values_ms, wanted)
     return {f"{name}_ms_mean": float(values_ms.mean())} | {
-        f"{name}_ms_p{p}": float(v) for p, v in zip(PERCENTILES, pcts, strict=True)
+        key: float(v) for key, v in zip(keys, pcts, strict=True)
     }
 
 

@@ -49,7 +49,7 @@ def _open_loop(
 ) -> list[WorkerPlan]:
     """Every n-th arrival of the schedule to each worker, the concurrency cap shared."""
     assert s.rate is not None
-    offsets = arrival_offsets(s.rate, s.requests, s.duration_s, s.seed)
+    offsets = arrival_offsets(s.rate, s.requests, s.duration_s, s.seed, s.burstiness)
     arrivals = [(i, off, measured[i % len(measured)]) for i, off in enumerate(offsets)]
     common = common | {"stop": _stop_rule(s, len(offsets))}
     return [

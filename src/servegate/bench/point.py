@@ -145,7 +145,9 @@ def _result(
     gone = [r.gone_s for r in results if r.gone_s is not None]
     server_gone_s = min(gone) if gone else None
     completed = sum(1 for s in samples if s.ok)
-    summary = metrics.summarize(samples)
+    summary = metrics.summarize(samples, settings.percentiles) | metrics.rates(
+        samples, settings.rate if settings.open_loop else None
+    )
     stopped_early = any(r.stopped_early for r in results)
     slo = None
     if settings.slo:

@@ -46,8 +46,10 @@ class BenchSettings:
         api: ``completions`` or ``chat``.
         model: the model name to send; None asks ``/v1/models`` for the first one.
         concurrency: requests in flight at once (closed loop), or the cap under a rate.
-        rate: requests per second on a Poisson schedule computed before the run; None or
+        rate: requests per second on a schedule computed before the run; None or
             ``inf`` sends as fast as the concurrency allows.
+        burstiness: the shape of the gamma inter-arrival times under a rate: 1 is
+            Poisson, below 1 burstier, above 1 more regular (vLLM's ``--burstiness``).
         requests: measured requests; mutually exclusive with ``duration_s``.
         duration_s: measure for this long instead of a fixed count.
         warmup: requests sent before the measurement and not counted.
@@ -67,6 +69,7 @@ class BenchSettings:
         attainment: the share of requests that must attain every target for the point to
             meet its SLO; None lets every target's statistic decide.
         stop_early: a capacity probe: stop sending once the SLO has certainly failed.
+        percentiles: latency percentiles reported beside p50, p90 and p99 (``--percentiles``).
         tokenizer: who counts prompt tokens for token-exact prompts: ``server`` (the
             engine's ``/tokenize``) or a tokenizer.json path; None: approximate prompts.
         cache: ``isolate`` salts the prompts by ``salt`` so no point reuses another's
@@ -79,6 +82,7 @@ class BenchSettings:
     model: str | None = None
     concurrency: int | None = 1
     rate: float | None = None
+    burstiness: float = 1.0
     requests: int | None = 200
     duration_s: float | None = None
     warmup: int = 0
@@ -95,6 +99,7 @@ class BenchSettings:
     slo: tuple[Target, ...] = ()
     attainment: float | None = None
     stop_early: bool = False
+    percentiles: tuple[float, ...] = ()
     tokenizer: str | None = None
     cache: Literal["isolate", "share"] = "isolate"
     salt: tuple[int, ...] = ()
@@ -163,6 +168,8 @@ def _check(s: BenchSettings) -> None:
         raise UsageError("--concurrency must be a positive integer.")
     if s.rate is not None and (math.isnan(s.rate) or s.rate <= 0):
         raise UsageError("--rate must be a positive number of requests per second, or inf.")
+    if not (math.isfinite(s.burstiness) and s.burstiness > 0):
+        raise UsageError("--burstiness must be a positive number: 1 is Poisson, e.g. 0.5.")
     if s.concurrency is None and not s.open_loop and s.requests is None:
         raise UsageError("give --concurrency or a finite --rate (or both).")
     if (s.requests is None) == (s.duration_s is None):

@@ -70,9 +70,10 @@ LOCAL_ADDRESS = "127.0.0.1"  # {host}: where the runner reaches a local server
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadPoint:
-    """One load level: at most ``concurrency`` requests in flight, sent at ``rate``/s."""
+    """One load level: at most ``concurrency`` requests in flight (None: no cap, under a
+    rate), sent at ``rate``/s."""
 
-    concurrency: int
+    concurrency: int | None
     rate: float | None
     label: str
 
@@ -91,6 +92,7 @@ class BenchPlan:
     dataset: str  # random, or a dataset file as an absolute path (or sharegpt:PATH)
     repeats: int
     seed: int
+    burstiness: float = 1.0  # the gamma shape of the gaps between arrivals: 1 is Poisson
     slo: tuple[Target, ...] = ()  # [slo]: the targets every point is held to
     attainment: float | None = None  # [slo] attainment: the share that decides met
 
@@ -649,12 +651,19 @@ def _bench_plan(
     if override is not None:
         merged.update(override.model_dump(exclude_none=True))
     concurrency = merged["concurrency"]
-    concurrencies = [concurrency] if isinstance(concurrency, int) else list(concurrency)
     rate = merged["rate"]
     rates: list[float | None] = (
         [None] if rate is None else [float(rate)] if isinstance(rate, int | float) else list(rate)
     )
-    if not concurrencies or any(c < 1 for c in concurrencies):
+    # the default cap, as bench's: c=1 without a rate, none under a rate
+    concurrencies: list[int | None] = (
+        ([1] if rate is None else [None])
+        if concurrency is None
+        else [concurrency]
+        if isinstance(concurrency, int)
+        else list(concurrency)
+    )
+    if not concurrencies or any(c is not None and c < 1 for c in concurrencies):
         raise ConfigError(
             f"{where}: variant {variant!r}: bench concurrency must be a list of integers >= 1, "
             "e.g. concurrency = [1, 16, 64].",
@@ -691,10 +700,11 @@ def _bench_plan(
         dataset=_dataset(merged["dataset"], base_dir, where, variant),
         repeats=merged["repeats"],
         seed=merged["seed"],
+        burstiness=merged["burstiness"],
     )
 
 
-def _load_label(concurrency: int, rate: float | None, *, capped: bool) -> str:
+def _load_label(concurrency: int | None, rate: float | None, *, capped: bool) -> str:
     """The name of a load point in the store and reports: ``c=16``, ``rate=8`` or
     ``rate=8,c=64`` (when several concurrency caps are combined with each rate)."""
     if rate is None:

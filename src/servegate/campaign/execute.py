@@ -567,6 +567,7 @@ def _settings(url: str, task: Task, engine: str, *, warmup: bool = True) -> Benc
         api=bench.api,  # type: ignore[arg-type]
         concurrency=task.point.concurrency,
         rate=task.point.rate,
+        burstiness=bench.burstiness,
         requests=None if bench.duration_s is not None else bench.requests,
         duration_s=bench.duration_s,
         warmup=bench.warmup if warmup else 0,

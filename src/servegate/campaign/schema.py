@@ -129,8 +129,9 @@ class BenchTable(_Table):
     """``[bench]``: the load points and how often each is measured."""
 
     api: Literal["completions", "chat"] = "completions"
-    concurrency: list[int] | int = Field(default_factory=lambda: [1])
+    concurrency: list[int] | int | None = None  # [1]; with a rate: no cap
     rate: list[float] | float | None = None
+    burstiness: float = Field(default=1.0, gt=0)  # gamma shape of the gaps: 1 is Poisson
     requests: int = Field(default=200, ge=1)
     duration_s: float | None = Field(default=None, gt=0)
     warmup: int = Field(default=8, ge=0)
@@ -148,6 +149,7 @@ class BenchOverride(_Table):
     api: Literal["completions", "chat"] | None = None
     concurrency: list[int] | int | None = None
     rate: list[float] | float | None = None
+    burstiness: float | None = Field(default=None, gt=0)
     requests: int | None = Field(default=None, ge=1)
     duration_s: float | None = Field(default=None, gt=0)
     warmup: int | None = Field(default=None, ge=0)

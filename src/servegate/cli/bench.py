@@ -29,6 +29,7 @@ import click
 from servegate._files import check_output
 from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_point
 from servegate.bench.capacity import Capacity, Search, SearchOptions, drain
+from servegate.bench.metrics import PERCENTILES, percentile_key
 from servegate.bench.slo import SloResult, parse_slo
 from servegate.bench.warnings import gone_sentence
 from servegate.cli.options import (
@@ -54,6 +55,34 @@ def _ints(value: str, flag: str) -> list[int]:
         raise UsageError(f"{flag} {value!r} must be positive integers like 1,16,64.") from None
     if not items or min(items) < 1:
         raise UsageError(f"{flag} {value!r} must be positive integers like 1,16,64.")
+    return items
+
+
+def _rates(value: str | None) -> list[float | None]:
+    """``--rate``: a rate or a sweep of them (each a positive number or ``inf``)."""
+    if value is None:
+        return [None]
+    items = [x.strip() for x in value.split(",")]
+    if not all(items):
+        raise UsageError(f"--rate {value!r} must be requests per second like 2,4,8 (or inf).")
+    rates = [_rate(x) for x in items]
+    if len(set(rates)) != len(rates):
+        raise UsageError(f"--rate {value!r} lists a rate twice; list each rate once.")
+    return rates
+
+
+def _percentiles(value: str | None) -> tuple[float, ...]:
+    """``--percentiles``: numbers above 0 and below 100, e.g. 50,90,95,99,99.9."""
+    if value is None:
+        return ()
+    try:
+        items = tuple(float(x) for x in value.split(","))
+    except ValueError:
+        items = ()
+    if not items or not all(0 < p < 100 for p in items):
+        raise UsageError(
+            f"--percentiles {value!r} must be numbers between 0 and 100 like 50,90,95,99,99.9."
+        )
     return items
 
 
@@ -90,7 +119,8 @@ a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctr
         "servegate sim --engine vllm --port 8123 --startup 0 & sleep 2",
         "servegate bench --url http://127.0.0.1:8123 --concurrency 1,16,64 --requests 200 \\",
         "    --input-len 1024 --output-len 256 --json-file results.json",
-        "servegate bench --url http://127.0.0.1:8123 --rate 8 --duration 60 --json -q",
+        "servegate bench --url http://127.0.0.1:8123 --rate 2,4,8 --burstiness 0.5 \\",
+        "    --duration 60 --percentiles 50,90,95,99,99.9 --json -q",
         'servegate bench --url http://127.0.0.1:8123 --slo "ttft_p99<=500ms,tpot_p99<=50ms" \\',
         "    --find-max concurrency --max-concurrency 256",
     ),
@@ -108,13 +138,28 @@ a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctr
     "--concurrency",
     "concurrency_text",
     default=None,
-    help="Requests in flight: N or a sweep N,N,... (with --rate: a cap) [default: 1]",
+    help="Requests in flight: N or a sweep N,N,... (with --rate: a cap on every rate) "
+    "[default: 1; with a finite --rate: no cap]",
 )
 @click.option(
     "--rate",
     "rate_text",
     default=None,
-    help="Poisson arrivals per second, planned before the run, or inf [default: inf]",
+    help="Arrivals per second, planned before the run: R or a sweep R,R,..., or inf [default: inf]",
+)
+@click.option(
+    "--burstiness",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Shape of the gamma gaps between arrivals under --rate: 1 is Poisson, below 1 "
+    "burstier, above 1 more regular (vLLM's --burstiness).",
+)
+@click.option(
+    "--percentiles",
+    "percentiles_text",
+    default=None,
+    help="More latency percentiles to report beside p50, p90, p99, e.g. 50,90,95,99,99.9.",
 )
 @click.option(
     "--requests",
@@ -246,6 +291,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     model: str | None,
     concurrency_text: str | None,
     rate_text: str | None,
+    burstiness: float,
+    percentiles_text: str | None,
     requests: int | None,
     duration: float | None,
     warmup: int,
@@ -286,8 +333,9 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     targets = parse_slo(slo_text) if slo_text is not None else ()
     _check_slo_flags(targets, attainment, fail_on_slo, find_max)
     _check_range_flags(find_max, max_concurrency, max_rate)
-    rate = _rate(rate_text)
-    levels = _levels(concurrency_text, rate)
+    rates = _rates(rate_text) if find_max is None else [_rate(rate_text)]
+    levels = _levels(concurrency_text, rates[0])
+    percentiles = _percentiles(percentiles_text)
     _check_flags(requests, duration, max_error_rate, json_file)
     search = None
     if find_max is not None:
@@ -301,7 +349,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         api=api,  # type: ignore[arg-type]
         model=model,
         concurrency=levels[0],
-        rate=rate,
+        rate=rates[0],
+        burstiness=burstiness,
         requests=_requests(requests, duration, levels[0]),
         duration_s=duration,
         warmup=warmup,
@@ -318,6 +367,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         workers=workers,
         slo=targets,
         attainment=attainment,
+        percentiles=percentiles,
     )
     if search is not None:
         _find_max(
@@ -331,9 +381,10 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         return
     sweep = _Sweep(json_file=json_file, human=sys.stderr if as_json else sys.stdout, quiet=quiet)
     with _sigterm_unwinds():
-        for index, level in enumerate(levels):
+        for index, (rate, level) in enumerate(_points(rates, concurrency_text)):
             settings = replace(
                 template,
+                rate=rate,
                 concurrency=level,
                 requests=_requests(requests, duration, level),
                 model=sweep.model or model,
@@ -381,6 +432,13 @@ def _levels(concurrency_text: str | None, rate: float | None) -> list[int | None
     if rate is not None and math.isfinite(rate):
         return [None]
     return [1]
+
+
+def _points(
+    rates: list[float | None], concurrency_text: str | None
+) -> list[tuple[float | None, int | None]]:
+    """Every rate with every concurrency cap, rates outermost (as campaigns order them)."""
+    return [(rate, level) for rate in rates for level in _levels(concurrency_text, rate)]
 
 
 def _requests(requests: int | None, duration: float | None, level: int | None) -> int | None:
@@ -794,10 +852,14 @@ def render_point(result: PointResult) -> str:
         f"  request throughput  {s['request_throughput']:12.2f} req/s",
         f"  output throughput   {s['output_throughput']:12.1f} tok/s",
         f"  total throughput    {s['total_token_throughput']:12.1f} tok/s",
-        f"  {'(ms)':18}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}",
+        _arrivals_line(result),
     ]
+    stats = ["mean"] + [
+        percentile_key(p) for p in sorted(set(PERCENTILES) | set(result.settings.percentiles))
+    ]
+    lines.append(f"  {'(ms)':18}" + "".join(f"{stat:>10}" for stat in stats))
     for title, key in LATENCY_ROWS:
-        cells = "".join(_ms(s[f"{key}_ms_{stat}"]) for stat in ("mean", "p50", "p90", "p99"))
+        cells = "".join(_ms(s.get(f"{key}_ms_{stat}", math.nan)) for stat in stats)
         lines.append(f"  {title:18}{cells}")
     server = result.server_metrics
     if server.get("available"):
@@ -815,6 +877,19 @@ def render_point(result: PointResult) -> str:
         f"{c.loop_lag_ms_p99:.1f} ms, {c.workers} worker{'s' if c.workers > 1 else ''}"
     )
     return "\n".join(lines)
+
+
+def _arrivals_line(result: PointResult) -> str:
+    """Offered against achieved arrivals: the schedule's rate, the send and completion rates."""
+    s, settings = result.summary, result.settings
+    sent = s.get("sent_rate", math.nan)
+    tail = (
+        f"sent {sent:.2f}, " if math.isfinite(sent) else ""
+    ) + f"achieved {s.get('achieved_rate', s['request_throughput']):.2f} req/s"
+    if settings.open_loop:
+        shape = "Poisson" if settings.burstiness == 1 else f"burstiness {settings.burstiness:g}"
+        return f"  arrivals            offered {settings.rate:g} req/s ({shape}), {tail}"
+    return f"  arrivals            closed loop (no offered rate), {tail}"
 
 
 def _prompt_line(block: dict[str, Any]) -> str:

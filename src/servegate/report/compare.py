@@ -421,27 +421,38 @@ def _state(data: CampaignData, name: str) -> _State:
 
 # --- workloads: what was sent decides what may be compared -----------------------------
 
-_WORKLOAD_KEYS = ("api", "input_len", "output_len", "dataset")
+# each key with the value rows stored before it existed stand for: every schedule was
+# Poisson before --burstiness, which is burstiness 1
+_WORKLOAD_KEYS: tuple[tuple[str, Any], ...] = (
+    ("api", None),
+    ("input_len", None),
+    ("output_len", None),
+    ("dataset", None),
+    ("burstiness", 1.0),
+)
 
 
 def workload_of(point: PointInfo) -> tuple[Any, ...] | None:
-    """(api, input_len, output_len, dataset) of a point; None when not recorded."""
+    """(api, input_len, output_len, dataset, burstiness) of a point; None when not recorded."""
     settings = point.detail.get("settings") if isinstance(point.detail, dict) else None
     if not isinstance(settings, dict):
         return None
-    return tuple(settings.get(key) for key in _WORKLOAD_KEYS)
+    return tuple(settings.get(key, before) for key, before in _WORKLOAD_KEYS)
 
 
 def workload_label(workload: tuple[Any, ...] | None) -> str | None:
-    """``input 1024, output 256`` (with the API and dataset when not the defaults)."""
+    """``input 1024, output 256`` (with the API, dataset and burstiness when not the
+    defaults)."""
     if workload is None:
         return None
-    api, input_len, output_len, dataset = workload
+    api, input_len, output_len, dataset, burstiness = workload
     parts = [f"input {input_len}", f"output {output_len}"]
     if dataset not in (None, "random"):
         parts.append(f"dataset {str(dataset).rsplit('/', 1)[-1]}")
     if api not in (None, "completions"):
         parts.append(f"{api} API")
+    if burstiness not in (None, 1, 1.0):
+        parts.append(f"burstiness {burstiness:g}")
     return ", ".join(parts)
 
 
