@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from servegate.bench import metrics
+from servegate.bench.cache_state import cache_state
 from servegate.bench.dataset import Prompt, build_prompts
 from servegate.bench.execute import execute
 from servegate.bench.fds import ensure_descriptors
@@ -68,6 +69,13 @@ def run_point(
     after = scrape(metrics_url) if metrics_url else None
     before = counters_before[0] if counters_before else None
     server = server_deltas(before, after, metric_names(settings.engine, after), metrics_url or None)
+    cache, cache_warnings = cache_state(
+        [s for r in results for s in r.samples],
+        [p.body for p in measured],
+        mode=settings.cache,
+        before=before,
+        after=after,
+    )
     return _result(
         settings,
         model=model,
@@ -78,6 +86,7 @@ def run_point(
         pool=len(measured),
         counter=counter,
         note=note,
+        cache=(cache, cache_warnings),
     )
 
 
@@ -133,6 +142,7 @@ def _result(
     pool: int,
     counter: Counter | None = None,
     note: str | None = None,
+    cache: tuple[dict[str, Any], list[str]] = ({}, []),
 ) -> PointResult:
     """The point's result: its workers' samples merged in send order, and what they measured."""
     samples = sorted((s for r in results for s in r.samples), key=lambda s: s.send_s)
@@ -168,6 +178,7 @@ def _result(
     return PointResult(
         settings=settings,
         prompt_tokens=prompt_tokens,
+        cache=cache[0],
         model=model,
         summary=summary,
         slo=slo,
@@ -182,6 +193,7 @@ def _result(
         server_metrics=server,
         warnings=warnings
         + token_warnings
+        + cache[1]
         + point_warnings(
             settings,
             samples,

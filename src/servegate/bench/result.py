@@ -69,6 +69,8 @@ class PointResult:
     stopped_early: bool = False  # a capacity probe ended at a certain SLO failure
     # requested vs usage.prompt_tokens, and whether the prompts were exact (--tokenizer)
     prompt_tokens: dict[str, Any] = field(default_factory=dict)
+    # the prefix-cache hit rate the design implies and the measured one (cache_state)
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -97,6 +99,7 @@ class PointResult:
             "client": self.client.to_json(),
             "warnings": self.warnings,
             "prompt_tokens": self.prompt_tokens,
+            "cache": self.cache,
         }
         if self.slo is not None:
             out["slo"] = self.slo.to_json()

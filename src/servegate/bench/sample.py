@@ -34,6 +34,8 @@ class RequestSample:
     error: str | None = None  # failure kind, None when the request completed
     detail: str | None = None  # a short description of the failure
     reconnected: bool = False  # sent again on a fresh connection: the kept-alive one was closed
+    # usage.prompt_tokens_details.cached_tokens: prompt tokens the server's prefix cache held
+    usage_cached_tokens: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -72,6 +74,7 @@ class RequestSample:
             "error": self.error,
             "detail": self.detail,
             "reconnected": self.reconnected,
+            "usage_cached_tokens": self.usage_cached_tokens,
         }
 
     @classmethod
@@ -90,4 +93,5 @@ class RequestSample:
             error=data.get("error"),
             detail=data.get("detail"),
             reconnected=bool(data.get("reconnected", False)),
+            usage_cached_tokens=data.get("usage_cached_tokens"),
         )

@@ -107,8 +107,8 @@ def _event_lines(text: bytes) -> list[bytes]:
     return out
 
 
-def _usage(payload: bytes) -> tuple[int | None, int | None] | None:
-    """(completion_tokens, prompt_tokens) when the event carries a usage object."""
+def _usage(payload: bytes) -> tuple[int | None, int | None, int | None] | None:
+    """(completion_tokens, prompt_tokens, cached prompt tokens) when the event carries usage."""
     at = payload.find(b'"usage"')
     if at < 0 or payload[at + 7 : at + 16].lstrip(b" \t:")[:1] != b"{":
         return None
@@ -119,9 +119,12 @@ def _usage(payload: bytes) -> tuple[int | None, int | None] | None:
     if not isinstance(usage, dict):
         return None
     out, inp = usage.get("completion_tokens"), usage.get("prompt_tokens")
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return (
         out if isinstance(out, int) else None,
         inp if isinstance(inp, int) else None,
+        cached if isinstance(cached, int) else None,
     )
 
 
@@ -371,6 +374,7 @@ async def send_request(
         error=error,
         detail=detail,
         reconnected=reconnected,
+        usage_cached_tokens=usage.cached_tokens if usage else None,
     )
 
 
@@ -402,7 +406,7 @@ def _classify(payload: bytes, keys: tuple[bytes, ...]) -> bool | _Usage | None:
     if b'"usage"' in payload:
         usage = _usage(payload)
         if usage is not None:
-            return _Usage(content, usage[0], usage[1])
+            return _Usage(content, usage[0], usage[1], usage[2])
     if content:
         return True
     if b'"error"' in payload:
@@ -418,3 +422,4 @@ class _Usage(NamedTuple):
     content: bool
     output_tokens: int | None
     input_tokens: int | None
+    cached_tokens: int | None = None

@@ -869,6 +869,8 @@ def render_point(result: PointResult) -> str:
             parts.append(f"spec acceptance length {server['spec_acceptance_length']:.2f}")
         lines.append("  server              " + (", ".join(parts) or "no counter moved"))
     lines.append(_prompt_line(result.prompt_tokens))
+    if result.cache:
+        lines.append(_cache_line(result.cache))
     if result.slo is not None:
         lines += render_slo(result.slo)
     c = result.client
@@ -877,6 +879,21 @@ def render_point(result: PointResult) -> str:
         f"{c.loop_lag_ms_p99:.1f} ms, {c.workers} worker{'s' if c.workers > 1 else ''}"
     )
     return "\n".join(lines)
+
+
+def _cache_line(block: dict[str, Any]) -> str:
+    """The prefix-cache hit rate the point's design implies, and the one measured."""
+    design, measured = block.get("design_hit_rate"), block.get("measured_hit_rate")
+    text = f"  prefix cache        {block.get('mode')}, design {_rate_text(design)}"
+    if measured is None:
+        return text + ", not reported by the server"
+    flag = " CACHE-CONTAMINATED" if block.get("contaminated") else ""
+    flag += " CACHE-EVICTED" if block.get("evicted") else ""
+    return text + f", measured {_rate_text(measured)} ({block.get('measured_by')}){flag}"
+
+
+def _rate_text(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate:.1%}"
 
 
 def _arrivals_line(result: PointResult) -> str:
