@@ -38,6 +38,7 @@ CLIFF_DROP = 0.10  # output throughput this far below a lower load's: a cliff
 SATURATED = 0.90  # achieved below this share of the offered rate: saturated
 MIN_JUDGED = 30  # fewer requests than this in a probe: too few to call saturation
 DRAIN_S = 30.0  # the longest wait for the server's queue to empty between probes
+LEAD_S = 1.5  # a rate probe's lead-in: the server fills to its steady state, uncounted
 
 Over = Literal["concurrency", "rate"]
 
@@ -52,7 +53,8 @@ class SearchOptions:
     max_probes: int = 15
     precision: float = 0.05  # stop bisecting when the bracket is this share of its low end
     requests: int | None = None  # requests per concurrency probe [default: max(200, 4 x c)]
-    duration_s: float = 30.0  # seconds of arrivals per rate probe
+    duration_s: float = 30.0  # seconds of measured arrivals per rate probe
+    lead_s: float = LEAD_S  # rate probes: arrivals sent first and not counted
     warmup: int | None = None  # warmup requests per probe [default: the concurrency, <= 64]
 
 
@@ -221,10 +223,42 @@ def probe_settings(
         concurrency=None,
         rate=load,
         requests=None,
-        duration_s=options.duration_s,
+        duration_s=options.lead_s + options.duration_s,
         warmup=warmup,
         seed=seed,
         stop_early=True,
+    )
+
+
+def _without_lead_in(result: PointResult, lead_s: float) -> PointResult:
+    """A rate probe's point without the requests of its lead-in (planned before
+    ``lead_s``): an open loop starting from an idle server reaches its steady state only
+    after about one request's latency, and those first requests would look fast."""
+    if lead_s <= 0:
+        return result
+    from servegate.bench import metrics
+    from servegate.bench.slo import evaluate
+
+    kept = [s for s in result.samples if s.scheduled_s is None or s.scheduled_s >= lead_s]
+    summary = metrics.summarize(kept)
+    completed = sum(1 for s in kept if s.ok)
+    slo = result.slo
+    if slo is not None:
+        slo = evaluate(
+            result.settings.slo,
+            kept,
+            duration_s=summary["duration_s"],
+            criterion=result.settings.attainment,
+            stopped_early=result.stopped_early,
+        )
+    return replace(
+        result,
+        samples=kept,
+        summary=summary,
+        completed=completed,
+        failed=len(kept) - completed,
+        failures=metrics.failures_by_kind(kept),
+        slo=slo,
     )
 
 
@@ -273,12 +307,14 @@ def find_max(
     run: Callable[[BenchSettings], PointResult],
     between: Callable[[BenchSettings], None] | None = None,
     on_probe: Callable[[int, float, Search], None] | None = None,
+    on_measured: Callable[[Probe], None] | None = None,
 ) -> Capacity:
     """Search for the largest load that meets ``template.slo``.
 
     ``run`` measures one probe (`run_point`, with the caller's progress); ``between``
     runs before each probe after the first (drain the server to idle); ``on_probe`` is
-    told each probe's number and load, and the search (its bracket), before it runs.
+    told each probe's number and load, and the search (its bracket), before it runs;
+    ``on_measured`` gets each probe once measured (a rate probe without its lead-in).
     """
     search = Search(options)
     probes: list[Probe] = []
@@ -289,10 +325,12 @@ def find_max(
         settings = probe_settings(template, options, load, number)
         if probes and between is not None:
             between(settings)
-        result = run(settings)
+        result = _without_lead_in(run(settings), options.lead_s if options.over == "rate" else 0.0)
         probe = measure_probe(number, load, result, load if options.over == "rate" else None)
         probes.append(probe)
         search.record(load, probe.met)
+        if on_measured is not None:
+            on_measured(probe)
         if result.server_gone_s is not None:
             break  # the server stopped answering: no later probe can be measured
     return fit_capacity(probes, options, template.slo, template.attainment, search)
