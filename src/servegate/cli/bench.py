@@ -31,7 +31,6 @@ from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_
 from servegate.bench.capacity import Capacity, Probe, Search, SearchOptions, drain
 from servegate.bench.metrics import PERCENTILES, percentile_key
 from servegate.bench.slo import SloResult, parse_slo
-from servegate.bench.spec import DatasetSpec, parse_dataset
 from servegate.bench.warnings import gone_sentence
 from servegate.cli.options import (
     engine,
@@ -176,16 +175,15 @@ a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctr
 @click.option(
     "--output-len",
     type=int,
-    default=None,
-    help="max_tokens of each request, sent with ignore_eos [default: 256 for random and "
-    "prefix; a file's or trace's own lengths, without ignore_eos]",
+    default=256,
+    show_default=True,
+    help="max_tokens of each request, sent with ignore_eos.",
 )
 @click.option(
     "--dataset",
     default="random",
     show_default=True,
-    help="KIND[:KEY=VALUE,...]: random, prefix:groups=8,per_group=16,shared=512,unique=128, "
-    "trace:FILE[,speed=2], sharegpt:FILE, jsonl:FILE or FILE.jsonl (docs/bench.md).",
+    help="random, FILE.jsonl ({'prompt': ..., 'output_len': ...}) or sharegpt:FILE.",
 )
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Seed of prompts and schedule."
@@ -299,7 +297,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     duration: float | None,
     warmup: int,
     input_len: int,
-    output_len: int | None,
+    output_len: int,
     dataset: str,
     seed: int,
     tokenizer: str | None,
@@ -336,9 +334,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     _check_slo_flags(targets, attainment, fail_on_slo, find_max)
     _check_range_flags(find_max, max_concurrency, max_rate)
     rates = _rates(rate_text) if find_max is None else [_rate(rate_text)]
-    spec = parse_dataset(dataset)
-    trace = spec.kind == "trace"
-    levels = _levels(concurrency_text, rates[0], trace=trace)
+    levels = _levels(concurrency_text, rates[0])
     percentiles = _percentiles(percentiles_text)
     _check_flags(requests, duration, max_error_rate, json_file)
     search = None
@@ -359,7 +355,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         duration_s=duration,
         warmup=warmup,
         input_len=input_len,
-        output_len=_output_len(output_len, spec),
+        output_len=output_len,
         dataset=dataset,
         seed=seed,
         tokenizer=tokenizer,
@@ -385,7 +381,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         return
     sweep = _Sweep(json_file=json_file, human=sys.stderr if as_json else sys.stdout, quiet=quiet)
     with _sigterm_unwinds():
-        for index, (rate, level) in enumerate(_points(rates, concurrency_text, trace=trace)):
+        for index, (rate, level) in enumerate(_points(rates, concurrency_text)):
             settings = replace(
                 template,
                 rate=rate,
@@ -429,32 +425,20 @@ def _remote(
     )
 
 
-def _levels(
-    concurrency_text: str | None, rate: float | None, *, trace: bool = False
-) -> list[int | None]:
-    """The sweep's concurrency levels; one uncapped point under a finite rate or a trace's
-    schedule, else c=1."""
+def _levels(concurrency_text: str | None, rate: float | None) -> list[int | None]:
+    """The sweep's concurrency levels; one uncapped point under a finite rate, else c=1."""
     if concurrency_text is not None:
         return list(_ints(concurrency_text, "--concurrency"))
-    if trace or (rate is not None and math.isfinite(rate)):
+    if rate is not None and math.isfinite(rate):
         return [None]
     return [1]
 
 
 def _points(
-    rates: list[float | None], concurrency_text: str | None, *, trace: bool = False
+    rates: list[float | None], concurrency_text: str | None
 ) -> list[tuple[float | None, int | None]]:
     """Every rate with every concurrency cap, rates outermost (as campaigns order them)."""
-    return [
-        (rate, level) for rate in rates for level in _levels(concurrency_text, rate, trace=trace)
-    ]
-
-
-def _output_len(given: int | None, spec: DatasetSpec) -> int | None:
-    """max_tokens: as given; 256 for generated prompts; a file's or trace's own lengths."""
-    if given is not None:
-        return given
-    return 256 if spec.kind in ("random", "prefix") else None
+    return [(rate, level) for rate in rates for level in _levels(concurrency_text, rate)]
 
 
 def _requests(requests: int | None, duration: float | None, level: int | None) -> int | None:
@@ -901,19 +885,6 @@ def render_point(result: PointResult) -> str:
     return "\n".join(lines)
 
 
-def _arrivals_line(result: PointResult) -> str:
-    """Offered against achieved arrivals: the schedule's rate, the send and completion rates."""
-    s, settings = result.summary, result.settings
-    sent = s.get("sent_rate", math.nan)
-    tail = (
-        f"sent {sent:.2f}, " if math.isfinite(sent) else ""
-    ) + f"achieved {s.get('achieved_rate', s['request_throughput']):.2f} req/s"
-    if settings.open_loop:
-        shape = "Poisson" if settings.burstiness == 1 else f"burstiness {settings.burstiness:g}"
-        return f"  arrivals            offered {settings.rate:g} req/s ({shape}), {tail}"
-    return f"  arrivals            closed loop (no offered rate), {tail}"
-
-
 def _cache_line(block: dict[str, Any]) -> str:
     """The prefix-cache hit rate the point's design implies, and the one measured."""
     design, measured = block.get("design_hit_rate"), block.get("measured_hit_rate")
@@ -927,6 +898,19 @@ def _cache_line(block: dict[str, Any]) -> str:
 
 def _rate_text(rate: float | None) -> str:
     return "n/a" if rate is None else f"{rate:.1%}"
+
+
+def _arrivals_line(result: PointResult) -> str:
+    """Offered against achieved arrivals: the schedule's rate, the send and completion rates."""
+    s, settings = result.summary, result.settings
+    sent = s.get("sent_rate", math.nan)
+    tail = (
+        f"sent {sent:.2f}, " if math.isfinite(sent) else ""
+    ) + f"achieved {s.get('achieved_rate', s['request_throughput']):.2f} req/s"
+    if settings.open_loop:
+        shape = "Poisson" if settings.burstiness == 1 else f"burstiness {settings.burstiness:g}"
+        return f"  arrivals            offered {settings.rate:g} req/s ({shape}), {tail}"
+    return f"  arrivals            closed loop (no offered rate), {tail}"
 
 
 def _prompt_line(block: dict[str, Any]) -> str:
