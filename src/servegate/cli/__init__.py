@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("servegate.cli.campaign:run", "Run a campaign: launch, gate, bench each variant."),
     "report": ("servegate.cli.campaign_report:report", "Render a stored campaign as a report."),
     "check": ("servegate.cli.check:check", "Gate CI: exit 1 on a regression against a baseline."),
+    "compare": ("servegate.cli.compare:compare", "Compare bench result files B against A."),
     "demo": ("servegate.cli.campaign:demo", "Run a whole campaign on the simulated engine."),
     "sim": ("servegate.cli.sim:sim", "Serve a simulated inference engine."),
     "remote": ("servegate.cli.remote:remote", "Install servegate on a host reached over SSH."),
