@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from servegate.bench.prefix import DesignCache, body_words
 from servegate.bench.sample import RequestSample
 from servegate.bench.server_metrics import Scrape
 
@@ -35,16 +36,15 @@ VLLM_HITS = "vllm:prefix_cache_hits_total"
 
 
 def _design(samples: Sequence[RequestSample], bodies: Sequence[bytes], block: int) -> float | None:
-    """The share of prompt tokens this point's own prompts reuse, in send order."""
-    seen: set[bytes] = set()
+    """The share of prompt tokens this point's own prompts reuse, in send order: each
+    prompt's leading whole blocks (of words) that an earlier prompt of the point sent, so a
+    resent prompt and the shared prefixes of the prefix and trace datasets both count."""
+    cache = DesignCache(block)
     hits = total = 0
     for s in sorted(samples, key=lambda s: s.send_s):
-        n = s.usage_input_tokens if s.usage_input_tokens is not None else s.input_len
-        body = bodies[s.index % len(bodies)] if bodies else b""
-        total += n
-        if body in seen:
-            hits += (n - 1) // block * block
-        seen.add(body)
+        words = body_words(bodies[s.index % len(bodies)]) if bodies else []
+        total += len(words)
+        hits += cache.send(words)
     return hits / total if total else None
 
 

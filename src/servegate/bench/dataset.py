@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from servegate.bench.prefix import prefix_words
 from servegate.bench.prompts import salt_prefix, salted_seed
+from servegate.bench.spec import parse_dataset
 from servegate.bench.tokens import Counter, exact_text
+from servegate.bench.trace import read_trace, trace_words
 from servegate.errors import UsageError
 
 # Common words that are single tokens (with their leading space) in Llama-2/3, Qwen2 and
@@ -325,6 +328,7 @@ class Prompt:
     body: bytes
     input_len: int  # prompt tokens: exact with a tokenizer, else words or 4 chars/token
     output_len: int | None  # max_tokens sent, or None when the server decides
+    at_s: float | None = None  # a trace's send time, seconds after its first request
 
 
 def build_prompts(
@@ -348,7 +352,34 @@ def build_prompts(
     the random draws are seeded by it and a file's prompts start with its tag.
     """
     chat = api == "chat"
-    if dataset == "random":
+    spec = parse_dataset(dataset)
+    if spec.kind == "trace":
+        trace = read_trace(spec)[:count]
+        words = trace_words(trace, spec.get("block"), salted_seed(seed, *salt), VOCABULARY)
+        speed = spec.get("speed")
+        prompts = []
+        for row, w in zip(trace, words, strict=True):
+            text = " ".join(w)
+            out = output_len or row.output_len
+            prompts.append(
+                Prompt(
+                    body=encode_body(
+                        api=api, model=model, text=text, max_tokens=out, ignore_eos=ignore_eos
+                    ),
+                    input_len=counter.count(text, chat) if counter is not None else len(w),
+                    output_len=out,
+                    at_s=row.at_s / speed,
+                )
+            )
+        return prompts
+    if spec.kind == "prefix":
+        words = prefix_words(spec, count, salted_seed(seed, *salt), VOCABULARY)
+        texts = [" ".join(w) for w in words]
+        items = [
+            (text, counter.count(text, chat) if counter is not None else len(w), output_len)
+            for text, w in zip(texts, words, strict=True)
+        ]
+    elif spec.kind == "random":
         if counter is None:
             texts = _random_texts(count, input_len, salted_seed(seed, *salt))
             items = [(text, input_len, output_len) for text in texts]
@@ -361,10 +392,9 @@ def build_prompts(
                 )
                 items.append((text, got, output_len))
     else:
-        if dataset.startswith("sharegpt:"):
-            rows = _sharegpt(Path(dataset.removeprefix("sharegpt:")))
-        else:
-            rows = _jsonl(Path(dataset))
+        assert spec.file is not None
+        read = _sharegpt if spec.kind == "sharegpt" else _jsonl
+        rows = read(Path(spec.file))
         rng = random.Random(seed)
         rng.shuffle(rows)
         tag = salt_prefix(seed, *salt)

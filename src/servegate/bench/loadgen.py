@@ -125,6 +125,10 @@ async def run_worker(
         else:
             streams = min(plan.concurrency or OPEN_LOOP_CONNECTIONS, len(plan.schedule))
         await pool.fill(min(streams, PRECONNECT_MAX))
+        # collect before the clock starts: a full collection of the prompts' heap takes
+        # milliseconds, which made the first arrivals of a schedule that much late
+        gc.collect()
+        gc.freeze()
         t0 = start()
         measuring.append(True)
         delay = t0 - perf_counter()
@@ -133,8 +137,6 @@ async def run_worker(
 
         lags: list[float] = []
         monitor = asyncio.create_task(_lag_monitor(lags))
-        gc.collect()
-        gc.freeze()
         threshold = gc.get_threshold()
         gc.set_threshold(100_000, 50, 100)
         cpu0, wall0 = time.thread_time(), perf_counter()

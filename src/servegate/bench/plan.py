@@ -26,6 +26,12 @@ def plan_workers(
         "keys": keys,
         "duration_s": s.duration_s,
     }
+    if measured and measured[0].at_s is not None:  # a trace: its own send times
+        first = measured[0].at_s
+        offsets = [(p.at_s or 0.0) - first for p in measured]
+        if s.duration_s is not None:
+            offsets = [off for off in offsets if off <= s.duration_s]
+        return _open_loop(s, n, common, warmup, measured, offsets=offsets)
     if s.open_loop:
         return _open_loop(s, n, common, warmup, measured)
     common["stop"] = _stop_rule(s, s.requests)
@@ -46,10 +52,14 @@ def _open_loop(
     common: dict[str, Any],
     warmup: list[Prompt],
     measured: list[Prompt],
+    *,
+    offsets: list[float] | None = None,
 ) -> list[WorkerPlan]:
-    """Every n-th arrival of the schedule to each worker, the concurrency cap shared."""
-    assert s.rate is not None
-    offsets = arrival_offsets(s.rate, s.requests, s.duration_s, s.seed, s.burstiness)
+    """Every n-th arrival of the schedule (the rate's, or ``offsets``: a trace's) to each
+    worker, the concurrency cap shared."""
+    if offsets is None:
+        assert s.rate is not None
+        offsets = arrival_offsets(s.rate, s.requests, s.duration_s, s.seed, s.burstiness)
     arrivals = [(i, off, measured[i % len(measured)]) for i, off in enumerate(offsets)]
     common = common | {"stop": _stop_rule(s, len(offsets))}
     return [

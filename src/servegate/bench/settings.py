@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from servegate.bench.slo import Target, slo_text
+from servegate.bench.spec import parse_dataset
 from servegate.errors import UsageError
 from servegate.redact import mask_urls
 
@@ -56,7 +57,9 @@ class BenchSettings:
         input_len: approximate prompt length in tokens for the random dataset.
         output_len: ``max_tokens`` of every request (with ``ignore_eos``); None lets the
             dataset decide.
-        dataset: ``random``, a ``.jsonl`` path, or ``sharegpt:PATH``.
+        dataset: the one-line form of a dataset (`servegate.bench.spec`): ``random``,
+            ``prefix:...``, ``trace:FILE,...``, ``jsonl:FILE`` (or a bare ``.jsonl``
+            path) or ``sharegpt:FILE``.
         seed: seeds prompts and the arrival schedule.
         timeout_s: per-request limit, from send to the end of the stream.
         api_key: sent as a bearer token; never printed or stored.
@@ -182,6 +185,11 @@ def _check(s: BenchSettings) -> None:
         raise UsageError("--warmup must be zero or a positive integer.")
     if s.input_len < 1:
         raise UsageError("--input-len must be a positive integer.")
+    if parse_dataset(s.dataset).kind == "trace" and s.rate is not None:
+        raise UsageError(
+            "--rate cannot go with a trace dataset, whose rows are the schedule; drop --rate "
+            "(speed=N in the dataset compresses the trace's time)."
+        )
     if s.output_len is not None and s.output_len < 1:
         raise UsageError("--output-len must be a positive integer.")
     if not s.timeout_s > 0:

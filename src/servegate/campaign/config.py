@@ -25,12 +25,14 @@ import string
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from servegate.bench.slo import Target, parse_target
+from servegate.bench.spec import DatasetSpec, parse_dataset, spec_from_table
 from servegate.campaign.locate import key_line, variant_line
 from servegate.campaign.schema import (
     BenchOverride,
@@ -88,8 +90,8 @@ class BenchPlan:
     duration_s: float | None
     warmup: int
     input_len: int
-    output_len: int
-    dataset: str  # random, or a dataset file as an absolute path (or sharegpt:PATH)
+    output_len: int | None  # None: each request's from the dataset, without ignore_eos
+    dataset: str  # the one-line form (`servegate.bench.spec`), files as absolute paths
     repeats: int
     seed: int
     burstiness: float = 1.0  # the gamma shape of the gaps between arrivals: 1 is Poisson
@@ -582,21 +584,44 @@ def _base_dir(path: Path | None) -> Path:
     return path.resolve().parent if path is not None else Path.cwd()
 
 
-def _dataset(value: str, base_dir: Path, where: str, variant: str) -> str:
-    """``random``, or the dataset file made absolute and checked to exist."""
-    if value == "random":
-        return value
-    prefix, _, name = value.rpartition(":") if value.startswith("sharegpt:") else ("", "", value)
-    file = Path(name).expanduser()
+def _dataset(value: str | dict[str, Any], base_dir: Path, where: str, variant: str) -> DatasetSpec:
+    """The dataset of ``[bench] dataset`` (one line) or ``[bench.dataset]`` (a table), its
+    file made absolute and checked to exist."""
+    at = f"{where}: variant {variant!r}: bench dataset"
+    try:
+        if isinstance(value, dict):
+            spec = spec_from_table(value, f"{where} [bench.dataset]")
+        else:
+            spec = parse_dataset(value, at)
+    except UsageError as exc:
+        raise ConfigError(str(exc), path=where, key="bench.dataset") from None
+    if spec.file is None:
+        return spec
+    file = Path(spec.file).expanduser()
     file = file if file.is_absolute() else base_dir / file
     if not file.is_file():
         raise ConfigError(
-            f"{where}: variant {variant!r}: bench dataset {value!r}: no such file {file}; "
-            'give a JSONL file, sharegpt:FILE, or dataset = "random".',
+            f"{at} {spec.file!r}: no such file {file}; give a JSONL file, sharegpt:FILE, "
+            'trace:FILE, or dataset = "random".',
             path=where,
             key="bench.dataset",
         )
-    return f"{prefix}:{file}" if prefix else str(file)
+    return replace(spec, file=str(file))
+
+
+def _output_len(given: int | None, spec: DatasetSpec) -> int | None:
+    """max_tokens: as given; 256 for generated prompts; a file's or trace's own lengths."""
+    if given is not None:
+        return given
+    return 256 if spec.kind in ("random", "prefix") else None
+
+
+def _dataset_text(spec: DatasetSpec, value: str | dict[str, Any]) -> str:
+    """The one-line form stored with each point; a bare JSONL path stays a bare path, so
+    older rows of the same file still compare."""
+    if spec.kind == "jsonl" and isinstance(value, str) and not value.startswith("jsonl:"):
+        return str(spec.file)
+    return spec.text
 
 
 def slo_of(
@@ -652,12 +677,21 @@ def _bench_plan(
         merged.update(override.model_dump(exclude_none=True))
     concurrency = merged["concurrency"]
     rate = merged["rate"]
+    spec = _dataset(merged["dataset"], base_dir, where, variant)
+    trace = spec.kind == "trace"
+    if trace and rate is not None:
+        raise ConfigError(
+            f"{where}: variant {variant!r}: bench rate cannot go with a trace dataset, whose "
+            "rows are the schedule; remove rate (speed = N compresses the trace's time).",
+            path=where,
+            key="bench.rate",
+        )
     rates: list[float | None] = (
         [None] if rate is None else [float(rate)] if isinstance(rate, int | float) else list(rate)
     )
-    # the default cap, as bench's: c=1 without a rate, none under a rate
+    # the default cap, as bench's: c=1 without a rate, none under a rate or a trace
     concurrencies: list[int | None] = (
-        ([1] if rate is None else [None])
+        ([1] if rate is None and not trace else [None])
         if concurrency is None
         else [concurrency]
         if isinstance(concurrency, int)
@@ -696,8 +730,8 @@ def _bench_plan(
         duration_s=merged["duration_s"],
         warmup=merged["warmup"],
         input_len=merged["input_len"],
-        output_len=merged["output_len"],
-        dataset=_dataset(merged["dataset"], base_dir, where, variant),
+        output_len=_output_len(merged["output_len"], spec),
+        dataset=_dataset_text(spec, merged["dataset"]),
         repeats=merged["repeats"],
         seed=merged["seed"],
         burstiness=merged["burstiness"],

@@ -136,8 +136,11 @@ class BenchTable(_Table):
     duration_s: float | None = Field(default=None, gt=0)
     warmup: int = Field(default=8, ge=0)
     input_len: int = Field(default=1024, ge=1)
-    output_len: int = Field(default=256, ge=1)
-    dataset: str = "random"  # random, FILE.jsonl or sharegpt:FILE (relative to the file)
+    # None: 256 for random and prefix, a file's or trace's own lengths (without ignore_eos)
+    output_len: int | None = Field(default=None, ge=1)
+    # the one-line form (random, prefix:..., trace:FILE, FILE.jsonl, sharegpt:FILE; files
+    # relative to the campaign file) or the canonical [bench.dataset] table (kind = ...)
+    dataset: str | dict[str, Any] = "random"
     repeats: int = Field(default=3, ge=1)
     restarts: int = Field(default=1, ge=1, le=MAX_RESTARTS)  # server starts per configuration
     seed: int = 0
@@ -155,7 +158,7 @@ class BenchOverride(_Table):
     warmup: int | None = Field(default=None, ge=0)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
-    dataset: str | None = None
+    dataset: str | dict[str, Any] | None = None
     repeats: int | None = Field(default=None, ge=1)
     seed: int | None = None
 
