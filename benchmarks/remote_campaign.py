@@ -66,7 +66,7 @@ def run_once(folder: Path, text: str, host: str | None) -> float:
     from servegate.campaign.config import parse_campaign
     from servegate.campaign.interrupt import Interrupts
     from servegate.campaign.progress import CampaignProgress
-    from servegate.campaign.runner import RunOptions, run_campaign
+    from servegate.campaign.rounds import RunOptions, run_campaign
     from servegate.campaign.ssh import SshHost
     from servegate.store import Store
 

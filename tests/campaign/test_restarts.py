@@ -13,7 +13,7 @@ import pytest
 from tests.campaign.helpers import query, servegate, wait_for_points, write_campaign
 from tests.conftest import leftovers
 
-from servegate.campaign.runner import start_order
+from servegate.campaign.rounds import start_order
 
 TWO = """
 [[variant]]

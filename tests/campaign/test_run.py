@@ -16,7 +16,7 @@ from tests.conftest import leftovers
 from servegate.campaign.config import load_campaign
 from servegate.campaign.interrupt import Interrupts
 from servegate.campaign.progress import CampaignProgress
-from servegate.campaign.runner import RunOptions, run_campaign
+from servegate.campaign.rounds import RunOptions, run_campaign
 from servegate.cli import main
 from servegate.report import build_report
 from servegate.store import CampaignStatus, Store

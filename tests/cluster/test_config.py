@@ -91,7 +91,7 @@ def test_starts_are_spread_over_gpu_models_by_their_nodes(tmp_path: Path) -> Non
     server once per round, unpinned placement left to Ray."""
     from tests.cluster.helpers import write_campaign
 
-    from servegate.campaign.runner import _placed
+    from servegate.campaign.rounds import _placed
 
     variants = {"baseline": "", **{f"v{n}": f"--itl-ms {n + 2}" for n in range(1, 6)}}
     plan = parse_campaign(write_campaign(tmp_path, variants=variants).read_text())

@@ -20,7 +20,7 @@ from tests.remote.sshd import Remote
 from servegate.campaign.config import load_campaign
 from servegate.campaign.interrupt import Interrupts
 from servegate.campaign.progress import CampaignProgress
-from servegate.campaign.runner import RunOptions, run_campaign
+from servegate.campaign.rounds import RunOptions, run_campaign
 from servegate.campaign.ssh import SshHost
 from servegate.store import Store
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from servegate.campaign.demo import demo_text, prepare_demo
     from servegate.campaign.interrupt import Interrupted, Interrupts
     from servegate.campaign.progress import CampaignProgress
-    from servegate.campaign.runner import (
+    from servegate.campaign.rounds import (
         PrecisionOutcome,
         RunOptions,
         RunOutcome,
@@ -58,11 +58,11 @@ _WHERE = {
     "Interrupted": "interrupt",
     "Interrupts": "interrupt",
     "CampaignProgress": "progress",
-    "PrecisionOutcome": "runner",
-    "RunOptions": "runner",
-    "RunOutcome": "runner",
-    "run_campaign": "runner",
-    "start_order": "runner",
+    "PrecisionOutcome": "rounds",
+    "RunOptions": "rounds",
+    "RunOutcome": "rounds",
+    "run_campaign": "rounds",
+    "start_order": "rounds",
     "CampaignRun": "session",
     "run": "session",
 }

@@ -68,7 +68,7 @@ from servegate.errors import ServegateError, UsageError
 from servegate.store import AttemptStatus
 
 if TYPE_CHECKING:
-    from servegate.campaign.runner import Recorder
+    from servegate.campaign.rounds import Recorder
 
 __all__ = ["Cluster", "Flight", "Item", "NodeInfo", "connect", "replay"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from servegate.campaign.config import Campaign, check_programs
 from servegate.campaign.interrupt import Interrupts
 from servegate.campaign.progress import CampaignProgress
-from servegate.campaign.runner import RunOptions, RunOutcome, StartPool, run_campaign
+from servegate.campaign.rounds import RunOptions, RunOutcome, StartPool, run_campaign
 from servegate.errors import UsageError
 from servegate.remote import is_local
 from servegate.report import Report, build_report

@@ -36,7 +36,7 @@ from servegate.remote.client import RemoteProtocolError, connect, fetch, run_nod
 from servegate.store import AttemptStatus
 
 if TYPE_CHECKING:
-    from servegate.campaign.runner import Recorder
+    from servegate.campaign.rounds import Recorder
 
 __all__ = ["SshHost"]
 
