@@ -239,13 +239,20 @@ def test_a_bad_trace_row_names_its_line(tmp_path: Path) -> None:
 # --- determinism ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["prefix:groups=2,per_group=3,shared=30,unique=5", "trace"])
+@pytest.mark.parametrize(
+    "kind", ["prefix:groups=2,per_group=3,shared=30,unique=5", "trace", "jsonl", "random"]
+)
 def test_each_dataset_is_deterministic_by_seed(kind: str, tmp_path: Path) -> None:
-    """The same seed builds the same request bodies; another seed builds others."""
+    """The same seed builds the same request bodies; another seed builds others (a
+    file's prompts in another order)."""
     if kind == "trace":
         kind = "trace:" + str(
             _mooncake(tmp_path / "t.jsonl", [(0, 20, 2, [1]), (5, 30, 2, [1, 2])])
         )
+    if kind == "jsonl":
+        path = tmp_path / "p,1.jsonl"
+        path.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(6)))
+        kind = f"jsonl:{path}"
 
     def bodies(seed: int) -> list[bytes]:
         prompts = build_prompts(
