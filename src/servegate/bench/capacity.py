@@ -267,10 +267,12 @@ def measure_probe(number: int, load: float, result: PointResult, offered: float 
     slo = result.slo
     duration = result.summary.get("duration_s") or 0.0
     achieved = result.completed / duration if duration > 0 else 0.0
-    sends = [s.send_s for s in result.samples]
-    if offered is not None and len(sends) > 1 and max(sends) > min(sends):
-        # the arrivals the schedule actually sent (Poisson: not exactly the nominal rate)
-        offered = (len(sends) - 1) / (max(sends) - min(sends))
+    planned = [s.scheduled_s for s in result.samples if s.scheduled_s is not None]
+    if offered is not None and len(planned) > 1 and max(planned) > min(planned):
+        # the arrivals the schedule really held (Poisson: a 6 s window of 64/s holds 384
+        # +- 20 of them, not 384), from their planned times, so a late client does not
+        # lower it
+        offered = (len(planned) - 1) / (max(planned) - min(planned))
     waiting = (
         result.server_metrics.get("gauges", {}).get("waiting") if result.server_metrics else None
     )
@@ -348,8 +350,12 @@ def fit_capacity(
     """The capacity from the probes: the isotonic fit's crossing and its bootstrap interval."""
     from servegate.bench.slo import slo_text
 
-    ordered = sorted(probes, key=lambda p: p.load)
-    loads = np.array([p.load for p in ordered])
+    # rate probes sit at the rate their schedule really held, not the nominal one
+    def x(p: Probe) -> float:
+        return p.offered_rate if options.over == "rate" and p.offered_rate else p.load
+
+    ordered = sorted(probes, key=x)
+    loads = np.array([x(p) for p in ordered])
     weights = np.array([max(1, p.result.completed + p.result.failed) for p in ordered], float)
     curves = _curves(ordered, targets, criterion)
     common: dict[str, Any] = {
@@ -385,6 +391,8 @@ def fit_capacity(
             )
         else:
             value, low, high = (round(x, 3) for x in (value, low, high))
+        if censored:  # the top probe passed: the answer is its load, as asked
+            value = float(max(p.load for p in probes))
     return Capacity(value=value, low=low, high=high, below_lowest=below, censored=censored,
                     limiting=limiting, **common)  # fmt: skip
 
