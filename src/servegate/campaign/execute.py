@@ -575,6 +575,9 @@ def _settings(url: str, task: Task, engine: str, *, warmup: bool = True) -> Benc
         output_len=bench.output_len,
         dataset=bench.dataset,
         seed=bench.seed + task.repeat,
+        # this start's repeat and this point: paired variants send the same text, and no
+        # point resends another's (the prefix cache of a real engine would serve it)
+        salt=(task.repeat, bench.points.index(task.point)),
         engine=engine,
         slo=bench.slo,
         attainment=bench.attainment,

@@ -422,18 +422,22 @@ def _state(data: CampaignData, name: str) -> _State:
 # --- workloads: what was sent decides what may be compared -----------------------------
 
 # each key with the value rows stored before it existed stand for: every schedule was
-# Poisson before --burstiness, which is burstiness 1
+# Poisson before --burstiness, which is burstiness 1; every point resent the same prompts
+# before --cache, which is cache "share"; prompts were approximate before --tokenizer
 _WORKLOAD_KEYS: tuple[tuple[str, Any], ...] = (
     ("api", None),
     ("input_len", None),
     ("output_len", None),
     ("dataset", None),
     ("burstiness", 1.0),
+    ("cache", "share"),
+    ("tokenizer", None),
 )
 
 
 def workload_of(point: PointInfo) -> tuple[Any, ...] | None:
-    """(api, input_len, output_len, dataset, burstiness) of a point; None when not recorded."""
+    """(api, input_len, output_len, dataset, burstiness, cache, tokenizer) of a point; None
+    when not recorded."""
     settings = point.detail.get("settings") if isinstance(point.detail, dict) else None
     if not isinstance(settings, dict):
         return None
@@ -441,11 +445,11 @@ def workload_of(point: PointInfo) -> tuple[Any, ...] | None:
 
 
 def workload_label(workload: tuple[Any, ...] | None) -> str | None:
-    """``input 1024, output 256`` (with the API, dataset and burstiness when not the
-    defaults)."""
+    """``input 1024, output 256`` (with the API, dataset, burstiness, cache mode and
+    tokenizer when not the defaults)."""
     if workload is None:
         return None
-    api, input_len, output_len, dataset, burstiness = workload
+    api, input_len, output_len, dataset, burstiness, cache, tokenizer = workload
     parts = [f"input {input_len}", f"output {output_len}"]
     if dataset not in (None, "random"):
         parts.append(f"dataset {str(dataset).rsplit('/', 1)[-1]}")
@@ -453,6 +457,10 @@ def workload_label(workload: tuple[Any, ...] | None) -> str | None:
         parts.append(f"{api} API")
     if burstiness not in (None, 1, 1.0):
         parts.append(f"burstiness {burstiness:g}")
+    if cache == "isolate":  # rows stored before --cache resent their prompts: "share"
+        parts.append("cache isolate")
+    if tokenizer is not None:
+        parts.append(f"exact prompts by {str(tokenizer).rsplit('/', 1)[-1]}")
     return ", ".join(parts)
 
 
