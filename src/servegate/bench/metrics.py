@@ -146,8 +146,12 @@ def failures_by_kind(samples: Sequence[RequestSample]) -> dict[str, int]:
     return dict(Counter(s.error for s in samples if s.error is not None).most_common())
 
 
-def token_warnings(samples: Sequence[RequestSample]) -> list[str]:
-    """Warnings about output lengths: usage missing or disagreeing, or not what was asked."""
+def token_warnings(samples: Sequence[RequestSample], *, ignore_eos: bool = True) -> list[str]:
+    """Warnings about output lengths: usage missing or disagreeing, or not what was asked.
+
+    Without ``ignore_eos`` (a file's or a trace's own lengths as ``max_tokens``) the model
+    may stop early, as it did in the data: only an output longer than asked is wrong.
+    """
     done = [s for s in samples if s.ok]
     if not done:
         return []
@@ -178,7 +182,11 @@ def token_warnings(samples: Sequence[RequestSample]) -> list[str]:
             "not between tokens."
         )
     asked = [s for s in done if s.output_len is not None]
-    off = [s for s in asked if s.output_tokens != s.output_len]
+    off = [
+        s
+        for s in asked
+        if s.output_tokens != s.output_len and (ignore_eos or s.output_tokens > (s.output_len or 0))
+    ]
     if off:
         got = [s.output_tokens for s in off]
         warnings.append(

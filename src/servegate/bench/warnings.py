@@ -33,7 +33,9 @@ def point_warnings(
 ) -> list[str]:
     """Every warning of a measured point (``pool``: the prompts it was built from)."""
     warnings = _pool_warnings(settings, len(samples), pool)
-    warnings += metrics.token_warnings(samples)
+    warnings += metrics.token_warnings(
+        samples, ignore_eos=settings.ignore_eos and settings.output_len is not None
+    )
     warnings += headroom_warnings(client)
     if server_gone_s is not None:
         warnings.append(gone_sentence(server_gone_s, len(samples), settings.requests))
