@@ -31,6 +31,7 @@ from servegate.bench import BenchSettings, PointResult, Progress, envelope, run_
 from servegate.bench.capacity import Capacity, Probe, Search, SearchOptions, drain
 from servegate.bench.metrics import PERCENTILES, percentile_key
 from servegate.bench.slo import SloResult, parse_slo
+from servegate.bench.spec import DatasetSpec, parse_dataset
 from servegate.bench.warnings import gone_sentence
 from servegate.cli.options import (
     engine,
@@ -175,15 +176,16 @@ a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctr
 @click.option(
     "--output-len",
     type=int,
-    default=256,
-    show_default=True,
-    help="max_tokens of each request, sent with ignore_eos.",
+    default=None,
+    help="max_tokens of each request, sent with ignore_eos [default: 256 for random and "
+    "prefix; a file's or trace's own lengths, without ignore_eos]",
 )
 @click.option(
     "--dataset",
     default="random",
     show_default=True,
-    help="random, FILE.jsonl ({'prompt': ..., 'output_len': ...}) or sharegpt:FILE.",
+    help="KIND[:KEY=VALUE,...]: random, prefix:groups=8,per_group=16,shared=512,unique=128, "
+    "trace:FILE[,speed=2], sharegpt:FILE, jsonl:FILE or FILE.jsonl (docs/bench.md).",
 )
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Seed of prompts and schedule."
@@ -297,7 +299,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     duration: float | None,
     warmup: int,
     input_len: int,
-    output_len: int,
+    output_len: int | None,
     dataset: str,
     seed: int,
     tokenizer: str | None,
@@ -334,7 +336,9 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     _check_slo_flags(targets, attainment, fail_on_slo, find_max)
     _check_range_flags(find_max, max_concurrency, max_rate)
     rates = _rates(rate_text) if find_max is None else [_rate(rate_text)]
-    levels = _levels(concurrency_text, rates[0])
+    spec = parse_dataset(dataset)
+    trace = spec.kind == "trace"
+    levels = _levels(concurrency_text, rates[0], trace=trace)
     percentiles = _percentiles(percentiles_text)
     _check_flags(requests, duration, max_error_rate, json_file)
     search = None
@@ -355,8 +359,9 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         duration_s=duration,
         warmup=warmup,
         input_len=input_len,
-        output_len=output_len,
-        dataset=dataset,
+        output_len=_output_len(output_len, spec),
+        # the one-line form with every key (the workload key); a bare JSONL path as given
+        dataset=dataset if spec.kind == "jsonl" and not dataset.startswith("jsonl:") else spec.text,
         seed=seed,
         tokenizer=tokenizer,
         cache=cache,  # type: ignore[arg-type]
@@ -381,7 +386,7 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         return
     sweep = _Sweep(json_file=json_file, human=sys.stderr if as_json else sys.stdout, quiet=quiet)
     with _sigterm_unwinds():
-        for index, (rate, level) in enumerate(_points(rates, concurrency_text)):
+        for index, (rate, level) in enumerate(_points(rates, concurrency_text, trace=trace)):
             settings = replace(
                 template,
                 rate=rate,
@@ -425,20 +430,32 @@ def _remote(
     )
 
 
-def _levels(concurrency_text: str | None, rate: float | None) -> list[int | None]:
-    """The sweep's concurrency levels; one uncapped point under a finite rate, else c=1."""
+def _levels(
+    concurrency_text: str | None, rate: float | None, *, trace: bool = False
+) -> list[int | None]:
+    """The sweep's concurrency levels; one uncapped point under a finite rate or a trace's
+    schedule, else c=1."""
     if concurrency_text is not None:
         return list(_ints(concurrency_text, "--concurrency"))
-    if rate is not None and math.isfinite(rate):
+    if trace or (rate is not None and math.isfinite(rate)):
         return [None]
     return [1]
 
 
 def _points(
-    rates: list[float | None], concurrency_text: str | None
+    rates: list[float | None], concurrency_text: str | None, *, trace: bool = False
 ) -> list[tuple[float | None, int | None]]:
     """Every rate with every concurrency cap, rates outermost (as campaigns order them)."""
-    return [(rate, level) for rate in rates for level in _levels(concurrency_text, rate)]
+    return [
+        (rate, level) for rate in rates for level in _levels(concurrency_text, rate, trace=trace)
+    ]
+
+
+def _output_len(given: int | None, spec: DatasetSpec) -> int | None:
+    """max_tokens: as given; 256 for generated prompts; a file's or trace's own lengths."""
+    if given is not None:
+        return given
+    return 256 if spec.kind in ("random", "prefix") else None
 
 
 def _requests(requests: int | None, duration: float | None, level: int | None) -> int | None:

@@ -450,7 +450,8 @@ def workload_label(workload: tuple[Any, ...] | None) -> str | None:
     if workload is None:
         return None
     api, input_len, output_len, dataset, burstiness, cache, tokenizer = workload
-    parts = [f"input {input_len}", f"output {output_len}"]
+    output = "from the dataset" if output_len is None else output_len
+    parts = [f"input {input_len}", f"output {output}"]
     if dataset not in (None, "random"):
         parts.append(f"dataset {str(dataset).rsplit('/', 1)[-1]}")
     if api not in (None, "completions"):
