@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from servegate.report import text
+from servegate.report.arrivals import arrivals_cell
 from servegate.report.compare import HEADLINE, Report, VariantSummary
 from servegate.report.slo import slo_cell
 
@@ -45,6 +46,9 @@ def _cell(report: Report, row: VariantSummary, load: str) -> Text:
     slo = slo_cell(report.data, row.name, load)
     if slo is not None:
         cell.append("\n" + slo.words, style="green" if slo.all_met else "red")
+    arrivals = arrivals_cell(report.data, row.name, load)
+    if arrivals is not None:
+        cell.append("\n" + arrivals.words, style="dim")
     if row.is_baseline:
         return cell
     if row.reference is None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from servegate._version import __version__
+from servegate.report.arrivals import arrivals_cell
 from servegate.report.bootstrap import Estimate
 from servegate.report.compare import METRICS, Report, VariantSummary
 from servegate.report.slo import slo_cell
@@ -116,6 +117,7 @@ def _variant(report: Report, row: VariantSummary) -> dict[str, Any]:
                 "failed": s.failed,
                 "failures": s.failures,
                 "slo": _slo_json(report, row.name, load),
+                "arrivals": _arrivals_json(report, row.name, load),
             }
             for load, s in row.loads.items()
         },
@@ -388,6 +390,12 @@ def _noise_rows(report: Report) -> list[list[Any]]:
 def render_check_json(result: CheckResult) -> str:
     """``servegate check``'s ``servegate.check/1`` JSON document."""
     return json.dumps(result.to_json(), indent=2) + "\n"
+
+
+def _arrivals_json(report: Report, variant: str, load: str) -> dict[str, Any] | None:
+    """A load's offered and achieved rates, or None in a closed loop."""
+    cell = arrivals_cell(report.data, variant, load)
+    return None if cell is None else cell.to_json()
 
 
 def _slo_json(report: Report, variant: str, load: str) -> dict[str, Any] | None:

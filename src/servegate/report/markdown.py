@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from servegate._text import code_span, markdown_text
 from servegate.report import text
+from servegate.report.arrivals import arrivals_cell
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
 from servegate.report.slo import slo_cell
 
@@ -93,6 +94,9 @@ def _throughput_cell(report: Report, row: VariantSummary, load: str) -> str:
     slo = slo_cell(report.data, row.name, load)
     if slo is not None:
         cell += f"; {slo.words}"
+    arrivals = arrivals_cell(report.data, row.name, load)
+    if arrivals is not None:
+        cell += f"; {arrivals.words}"
     return cell
 
 
