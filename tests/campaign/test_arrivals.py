@@ -3,10 +3,12 @@ every point's settings, and a rate without ``concurrency`` is uncapped, as in be
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
+from tests.campaign.helpers import query, servegate, write_campaign
 
 from servegate.campaign.config import parse_campaign
 from servegate.campaign.execute import _settings, tasks_of
@@ -81,3 +83,34 @@ def test_bad_burstiness_names_the_key(value: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_campaign(text, path=Path("c.toml"))
     assert "burstiness" in str(info.value)
+
+
+def test_a_rate_campaign_stores_burstiness_percentiles_and_rates(tmp_path: Path) -> None:
+    """On the simulator: rate = [20, 40], burstiness = 0.5, percentiles = [95, 99.9]: each
+    stored point is uncapped, keeps its burstiness, its p95/p99.9 keys beside p50/p90/p99
+    and its offered and achieved rates; the report shows them beside the throughput."""
+    bench = "rate = [20, 40]\nburstiness = 0.5\npercentiles = [95, 99.9]\nrequests = 8\nrepeats = 1"
+    path = write_campaign(tmp_path, '[[variant]]\nname = "baseline"\n', name="r", bench=bench)
+    db = tmp_path / "r.db"
+    run = servegate("run", path, "--db", db, timeout=120)
+    assert run.returncode == 0, run.stderr
+    rows = query(db, "SELECT load, summary, detail FROM point ORDER BY load")
+    assert [r[0] for r in rows] == ["rate=20", "rate=40"]
+    for load, summary_text, detail_text in rows:
+        summary, settings = json.loads(str(summary_text)), json.loads(str(detail_text))["settings"]
+        assert (settings["burstiness"], settings["concurrency"]) == (0.5, None)
+        assert summary["offered_rate"] == float(str(load).removeprefix("rate="))
+        assert summary["achieved_rate"] > 0
+        for p in ("p50", "p90", "p95", "p99", "p99.9"):
+            assert f"ttft_ms_{p}" in summary
+    report = servegate("report", "--db", db, "r")
+    assert report.returncode == 0, report.stderr
+    assert "offered 20/s (burstiness 0.5), achieved" in report.stdout
+
+
+def test_bad_percentiles_name_the_key() -> None:
+    """percentiles = [100] is one ConfigError naming bench.percentiles."""
+    text = textwrap.dedent(CAMPAIGN.format(extra="percentiles = [100]"))
+    with pytest.raises(ConfigError) as info:
+        parse_campaign(text, path=Path("c.toml"))
+    assert "bench percentiles must be numbers between 0 and 100" in str(info.value)

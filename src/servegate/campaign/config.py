@@ -95,6 +95,7 @@ class BenchPlan:
     repeats: int
     seed: int
     burstiness: float = 1.0  # the gamma shape of the gaps between arrivals: 1 is Poisson
+    percentiles: tuple[float, ...] = ()  # latency percentiles stored beside p50, p90, p99
     slo: tuple[Target, ...] = ()  # [slo]: the targets every point is held to
     attainment: float | None = None  # [slo] attainment: the share that decides met
 
@@ -735,7 +736,20 @@ def _bench_plan(
         repeats=merged["repeats"],
         seed=merged["seed"],
         burstiness=merged["burstiness"],
+        percentiles=_percentiles(merged["percentiles"], where, variant),
     )
+
+
+def _percentiles(values: list[float], where: str, variant: str) -> tuple[float, ...]:
+    """``[bench] percentiles``: numbers between 0 and 100, as ``bench --percentiles``."""
+    if not all(0 < p < 100 for p in values):
+        raise ConfigError(
+            f"{where}: variant {variant!r}: bench percentiles must be numbers between 0 and "
+            "100, e.g. percentiles = [95, 99.9].",
+            path=where,
+            key="bench.percentiles",
+        )
+    return tuple(values)
 
 
 def _load_label(concurrency: int | None, rate: float | None, *, capped: bool) -> str:

@@ -568,6 +568,7 @@ def _settings(url: str, task: Task, engine: str, *, warmup: bool = True) -> Benc
         concurrency=task.point.concurrency,
         rate=task.point.rate,
         burstiness=bench.burstiness,
+        percentiles=bench.percentiles,
         requests=None if bench.duration_s is not None else bench.requests,
         duration_s=bench.duration_s,
         warmup=bench.warmup if warmup else 0,

@@ -132,6 +132,7 @@ class BenchTable(_Table):
     concurrency: list[int] | int | None = None  # [1]; with a rate: no cap
     rate: list[float] | float | None = None
     burstiness: float = Field(default=1.0, gt=0)  # gamma shape of the gaps: 1 is Poisson
+    percentiles: list[float] = Field(default_factory=list)  # beside p50, p90, p99
     requests: int = Field(default=200, ge=1)
     duration_s: float | None = Field(default=None, gt=0)
     warmup: int = Field(default=8, ge=0)
@@ -153,6 +154,7 @@ class BenchOverride(_Table):
     concurrency: list[int] | int | None = None
     rate: list[float] | float | None = None
     burstiness: float | None = Field(default=None, gt=0)
+    percentiles: list[float] | None = None
     requests: int | None = Field(default=None, ge=1)
     duration_s: float | None = Field(default=None, gt=0)
     warmup: int | None = Field(default=None, ge=0)
