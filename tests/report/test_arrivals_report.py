@@ -6,7 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from servegate.report import build_report, console_text, render_json, render_markdown
+from servegate.report import (
+    build_report,
+    console_text,
+    render_html,
+    render_json,
+    render_markdown,
+)
 from servegate.store import Store
 
 from .starts import WORKLOAD, Campaign
@@ -33,7 +39,7 @@ def _record(c: Campaign, aid: int, variant: str, load: str, summary: dict[str, f
 
 def test_rate_loads_show_offered_and_achieved(tmp_path: Path) -> None:
     """rate=8: 'offered 8/s (burstiness 0.5), achieved 7.90/s' (the repeats' mean) in the
-    table and the markdown, and an arrivals object in the JSON; c=4 (closed loop, no
+    table, the markdown and the HTML, and an arrivals object in the JSON; c=4 (closed loop, no
     offered rate) shows none and its JSON arrivals is null."""
     with Store.open(tmp_path / "r.db") as store:
         c = Campaign(store)
@@ -45,6 +51,7 @@ def test_rate_loads_show_offered_and_achieved(tmp_path: Path) -> None:
     words = "offered 8/s (burstiness 0.5), achieved 7.90/s"
     assert words in console_text(report, width=200)
     assert words in render_markdown(report)
+    assert words in render_html(report)
     doc = json.loads(render_json(report))
     loads = doc["variants"][0]["loads"]
     assert loads["rate=8"]["arrivals"] == {

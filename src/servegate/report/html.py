@@ -22,6 +22,7 @@ import numpy as np
 
 from servegate.errors import ServegateError, UsageError
 from servegate.report import text
+from servegate.report.arrivals import arrivals_cell
 from servegate.report.bootstrap import interval, mean, seeded_rng
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
 from servegate.report.slo import slo_cell
@@ -394,6 +395,9 @@ def _verdict_table(report: Report) -> str:
             if slo is not None:
                 css = _CALL_CLASS.get("better" if slo.all_met else "worse", "")
                 cell += f'<span class="d {css}">{html.escape(slo.words)}</span>'
+            arrivals = arrivals_cell(report.data, row.name, load)
+            if arrivals is not None:
+                cell += f'<span class="d">{html.escape(arrivals.words)}</span>'
             cells.append(f"<td>{cell}</td>")
         name = f"<b>{html.escape(row.name)}</b>" if row.is_baseline else html.escape(row.name)
         rows.append(
