@@ -92,26 +92,46 @@ _RETRY = re.compile(
 )
 _SEVERITY = {"fatal": 4, "error": 2}
 # words that say something failed, in a line that has no level of its own (llama.cpp
-# prints most of its errors so: "ggml_vulkan: Device memory allocation of ... failed.")
+# prints most of its errors so: "ggml_vulkan: Device memory allocation of ... failed."),
+# in the line in lower case: "error" anywhere (OutOfMemoryError, ErrorOutOfDeviceMemory),
+# or one of these words (a third of the time re.IGNORECASE takes)
 _FAILS = re.compile(
-    r"\b(?:fail(?:ed|ure|s)?|errors?|cannot|can't|could ?n[o']t|unable|not found|no such"
+    r"\b(?:fail(?:ed|ure|s)?|cannot|can't|could ?n[o']t|unable|not found|no such|errno"
     r"|denied|refused|killed|abort(?:ed)?|exception|invalid|missing|out of memory|no space"
     r"|undefined|illegal|(?:seg)?fault|crash(?:ed)?|died|exceed(?:s|ed)?|insufficient"
-    r"|not enough|mismatch"
-    r"|unsupported|not supported|not installed|not available|errno)\b"
-    r"|[a-z]Error\b|\bError[A-Z]|_ERROR_",
-    re.IGNORECASE,
+    r"|not enough|mismatch|unsupported|not supported|not installed|not available)\b"
 )
+
+
+def _says_failure(text: str) -> bool:
+    """True when ``text`` says that something failed (``_FAILS``)."""
+    low = text.lower()
+    return "error" in low or _FAILS.search(low) is not None
+
+
 # lines that end a process by themselves: an assertion (C, glog's CHECK, GGML_ASSERT,
 # TensorRT-LLM's), a Go panic, the interpreter's own fatal error
 _FATAL = re.compile(
     r"(?:GGML_ASSERT|Fatal Python error|panic: |fatal error: |Check failed: "
-    r"|.*\bAssertion (?:`.*' )?failed"
-    # ggml's GGML_ABORT and a compiler's: "path/ggml-impl.h:319: fatal error"
-    r"|.*?:\d+(?::\d+)?: fatal error\b"
-    # the dynamic loader, which ends the process before it starts
-    r"|(?:[^:]*: )?(?:error while loading shared libraries|symbol lookup error): )"
+    r"|.*\bAssertion (?:`.*' )?failed)"
 )
+# the same, inside a line (looked for only when its words are there): ggml's GGML_ABORT
+# and a compiler's "path/ggml-impl.h:319: fatal error"; the dynamic loader's errors,
+# which end the process before it starts
+_FATAL_INSIDE = re.compile(
+    r"[^\s:]*:\d+(?::\d+)?: fatal error\b"
+    r"|(?:error while loading shared libraries|symbol lookup error): "
+)
+_FATAL_WORDS = ("fatal error", "shared libraries", "symbol lookup error")
+
+
+def _is_fatal(text: str) -> bool:
+    """True for a line that ends a process by itself (``_FATAL``, ``_FATAL_INSIDE``)."""
+    if _FATAL.match(text) is not None:
+        return True
+    return any(word in text for word in _FATAL_WORDS) and _FATAL_INSIDE.search(text) is not None
+
+
 # a raise statement with a literal message: what its exception line would have said
 _RAISE = re.compile(
     r"""raise\s+(?P<name>[A-Za-z_][\w.]*)\(\s*[fr]?(?P<q>["'])(?P<message>.+?)(?P=q)"""
@@ -263,7 +283,7 @@ def _candidate(
     severity = _SEVERITY.get(normal.level or "", 0)
     if exception is not None and normal.level not in _HANDLED:
         severity = max(severity, _EXCEPTION_SEVERITY)
-    if panic or _FATAL.match(text):
+    if panic or _is_fatal(text):
         severity = _SEVERITY["fatal"]
     own = severity
     if reported:
@@ -289,8 +309,8 @@ def _candidate(
     wrapper = hit[0] if hit is not None else None
     if wrapper is None and (
         text.endswith(":")
-        or (own == 0 and not _FAILS.search(text))
         or (own == 0 and not reported and normal.level is not None)
+        or (own == 0 and not _says_failure(text))
     ):
         # a line that only introduces what follows; one with no error level of its own
         # (what an error line introduced, too: a warning in a shard's standard error)
