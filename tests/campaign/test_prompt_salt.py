@@ -45,3 +45,26 @@ def test_points_differ_and_paired_variants_match() -> None:
     theirs = {k[1:]: v for k, v in texts.items() if k[0] == "fast"}
     assert len(ours) == 4 and len(set(ours.values())) == 4
     assert ours == theirs
+
+
+def test_cache_and_tokenizer_keys_reach_every_point() -> None:
+    """[bench] cache = "share" and tokenizer (relative to the campaign file) are in each
+    point's settings; a variant's bench sub-table overrides them."""
+    text = (
+        textwrap.dedent(CAMPAIGN)
+        .replace(
+            "input_len = 32\n",
+            'input_len = 32\ncache = "share"\ntokenizer = "tok/tokenizer.json"\n',
+        )
+        .replace(
+            'args = ["--fast"]',
+            'args = ["--fast"]\nbench = { cache = "isolate", tokenizer = "server" }',
+        )
+    )
+    campaign = parse_campaign(text, path=Path("/camp/c.toml"))
+    seen = set()
+    for group in campaign.groups:
+        for task in tasks_of(group, 1):
+            s = _settings("http://127.0.0.1:9", task, "vllm")
+            seen.add((task.variant.name, s.cache, s.tokenizer))
+    assert seen == {("b", "share", "/camp/tok/tokenizer.json"), ("fast", "isolate", "server")}

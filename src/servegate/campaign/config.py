@@ -96,6 +96,8 @@ class BenchPlan:
     seed: int
     burstiness: float = 1.0  # the gamma shape of the gaps between arrivals: 1 is Poisson
     percentiles: tuple[float, ...] = ()  # latency percentiles stored beside p50, p90, p99
+    cache: str = "isolate"  # isolate: each point's prompts salted by (repeat, point)
+    tokenizer: str | None = None  # "server", an absolute tokenizer.json path, or None
     slo: tuple[Target, ...] = ()  # [slo]: the targets every point is held to
     attainment: float | None = None  # [slo] attainment: the share that decides met
 
@@ -737,7 +739,17 @@ def _bench_plan(
         seed=merged["seed"],
         burstiness=merged["burstiness"],
         percentiles=_percentiles(merged["percentiles"], where, variant),
+        cache=merged["cache"],
+        tokenizer=_tokenizer(merged["tokenizer"], base_dir),
     )
+
+
+def _tokenizer(value: str | None, base_dir: Path) -> str | None:
+    """``[bench] tokenizer``: ``server``, or a path relative to the campaign file."""
+    if value is None or value == "server":
+        return value
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base_dir / path)
 
 
 def _percentiles(values: list[float], where: str, variant: str) -> tuple[float, ...]:

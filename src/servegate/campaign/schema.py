@@ -133,6 +133,9 @@ class BenchTable(_Table):
     rate: list[float] | float | None = None
     burstiness: float = Field(default=1.0, gt=0)  # gamma shape of the gaps: 1 is Poisson
     percentiles: list[float] = Field(default_factory=list)  # beside p50, p90, p99
+    # "isolate": each point's prompts salted by (repeat, point); "share": the same prompts
+    cache: Literal["isolate", "share"] = "isolate"
+    tokenizer: str | None = None  # token-exact prompts: "server" or a tokenizer.json path
     requests: int = Field(default=200, ge=1)
     duration_s: float | None = Field(default=None, gt=0)
     warmup: int = Field(default=8, ge=0)
@@ -155,6 +158,8 @@ class BenchOverride(_Table):
     rate: list[float] | float | None = None
     burstiness: float | None = Field(default=None, gt=0)
     percentiles: list[float] | None = None
+    cache: Literal["isolate", "share"] | None = None
+    tokenizer: str | None = None
     requests: int | None = Field(default=None, ge=1)
     duration_s: float | None = Field(default=None, gt=0)
     warmup: int | None = Field(default=None, ge=0)
