@@ -4,6 +4,7 @@ locally, for completions and chat (the template's tokens counted)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from tests.bpe import train_bpe
 from tests.sim.helpers import Sim, wait_http
 
 from servegate.bench import BenchSettings, run_point
+from servegate.bench.dataset import VOCABULARY
 from servegate.bench.result import PointResult
+from servegate.bench.tokens import LocalCounter, exact_text
 
 FAST = ("--startup", "0.2", "--ttft-ms", "1", "--itl-ms", "1")
 
@@ -95,3 +98,17 @@ def test_no_tokenize_falls_back_to_approximate_with_a_warning(sse_server: object
     result = _point(sse_server(), "completions", "server", input_len=5)
     assert result.prompt_tokens["exact"] is False
     assert any("prompts are approximate" in w and "/tokenize" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_long_prompts_are_exact_even_when_a_word_overshoots(bpe: Path, chat: bool) -> None:
+    """100 prompts of 1024 tokens through the BPE, completions and chat: every one exact,
+    also where the last word that fits leaves a gap no single word fills (2 of 100 chat
+    prompts were 1020 tokens before)."""
+    counter = LocalCounter(bpe)
+    rng = random.Random(0)
+    got = [
+        exact_text(counter, target=1024, chat=chat, words=VOCABULARY, rng=rng)[1]
+        for _ in range(100)
+    ]
+    assert got == [1024] * 100

@@ -217,11 +217,20 @@ def exact_text(
     if k == 0:
         return text_of(1), counter.count(text_of(1), chat)
     head = text_of(k)
-    for word in rng.sample(words, min(len(words), 48)):
-        candidate = f"{head} {word}"
-        n = counter.count(candidate, chat)
-        if n == target:
-            return candidate, n
+    # append the word that comes closest without passing the target, until it is met (a
+    # word's tokens depend on its neighbours, so each candidate is counted in place)
+    for _ in range(8):
+        best_fill: tuple[int, str] = (got, head)
+        for word in rng.sample(words, min(len(words), 48)):
+            candidate = f"{head} {word}"
+            n = counter.count(candidate, chat)
+            if n == target:
+                return candidate, n
+            if best_fill[0] < n < target:
+                best_fill = (n, candidate)
+        if best_fill[1] == head:
+            break
+        got, head = best_fill
     return head, got
 
 
