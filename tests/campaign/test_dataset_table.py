@@ -104,3 +104,12 @@ def test_a_trace_with_a_rate_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         parse_campaign(text, path=tmp_path / "c.toml")
     assert info.value.key == "bench.rate"
+
+
+def test_multiturn_with_a_duration_is_refused() -> None:
+    """A multiturn dataset counts sessions by requests: duration_s is refused by name."""
+    text = HEAD + '[bench]\nduration_s = 5\ndataset = "multiturn:turns=3"\n\n'
+    text += '[[variant]]\nname = "base"\n'
+    with pytest.raises(ConfigError) as info:
+        parse_campaign(text, path=Path("c.toml"))
+    assert info.value.key == "bench.duration_s"

@@ -74,11 +74,14 @@ def cache_state(
     mode: str,
     before: Scrape | None,
     after: Scrape | None,
+    design: float | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The point's ``cache`` block and its warnings (contaminated, evicted)."""
+    """The point's ``cache`` block and its warnings (contaminated, evicted); ``design``
+    is the rate a workload states itself (multiturn sessions), else the prompts' reuse."""
     done = [s for s in samples if s.ok]
     measured, source, block = _measured(done, before, after)
-    design = _design(done, bodies, block)
+    if design is None:
+        design = _design(done, bodies, block)
     contaminated = evicted = False
     warnings: list[str] = []
     if measured is not None and design is not None:

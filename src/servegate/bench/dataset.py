@@ -329,6 +329,10 @@ class Prompt:
     input_len: int  # prompt tokens: exact with a tokenizer, else words or 4 chars/token
     output_len: int | None  # max_tokens sent, or None when the server decides
     at_s: float | None = None  # a trace's send time, seconds after its first request
+    # multiturn: the session and the turn (from 0) this is the new user message of; the
+    # body holds that message alone, and the conversation so far goes before it at send
+    session: int | None = None
+    turn: int = 0
 
 
 def build_prompts(
@@ -369,6 +373,25 @@ def build_prompts(
                     input_len=counter.count(text, chat) if counter is not None else len(w),
                     output_len=out,
                     at_s=row.at_s / speed,
+                )
+            )
+        return prompts
+    if spec.kind == "multiturn":
+        rng = random.Random(salted_seed(seed, *salt))
+        turns, prompts = spec.get("turns"), []
+        for i in range(count):
+            n = spec.get("first") if i % turns == 0 else spec.get("user")
+            text = " ".join(rng.choices(VOCABULARY, k=n))
+            body = encode_body(
+                api=api, model=model, text=text, max_tokens=output_len, ignore_eos=ignore_eos
+            )
+            prompts.append(
+                Prompt(
+                    body=body,
+                    input_len=n,
+                    output_len=output_len,
+                    session=i // turns,
+                    turn=i % turns,
                 )
             )
         return prompts

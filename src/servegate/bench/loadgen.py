@@ -26,6 +26,7 @@ from servegate.bench.dataset import Prompt
 from servegate.bench.http import Pool, ReadClock, request_bytes
 from servegate.bench.liveness import Liveness
 from servegate.bench.sample import RequestSample
+from servegate.bench.sessions import Session, run_sessions
 from servegate.bench.slo import StopRule, StopState
 from servegate.bench.stream import patterns, send_request
 
@@ -50,6 +51,11 @@ class WorkerPlan:
     warmup: list[Prompt]
     duration_s: float | None  # closed loop: stop sending after this long, cycling prompts
     stop: StopRule | None = None  # a capacity probe: stop sending once its SLO certainly failed
+    # multiturn: this worker's sessions (each pinned here), run by ``concurrency`` users,
+    # or started at ``session_starts`` (offsets) under a rate; ``think_s`` between turns
+    sessions: list[Session] | None = None
+    session_starts: list[float] | None = None
+    think_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +91,11 @@ async def run_worker(
     try:
 
         async def one(
-            index: int, prompt: Prompt, t0: float, sched: float | None
+            index: int,
+            prompt: Prompt,
+            t0: float,
+            sched: float | None,
+            text_out: list[str] | None = None,
         ) -> RequestSample | None:
             """One request through the liveness gate; None once the server is gone."""
             sample = await live.send(
@@ -99,6 +109,7 @@ async def run_worker(
                     fast=fast,
                     t0=t0,
                     scheduled_s=sched,
+                    text_out=text_out,
                 )
             )
             if sample is None:
@@ -120,7 +131,9 @@ async def run_worker(
                 counters[base + i] = 0
         # open the connections before the clock starts, so the first wave's TTFT does not
         # include TCP setup serialised in this event loop
-        if plan.schedule is None:
+        if plan.sessions is not None:
+            streams = min(plan.concurrency or OPEN_LOOP_CONNECTIONS, len(plan.sessions))
+        elif plan.schedule is None:
             streams = plan.concurrency or 1
         else:
             streams = min(plan.concurrency or OPEN_LOOP_CONNECTIONS, len(plan.schedule))
@@ -142,7 +155,18 @@ async def run_worker(
         cpu0, wall0 = time.thread_time(), perf_counter()
         send_lags: list[float] = []
         try:
-            if plan.schedule is not None:
+            if plan.sessions is not None:
+                samples = await run_sessions(
+                    plan.sessions,
+                    users=plan.concurrency,
+                    starts=plan.session_starts,
+                    send=lambda i, p, sched, out: one(i, p, t0, sched, out),
+                    t0=t0,
+                    think_s=plan.think_s,
+                    stop=lambda: live.gone_at is not None or verdict.stopped,
+                    send_lags=send_lags,
+                )
+            elif plan.schedule is not None:
                 samples = await _open_loop(
                     plan.schedule,
                     plan.concurrency,

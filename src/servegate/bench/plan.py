@@ -8,8 +8,10 @@ from typing import Any
 from servegate.bench.dataset import Prompt
 from servegate.bench.loadgen import WorkerPlan
 from servegate.bench.schedule import arrival_offsets
+from servegate.bench.sessions import group_sessions
 from servegate.bench.settings import BenchSettings
 from servegate.bench.slo import StopRule
+from servegate.bench.spec import parse_dataset
 from servegate.bench.stream import CHAT_KEYS, COMPLETION_KEYS
 
 
@@ -26,6 +28,8 @@ def plan_workers(
         "keys": keys,
         "duration_s": s.duration_s,
     }
+    if measured and measured[0].session is not None:  # multiturn: whole sessions per worker
+        return _sessions(s, n, common, warmup, measured)
     if measured and measured[0].at_s is not None:  # a trace: its own send times
         first = measured[0].at_s
         offsets = [(p.at_s or 0.0) - first for p in measured]
@@ -73,6 +77,40 @@ def _open_loop(
         )
         for w in range(n)
     ]
+
+
+def _sessions(
+    s: BenchSettings,
+    n: int,
+    common: dict[str, Any],
+    warmup: list[Prompt],
+    measured: list[Prompt],
+) -> list[WorkerPlan]:
+    """Every n-th session to each worker (a session stays on its worker), with its share of
+    the users (closed loop) or every n-th start of the rate's schedule of sessions."""
+    sessions = group_sessions(measured)
+    starts = None
+    if s.open_loop:
+        assert s.rate is not None
+        starts = arrival_offsets(s.rate, len(sessions), None, s.seed, s.burstiness)
+    think = parse_dataset(s.dataset).get("think")
+    plans = []
+    for w in range(n):
+        users = s.concurrency if s.concurrency is not None else None
+        plans.append(
+            WorkerPlan(
+                slot=w,
+                concurrency=_share(users, n, w) if users is not None else None,
+                prompts=[],
+                schedule=None,
+                warmup=warmup[w::n],
+                sessions=sessions[w::n],
+                session_starts=starts[w::n] if starts is not None else None,
+                think_s=think,
+                **common,
+            )
+        )
+    return plans
 
 
 def _closed_loop(

@@ -25,6 +25,7 @@ from servegate.bench.preflight import discover_model, probe, request_headers
 from servegate.bench.progress import Progress, ProgressFeed
 from servegate.bench.result import PointResult
 from servegate.bench.server_metrics import Scrape, metric_names, scrape, server_deltas
+from servegate.bench.sessions import design_rate, per_turn
 from servegate.bench.settings import BenchSettings
 from servegate.bench.slo import evaluate
 from servegate.bench.stats import client_stats
@@ -69,12 +70,15 @@ def run_point(
     after = scrape(metrics_url) if metrics_url else None
     before = counters_before[0] if counters_before else None
     server = server_deltas(before, after, metric_names(settings.engine, after), metrics_url or None)
+    sent = [s for r in results for s in r.samples]
+    sessions = bool(measured) and measured[0].session is not None
     cache, cache_warnings = cache_state(
-        [s for r in results for s in r.samples],
+        sent,
         [p.body for p in measured],
         mode=settings.cache,
         before=before,
         after=after,
+        design=design_rate(sent, measured) if sessions else None,
     )
     return _result(
         settings,
@@ -87,6 +91,7 @@ def run_point(
         counter=counter,
         note=note,
         cache=(cache, cache_warnings),
+        turns=per_turn(sent, measured) if sessions else [],
     )
 
 
@@ -143,6 +148,7 @@ def _result(
     counter: Counter | None = None,
     note: str | None = None,
     cache: tuple[dict[str, Any], list[str]] = ({}, []),
+    turns: list[dict[str, Any]] | None = None,
 ) -> PointResult:
     """The point's result: its workers' samples merged in send order, and what they measured."""
     samples = sorted((s for r in results for s in r.samples), key=lambda s: s.send_s)
@@ -179,6 +185,7 @@ def _result(
         settings=settings,
         prompt_tokens=prompt_tokens,
         cache=cache[0],
+        turns=turns or [],
         model=model,
         summary=summary,
         slo=slo,

@@ -71,6 +71,8 @@ class PointResult:
     prompt_tokens: dict[str, Any] = field(default_factory=dict)
     # the prefix-cache hit rate the design implies and the measured one (cache_state)
     cache: dict[str, Any] = field(default_factory=dict)
+    # multiturn: metrics by turn index (`servegate.bench.sessions.per_turn`)
+    turns: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -101,6 +103,8 @@ class PointResult:
             "prompt_tokens": self.prompt_tokens,
             "cache": self.cache,
         }
+        if self.turns:
+            out["turns"] = self.turns
         if self.slo is not None:
             out["slo"] = self.slo.to_json()
         if samples:

@@ -38,6 +38,12 @@ KINDS: dict[str, dict[str, tuple[type, Any]]] = {
         "shared": (int, 512),
         "unique": (int, 128),
     },
+    "multiturn": {
+        "turns": (int, 4),
+        "first": (int, 256),
+        "user": (int, 64),
+        "think": (float, 0.0),
+    },
     "trace": {
         "file": (str, None),
         "speed": (float, 1.0),
@@ -46,8 +52,10 @@ KINDS: dict[str, dict[str, tuple[type, Any]]] = {
     },
 }
 TRACE_FORMATS = ("mooncake", "azure", "burstgpt")
+ZERO_OK = {"think"}  # keys that may be 0; every other number must be positive
 _EXAMPLE = (
-    "give random, prefix[:groups=8,per_group=16,shared=512,unique=128], jsonl:FILE, "
+    "give random, prefix[:groups=8,per_group=16,shared=512,unique=128], "
+    "multiturn[:turns=4,first=256,user=64,think=0], jsonl:FILE, "
     "sharegpt:FILE, trace:FILE[,speed=2] or a FILE.jsonl path"
 )
 
@@ -171,10 +179,14 @@ def _value(kind: str, key: str, typ: type, raw: Any, where: str) -> Any:
             raise ValueError
     except (TypeError, ValueError):
         number = math.nan
-    if not number > 0 or not math.isfinite(number):
+    low_ok = key in ZERO_OK and number == 0
+    if not (number > 0 or low_ok) or not math.isfinite(number):
         kind_word = "integer" if typ is int else "number"
+        if key in ZERO_OK:
+            kind_word = "zero or a positive " + kind_word
+        else:
+            kind_word = "a positive " + kind_word
         raise UsageError(
-            f"{where}: {kind} {key}={raw} must be a positive {kind_word}, e.g. {key}="
-            f"{KINDS[kind][key][1]}."
+            f"{where}: {kind} {key}={raw} must be {kind_word}, e.g. {key}={KINDS[kind][key][1]}."
         )
     return number

@@ -148,9 +148,12 @@ def _stream_error(payload: bytes) -> str | None:
 class _Stream(Sink):
     """The event parser of one response: content-chunk times, usage, failures."""
 
-    def __init__(self, keys: tuple[bytes, ...], fast: _Patterns | None) -> None:
+    def __init__(
+        self, keys: tuple[bytes, ...], fast: _Patterns | None, *, keep: bool = False
+    ) -> None:
         self.keys = keys
         self.fast = fast
+        self.kept: list[bytes] | None = [] if keep else None  # the raw body (multiturn)
         self.times: list[float] = []
         self.usage: _Usage | None = None
         self.rest: list[bytes] = []  # an incomplete event's pieces (line ends as LF)
@@ -163,6 +166,8 @@ class _Stream(Sink):
             if len(self.body) < _DETAIL_MAX:
                 self.body += payload[:_DETAIL_MAX]
             return
+        if self.kept is not None:
+            self.kept.append(payload)
         if self.cr:
             self.cr = False
             if payload[:1] == b"\n":
@@ -299,6 +304,7 @@ async def send_request(
     fast: _Patterns | None,
     t0: float,
     scheduled_s: float | None = None,
+    text_out: list[str] | None = None,
 ) -> RequestSample:
     """Post one request, read its stream to the end and return its sample; never raises.
 
@@ -306,9 +312,11 @@ async def send_request(
     the response arrived met a connection the server had already closed (its idle
     timeout, its limit of requests per connection, or a close it did not announce): it
     is sent once more on a fresh connection and marked ``reconnected``. Its times still
-    count from the first send, since the user waited for the reconnect too.
+    count from the first send, since the user waited for the reconnect too. With a
+    ``text_out`` list the generated text is appended to it (a multiturn session's next
+    turn sends it back); only then is the body kept and parsed.
     """
-    stream = _Stream(keys, fast)
+    stream = _Stream(keys, fast, keep=text_out is not None)
     error: str | None = None
     detail: str | None = None
     loop = asyncio.get_running_loop()
@@ -361,6 +369,8 @@ async def send_request(
         error, detail = "empty_stream", "the stream ended without generated content"
     end = perf_counter()
     usage = stream.usage
+    if text_out is not None and stream.kept is not None:
+        text_out.append(content_text(b"".join(stream.kept)))
     return RequestSample(
         index=index,
         send_s=send - t0,
@@ -376,6 +386,26 @@ async def send_request(
         reconnected=reconnected,
         usage_cached_tokens=usage.cached_tokens if usage else None,
     )
+
+
+def content_text(raw: bytes) -> str:
+    """The generated text of a streamed body: each event's ``choices[0]`` ``text`` or
+    ``delta.content``, joined."""
+    raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    out: list[str] = []
+    for payload in _payloads(raw if raw.endswith(b"\n\n") else raw + b"\n\n"):
+        try:
+            event = json.loads(payload)
+            choice = event["choices"][0]
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue
+        if not isinstance(choice, dict):
+            continue
+        delta = choice.get("delta")
+        piece = delta.get("content") if isinstance(delta, dict) else choice.get("text")
+        if isinstance(piece, str):
+            out.append(piece)
+    return "".join(out)
 
 
 def connection_failed(sample: RequestSample) -> bool:

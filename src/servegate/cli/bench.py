@@ -177,15 +177,16 @@ a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctr
     "--output-len",
     type=int,
     default=None,
-    help="max_tokens of each request, sent with ignore_eos [default: 256 for random and "
-    "prefix; a file's or trace's own lengths, without ignore_eos]",
+    help="max_tokens of each request, sent with ignore_eos [default: 256 for random, prefix "
+    "and multiturn; a file's or trace's own lengths, without ignore_eos]",
 )
 @click.option(
     "--dataset",
     default="random",
     show_default=True,
     help="KIND[:KEY=VALUE,...]: random, prefix:groups=8,per_group=16,shared=512,unique=128, "
-    "trace:FILE[,speed=2], sharegpt:FILE, jsonl:FILE or FILE.jsonl (docs/bench.md).",
+    "multiturn:turns=4,first=256,user=64,think=0, trace:FILE[,speed=2], sharegpt:FILE, "
+    "jsonl:FILE or FILE.jsonl (docs/bench.md).",
 )
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Seed of prompts and schedule."
@@ -455,7 +456,7 @@ def _output_len(given: int | None, spec: DatasetSpec) -> int | None:
     """max_tokens: as given; 256 for generated prompts; a file's or trace's own lengths."""
     if given is not None:
         return given
-    return 256 if spec.kind in ("random", "prefix") else None
+    return 256 if spec.kind in ("random", "prefix", "multiturn") else None
 
 
 def _requests(requests: int | None, duration: float | None, level: int | None) -> int | None:
@@ -892,6 +893,8 @@ def render_point(result: PointResult) -> str:
     lines.append(_prompt_line(result.prompt_tokens))
     if result.cache:
         lines.append(_cache_line(result.cache))
+    for turn in result.turns:
+        lines.append(_turn_line(turn))
     if result.slo is not None:
         lines += render_slo(result.slo)
     c = result.client
@@ -900,6 +903,21 @@ def render_point(result: PointResult) -> str:
         f"{c.loop_lag_ms_p99:.1f} ms, {c.workers} worker{'s' if c.workers > 1 else ''}"
     )
     return "\n".join(lines)
+
+
+def _turn_line(turn: dict[str, Any]) -> str:
+    """A multiturn point's metrics at one turn index."""
+
+    def ms(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.1f}"
+
+    tokens = turn["prompt_tokens_mean"]
+    return (
+        f"  turn {turn['turn']:<14} {turn['requests']} requests, prompt "
+        f"{'n/a' if tokens is None else f'{tokens:.0f}'} tokens, TTFT p50 "
+        f"{ms(turn['ttft_ms_p50'])} p99 {ms(turn['ttft_ms_p99'])} ms, "
+        f"E2EL p50 {ms(turn['e2el_ms_p50'])} ms"
+    )
 
 
 def _cache_line(block: dict[str, Any]) -> str:

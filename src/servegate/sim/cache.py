@@ -64,6 +64,17 @@ class KvCache:
                 cached += size
         return Lookup(hashes=tuple(hashes), cached_tokens=cached)
 
+    def remember(self, ids: list[int]) -> None:
+        """A request ended: the full blocks of its prompt and what it generated stay cached
+        (vLLM caches generated tokens' blocks too), so a next turn that sends the reply back
+        reuses it. Blocks held or cached already are left where they are."""
+        if not self.enabled:
+            return
+        for h in self.lookup(ids).hashes:
+            if h not in self.held and h not in self.free_cached:
+                self.free_cached[h] = None
+        self._evict()
+
     def fits(self, blocks: int) -> bool:
         """Whether ``blocks`` more blocks can be held now (evicting cached ones)."""
         return self.used + blocks <= self.capacity

@@ -251,6 +251,11 @@ class App:
         if gen.emitted > 1:
             m.tpot.observe((now - gen.first_at) / (gen.emitted - 1))
         m.decode_seconds += now - gen.first_at
+        kv = self.scheduler.kv
+        if kv is not None and kv.enabled and gen.emitted:
+            n = len(VOCAB)
+            text = b"".join(VOCAB[(gen.base + j) % n] for j in range(gen.emitted)).decode()
+            kv.remember(gen.ids + self.tokenizer.encode(text, special=False))
         self.scheduler.finish(gen)
         if self.record is not None:
             off = self.epoch_offset
