@@ -250,6 +250,7 @@ def test_a_bad_trace_row_names_its_line(tmp_path: Path) -> None:
         "jsonl",
         "random",
         "multiturn:turns=2,first=6,user=3",
+        "agentic:turns=2,fanout=2,sub_turns=1,first=5,user=3,sub_first=4",
     ],
 )
 def test_each_dataset_is_deterministic_by_seed(kind: str, tmp_path: Path) -> None:

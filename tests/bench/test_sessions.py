@@ -1,7 +1,8 @@
-"""Multi-turn sessions on the real simulator: each turn's prompt is the conversation so far
-(with the server's own replies) and a new message, turns of a session run in order with
-think time, --concurrency counts sessions, sessions start on the rate's schedule, stay on
-one worker, and the point reports metrics per turn."""
+"""Multi-turn sessions and agentic session trees on the real simulator: each turn's prompt
+is the conversation so far (with the server's own replies) and a new message, turns of a
+session run in order with think time, --concurrency counts sessions, sessions start on the
+rate's schedule, stay on one worker, sub-agents fork, run in parallel and join, and the
+point reports metrics per turn."""
 
 from __future__ import annotations
 
@@ -113,9 +114,9 @@ def test_a_session_stays_on_its_worker() -> None:
     seen: dict[int, int] = {}
     for plan in plans:
         assert plan.sessions is not None
-        for session in plan.sessions:
-            assert [p.turn for _, p in session] == [0, 1, 2]
-            for _, p in session:
+        for tree in plan.sessions:
+            assert ([p.turn for _, p in tree.main], tree.forks) == ([0, 1, 2], {})
+            for _, p in tree.main:
                 assert seen.setdefault(p.session or 0, plan.slot) == plan.slot
     assert sorted(seen) == [0, 1, 2, 3]
     assert [plan.concurrency for plan in plans] == [2, 2]
@@ -128,3 +129,51 @@ def test_multiturn_with_a_duration_is_refused(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.startswith("Error: a multiturn dataset runs whole sessions")
+
+
+def test_agentic_sub_agents_fork_run_in_parallel_and_join(port: int) -> None:
+    """After each main turn but the last, its 2 sub-agents start once that turn's reply has
+    ended, both before either ends; each runs its 2 turns in order; the next main turn
+    starts after both have ended and sends their last replies with its new message."""
+    spec = "agentic:turns=3,fanout=2,sub_turns=2,first=30,user=8,sub_first=10"
+    point = _run(
+        port, "--dataset", spec, "--requests", "22", "--concurrency", "1",
+        "--output-len", "4",
+    )  # fmt: skip
+    prompts = build_prompts(
+        dataset=spec, count=22, input_len=1, output_len=4, api="completions", model="m",
+        seed=0, ignore_eos=True,
+    )  # fmt: skip
+    assert len(prompts) == 22  # two trees of 3 + 2 x 2 x 2 requests
+    by_index = {s["index"]: s for s in point["samples"]}
+    assert sorted(by_index) == list(range(22))
+
+    def end(i: int) -> float:
+        return float(by_index[i]["send_s"] + by_index[i]["end_s"])
+
+    main = {(p.session, p.turn): i for i, p in enumerate(prompts) if p.parent is None}
+    subs: dict[tuple[int | None, int], dict[int | None, list[int]]] = {}
+    for i, p in enumerate(prompts):
+        if p.parent is not None:
+            subs.setdefault((p.parent, p.fork), {}).setdefault(p.session, []).append(i)
+    assert len(subs) == 4 and all(len(agents) == 2 for agents in subs.values())
+    for (parent, fork), agents in subs.items():
+        forked = main[parent, fork]
+        firsts = [turns[0] for turns in agents.values()]
+        lasts = [turns[-1] for turns in agents.values()]
+        assert min(by_index[i]["send_s"] for i in firsts) >= end(forked)
+        assert max(by_index[i]["send_s"] for i in firsts) < min(end(i) for i in firsts)
+        for first, second in agents.values():
+            assert by_index[second]["send_s"] >= end(first)
+        joined = by_index[main[parent, fork + 1]]
+        assert joined["send_s"] >= max(end(i) for i in lasts)
+        before = by_index[forked]
+        replies = sum(by_index[i]["usage_output_tokens"] for i in lasts)
+        assert joined["usage_input_tokens"] == (
+            before["usage_input_tokens"] + before["usage_output_tokens"] + replies + 8
+        )
+    assert [(t["agent"], t["turn"]) for t in point["turns"]] == [
+        ("main", 1), ("main", 2), ("main", 3), ("sub", 1), ("sub", 2),
+    ]  # fmt: skip
+    cache = point["cache"]
+    assert abs(cache["measured_hit_rate"] - cache["design_hit_rate"]) <= 0.01

@@ -18,7 +18,7 @@ from typing import Any
 
 from servegate.bench.prefix import prefix_words
 from servegate.bench.prompts import salt_prefix, salted_seed
-from servegate.bench.spec import parse_dataset
+from servegate.bench.spec import DatasetSpec, parse_dataset
 from servegate.bench.tokens import Counter, exact_text
 from servegate.bench.trace import read_trace, trace_words
 from servegate.errors import UsageError
@@ -333,6 +333,9 @@ class Prompt:
     # body holds that message alone, and the conversation so far goes before it at send
     session: int | None = None
     turn: int = 0
+    # agentic: the session that forked this sub-agent session, and after which of its turns
+    parent: int | None = None
+    fork: int = 0
 
 
 def build_prompts(
@@ -395,6 +398,9 @@ def build_prompts(
                 )
             )
         return prompts
+    if spec.kind == "agentic":
+        shape = {"api": api, "model": model, "max_tokens": output_len, "ignore_eos": ignore_eos}
+        return _agentic(spec, count, salted_seed(seed, *salt), shape)
     if spec.kind == "prefix":
         words = prefix_words(spec, count, salted_seed(seed, *salt), VOCABULARY)
         texts = [" ".join(w) for w in words]
@@ -437,6 +443,42 @@ def build_prompts(
         )
         for text, n_in, out in items
     ]
+
+
+def _agentic(spec: DatasetSpec, count: int, seed: int, body: dict[str, Any]) -> list[Prompt]:
+    """Session trees: a main session of ``turns`` turns forks ``fanout`` sub-agent sessions
+    of ``sub_turns`` turns after each turn but its last; as many whole trees as ``count``
+    requests hold (at least one). ``body``: `encode_body`'s other arguments."""
+    rng = random.Random(seed)
+    turns, fanout, sub_turns = spec.get("turns"), spec.get("fanout"), spec.get("sub_turns")
+    size = turns + (turns - 1) * fanout * sub_turns
+    prompts: list[Prompt] = []
+    session = 0
+
+    def add(words: int, **where: Any) -> None:
+        text = " ".join(rng.choices(VOCABULARY, k=words))
+        prompts.append(
+            Prompt(
+                body=encode_body(text=text, **body),
+                input_len=words,
+                output_len=body["max_tokens"],
+                **where,
+            )
+        )
+
+    for _ in range(max(1, count // size)):
+        main = session
+        session += 1
+        for turn in range(turns):
+            add(spec.get("first") if turn == 0 else spec.get("user"), session=main, turn=turn)
+            if turn == turns - 1:
+                break
+            for _ in range(fanout):
+                for sub in range(sub_turns):
+                    first = spec.get("sub_first") if sub == 0 else spec.get("user")
+                    add(first, session=session, turn=sub, parent=main, fork=turn)
+                session += 1
+    return prompts
 
 
 def encode_body(

@@ -26,7 +26,7 @@ from servegate.bench.dataset import Prompt
 from servegate.bench.http import Pool, ReadClock, request_bytes
 from servegate.bench.liveness import Liveness
 from servegate.bench.sample import RequestSample
-from servegate.bench.sessions import Session, run_sessions
+from servegate.bench.sessions import Tree, run_sessions
 from servegate.bench.slo import StopRule, StopState
 from servegate.bench.stream import patterns, send_request
 
@@ -53,7 +53,7 @@ class WorkerPlan:
     stop: StopRule | None = None  # a capacity probe: stop sending once its SLO certainly failed
     # multiturn: this worker's sessions (each pinned here), run by ``concurrency`` users,
     # or started at ``session_starts`` (offsets) under a rate; ``think_s`` between turns
-    sessions: list[Session] | None = None
+    sessions: list[Tree] | None = None
     session_starts: list[float] | None = None
     think_s: float = 0.0
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from statistics import quantiles
 from time import perf_counter
 from typing import Any
@@ -27,18 +27,34 @@ from typing import Any
 from servegate.bench.dataset import Prompt
 from servegate.bench.sample import RequestSample
 
-__all__ = ["design_rate", "group_sessions", "per_turn", "run_sessions"]
+__all__ = ["Tree", "design_rate", "group_sessions", "per_turn", "run_sessions"]
 
 Session = list[tuple[int, Prompt]]  # (index in the point's prompts, prompt), turn order
 Send = Callable[[int, Prompt, float | None, list[str]], Awaitable[RequestSample | None]]
 
 
-def group_sessions(measured: Sequence[Prompt]) -> list[Session]:
-    """The point's prompts as sessions, in order of their first prompt."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tree:
+    """A main session and the sub-agent sessions it forks after some of its turns (none
+    for a multiturn session)."""
+
+    main: Session
+    forks: dict[int, list[Session]] = field(default_factory=dict)  # turn -> sub-agents
+
+
+def group_sessions(measured: Sequence[Prompt]) -> list[Tree]:
+    """The point's prompts as session trees, in order of their first prompt."""
     sessions: dict[int, Session] = {}
     for index, prompt in enumerate(measured):
         sessions.setdefault(prompt.session or 0, []).append((index, prompt))
-    return list(sessions.values())
+    trees: dict[int, Tree] = {}
+    for key, session in sessions.items():
+        first = session[0][1]
+        if first.parent is None:
+            trees[key] = Tree(main=session)
+        elif first.parent in trees:
+            trees[first.parent].forks.setdefault(first.fork, []).append(session)
+    return list(trees.values())
 
 
 class _Conversation:
@@ -72,22 +88,26 @@ class _Conversation:
 
 
 async def _session(
-    session: Session,
+    tree: Tree,
     send: Send,
     think_s: float,
     stop: Callable[[], bool],
     start_s: float | None = None,
-) -> list[RequestSample]:
-    """The turns of one session in order: send, read the reply, think, go on (the first
-    turn's sample keeps the session's planned start, ``start_s``, under a rate)."""
+) -> tuple[list[RequestSample], str]:
+    """The turns of a main session in order: send, read the reply, run the sub-agents it
+    forks there in parallel and wait for them all, think, go on with their last replies
+    before its next message. Returns the samples and the last reply (a sub-agent's
+    result). The first turn's sample keeps the session's planned start, ``start_s``."""
     talk = _Conversation()
     samples: list[RequestSample] = []
-    for turn, (index, prompt) in enumerate(session):
+    results: list[str] = []  # the sub-agents' last replies, for the next turn
+    last = ""
+    for turn, (index, prompt) in enumerate(tree.main):
         if stop():
             break
         if turn and think_s > 0:
             await asyncio.sleep(think_s)
-        grown = talk.body(prompt)
+        grown = talk.body(_with_results(prompt, results))
         reply: list[str] = []
         sample = await send(index, grown, start_s if turn == 0 else None, reply)
         if sample is None:
@@ -96,11 +116,29 @@ async def _session(
         if sample.error is not None or not reply:
             break  # no reply to build the next turn on
         talk.answer(grown, reply[0])
-    return samples
+        last = reply[0]
+        subs = tree.forks.get(prompt.turn, [])
+        done = await asyncio.gather(*(_session(Tree(main=s), send, think_s, stop) for s in subs))
+        samples += [x for sub_samples, _ in done for x in sub_samples]
+        results = [sub_reply for _, sub_reply in done if sub_reply]
+    return samples, last
+
+
+def _with_results(prompt: Prompt, results: list[str]) -> Prompt:
+    """The prompt with the sub-agents' replies before its new message (the join)."""
+    if not results:
+        return prompt
+    data: dict[str, Any] = json.loads(prompt.body)
+    joined = " ".join(r.strip() for r in results)
+    if "messages" in data:
+        data["messages"][-1]["content"] = joined + " " + data["messages"][-1]["content"]
+    else:
+        data["prompt"] = joined + " " + data["prompt"]
+    return replace(prompt, body=json.dumps(data, separators=(",", ":")).encode())
 
 
 async def run_sessions(
-    sessions: list[Session],
+    sessions: list[Tree],
     *,
     users: int | None,
     starts: list[float] | None,
@@ -114,22 +152,22 @@ async def run_sessions(
     from ``t0`` with at most ``users`` at once (None: no cap)."""
     samples: list[RequestSample] = []
     if starts is None:
-        source: Iterator[Session] = iter(sessions)
+        source: Iterator[Tree] = iter(sessions)
 
         async def user() -> None:
             for session in source:
                 if stop():
                     return
-                samples.extend(await _session(session, send, think_s, stop))
+                samples.extend((await _session(session, send, think_s, stop))[0])
 
         await asyncio.gather(*(user() for _ in range(users or 1)))
         return samples
     sem = asyncio.Semaphore(users) if users else None
     tasks: list[asyncio.Task[None]] = []
 
-    async def start(session: Session, offset: float) -> None:
+    async def start(session: Tree, offset: float) -> None:
         try:
-            samples.extend(await _session(session, send, think_s, stop, offset))
+            samples.extend((await _session(session, send, think_s, stop, offset))[0])
         finally:
             if sem is not None:
                 sem.release()
@@ -153,18 +191,22 @@ async def run_sessions(
 def per_turn(samples: Sequence[RequestSample], measured: Sequence[Prompt]) -> list[dict[str, Any]]:
     """Metrics by turn index (1 = a session's first turn): requests, prompt tokens as the
     server counted them, TTFT and end-to-end latency percentiles."""
-    by_turn: dict[int, list[RequestSample]] = {}
+    by_turn: dict[tuple[bool, int], list[RequestSample]] = {}
     for s in samples:
         if s.ok and s.index < len(measured):
-            by_turn.setdefault(measured[s.index].turn, []).append(s)
+            prompt = measured[s.index]
+            by_turn.setdefault((prompt.parent is not None, prompt.turn), []).append(s)
+    agents = any(sub for sub, _ in by_turn)
     out = []
-    for turn in sorted(by_turn):
-        done = by_turn[turn]
+    for sub, turn in sorted(by_turn):
+        done = by_turn[sub, turn]
         tokens = [s.usage_input_tokens for s in done if s.usage_input_tokens is not None]
         ttft = [s.ttft_s * 1000 for s in done if s.ttft_s is not None]
         e2el = [s.e2el_s * 1000 for s in done if s.e2el_s is not None]
+        row: dict[str, Any] = {"agent": "sub" if sub else "main"} if agents else {}
         out.append(
-            {
+            row
+            | {
                 "turn": turn + 1,
                 "requests": len(done),
                 "prompt_tokens_mean": sum(tokens) / len(tokens) if tokens else None,

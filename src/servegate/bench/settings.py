@@ -185,9 +185,10 @@ def _check(s: BenchSettings) -> None:
         raise UsageError("--warmup must be zero or a positive integer.")
     if s.input_len < 1:
         raise UsageError("--input-len must be a positive integer.")
-    if parse_dataset(s.dataset).kind == "multiturn" and s.requests is None:
+    kind = parse_dataset(s.dataset).kind
+    if kind in ("multiturn", "agentic") and s.requests is None:
         raise UsageError(
-            "a multiturn dataset runs whole sessions: give --requests (turns in all) "
+            f"a {kind} dataset runs whole sessions: give --requests (turns in all) "
             "instead of --duration."
         )
     if parse_dataset(s.dataset).kind == "trace" and s.rate is not None:

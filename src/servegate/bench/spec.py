@@ -44,6 +44,15 @@ KINDS: dict[str, dict[str, tuple[type, Any]]] = {
         "user": (int, 64),
         "think": (float, 0.0),
     },
+    "agentic": {
+        "turns": (int, 3),
+        "fanout": (int, 2),
+        "sub_turns": (int, 2),
+        "first": (int, 256),
+        "user": (int, 64),
+        "sub_first": (int, 128),
+        "think": (float, 0.0),
+    },
     "trace": {
         "file": (str, None),
         "speed": (float, 1.0),
@@ -55,7 +64,8 @@ TRACE_FORMATS = ("mooncake", "azure", "burstgpt")
 ZERO_OK = {"think"}  # keys that may be 0; every other number must be positive
 _EXAMPLE = (
     "give random, prefix[:groups=8,per_group=16,shared=512,unique=128], "
-    "multiturn[:turns=4,first=256,user=64,think=0], jsonl:FILE, "
+    "multiturn[:turns=4,first=256,user=64,think=0], agentic[:turns=3,fanout=2,...], "
+    "jsonl:FILE, "
     "sharegpt:FILE, trace:FILE[,speed=2] or a FILE.jsonl path"
 )
 

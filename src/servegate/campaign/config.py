@@ -616,7 +616,7 @@ def _output_len(given: int | None, spec: DatasetSpec) -> int | None:
     """max_tokens: as given; 256 for generated prompts; a file's or trace's own lengths."""
     if given is not None:
         return given
-    return 256 if spec.kind in ("random", "prefix", "multiturn") else None
+    return 256 if spec.kind in ("random", "prefix", "multiturn", "agentic") else None
 
 
 def _dataset_text(spec: DatasetSpec, value: str | dict[str, Any]) -> str:
@@ -689,9 +689,9 @@ def _bench_plan(
             path=where,
             key="bench.rate",
         )
-    if spec.kind == "multiturn" and merged["duration_s"] is not None:
+    if spec.kind in ("multiturn", "agentic") and merged["duration_s"] is not None:
         raise ConfigError(
-            f"{where}: variant {variant!r}: a multiturn dataset runs whole sessions, counted "
+            f"{where}: variant {variant!r}: a {spec.kind} dataset runs whole sessions, counted "
             "by requests; remove duration_s.",
             path=where,
             key="bench.duration_s",

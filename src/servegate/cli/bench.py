@@ -177,16 +177,16 @@ a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctr
     "--output-len",
     type=int,
     default=None,
-    help="max_tokens of each request, sent with ignore_eos [default: 256 for random, prefix "
-    "and multiturn; a file's or trace's own lengths, without ignore_eos]",
+    help="max_tokens of each request, sent with ignore_eos [default: 256 for generated "
+    "prompts; a file's or trace's own lengths, without ignore_eos]",
 )
 @click.option(
     "--dataset",
     default="random",
     show_default=True,
     help="KIND[:KEY=VALUE,...]: random, prefix:groups=8,per_group=16,shared=512,unique=128, "
-    "multiturn:turns=4,first=256,user=64,think=0, trace:FILE[,speed=2], sharegpt:FILE, "
-    "jsonl:FILE or FILE.jsonl (docs/bench.md).",
+    "multiturn:turns=4,first=256,user=64,think=0, agentic:turns=3,fanout=2,sub_turns=2, "
+    "trace:FILE[,speed=2], sharegpt:FILE, jsonl:FILE or FILE.jsonl (docs/bench.md).",
 )
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Seed of prompts and schedule."
@@ -456,7 +456,7 @@ def _output_len(given: int | None, spec: DatasetSpec) -> int | None:
     """max_tokens: as given; 256 for generated prompts; a file's or trace's own lengths."""
     if given is not None:
         return given
-    return 256 if spec.kind in ("random", "prefix", "multiturn") else None
+    return 256 if spec.kind in ("random", "prefix", "multiturn", "agentic") else None
 
 
 def _requests(requests: int | None, duration: float | None, level: int | None) -> int | None:
@@ -906,14 +906,16 @@ def render_point(result: PointResult) -> str:
 
 
 def _turn_line(turn: dict[str, Any]) -> str:
-    """A multiturn point's metrics at one turn index."""
+    """A multiturn or agentic point's metrics at one turn index (of a main session or of
+    its sub-agents)."""
 
     def ms(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.1f}"
 
     tokens = turn["prompt_tokens_mean"]
+    name = ("sub-agent turn " if turn.get("agent") == "sub" else "turn ") + str(turn["turn"])
     return (
-        f"  turn {turn['turn']:<14} {turn['requests']} requests, prompt "
+        f"  {name:<19} {turn['requests']} requests, prompt "
         f"{'n/a' if tokens is None else f'{tokens:.0f}'} tokens, TTFT p50 "
         f"{ms(turn['ttft_ms_p50'])} p99 {ms(turn['ttft_ms_p99'])} ms, "
         f"E2EL p50 {ms(turn['e2el_ms_p50'])} ms"
