@@ -5,6 +5,7 @@ another layer is named in docs/architecture.md ("Module launches"), as imports a
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def module_launches(src: Path) -> set[tuple[str, str, str]]:
             if not isinstance(node, (ast.List, ast.Tuple)):
                 continue
             items = node.elts
-            for flag, target in zip(items, items[1:], strict=False):
+            for flag, target in itertools.pairwise(items):
                 if (
                     isinstance(flag, ast.Constant)
                     and flag.value == "-m"

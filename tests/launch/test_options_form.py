@@ -35,9 +35,7 @@ class Seen:
         self.events.append(event)
 
 
-def test_the_options_form_tells_the_observer_each_event_in_order(
-    port: int, tmp_path: Path
-) -> None:
+def test_the_options_form_tells_the_observer_each_event_in_order(port: int, tmp_path: Path) -> None:
     """StartBegan first, samples and notes while it waits, then the verdict as decided
     (no series yet) and completed (with its series), before launch() returns."""
     seen = Seen()
