@@ -91,6 +91,10 @@ def test_the_table_is_the_same_spec_as_the_one_line_form() -> None:
         ("trace:t.jsonl,speed=-1", "speed=-1 must be a positive number"),
         ("trace:t.jsonl,format=csv", "is not one of: mooncake, azure, burstgpt"),
         ("sharegpt:", "sharegpt needs a file"),
+        ("random:input=gauss:1:2", "is not a length distribution"),
+        ("random:output=uniform:9:5", "HIGH is below LOW"),
+        ("random:input=file:/nonexistent/l.txt", "the file cannot be read"),
+        ("multiturn:think=-1", "think=-1 must be zero or a positive number"),
     ],
 )
 def test_a_bad_spec_is_one_sentence_and_exit_2(spec: str, words: str) -> None:
@@ -251,6 +255,7 @@ def test_a_bad_trace_row_names_its_line(tmp_path: Path) -> None:
         "random",
         "multiturn:turns=2,first=6,user=3",
         "agentic:turns=2,fanout=2,sub_turns=1,first=5,user=3,sub_first=4",
+        "random:input=lognormal:20:0.5,output=uniform:2:8",
     ],
 )
 def test_each_dataset_is_deterministic_by_seed(kind: str, tmp_path: Path) -> None:
@@ -274,3 +279,56 @@ def test_each_dataset_is_deterministic_by_seed(kind: str, tmp_path: Path) -> Non
 
     assert bodies(1) == bodies(1)
     assert bodies(1) != bodies(2)
+
+
+# --- length distributions -------------------------------------------------------------
+
+
+def test_drawn_lengths_are_sent_and_served_as_drawn(port: int) -> None:
+    """random:input=uniform:20:60,output=uniform:3:9: every request's prompt is its drawn
+    length on the simulator (usage.prompt_tokens) and, with ignore_eos, so is its output."""
+    with Sim(port, "--engine", "vllm", *FAST) as sim:
+        sim.wait_line(READY["vllm"])
+        proc = bench(
+            "--url", sim.url, "--dataset", "random:input=uniform:20:60,output=uniform:3:9",
+            "--requests", "30", "--concurrency", "4", "--json",
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (point,) = json.loads(proc.stdout)["points"]
+    samples = point["samples"]
+    assert [s["usage_input_tokens"] for s in samples] == [s["input_len"] for s in samples]
+    assert [s["usage_output_tokens"] for s in samples] == [s["output_len"] for s in samples]
+    assert {s["input_len"] for s in samples} <= set(range(20, 61))
+    assert len({s["input_len"] for s in samples}) > 10
+    assert {s["output_len"] for s in samples} <= set(range(3, 10))
+    assert not point["warnings"]
+
+
+def _lengths(dataset: str, count: int = 2000) -> list[tuple[int, int | None]]:
+    prompts = build_prompts(
+        dataset=dataset, count=count, input_len=100, output_len=50, api="completions",
+        model="m", seed=7, ignore_eos=True,
+    )  # fmt: skip
+    return [(p.input_len, p.output_len) for p in prompts]
+
+
+def test_each_distribution_has_its_shape() -> None:
+    """fixed is one value; normal and lognormal centre where asked (seeded, 2000 draws);
+    lognormal has the long right tail; a missing side keeps --input-len / --output-len."""
+    assert set(_lengths("random:input=fixed:33")) == {(33, 50)}
+    normal = sorted(n for n, _ in _lengths("random:input=normal:500:50"))
+    assert 490 <= normal[1000] <= 510
+    assert 410 <= normal[100] <= 460  # about 1.28 std below
+    drawn = _lengths("random:output=lognormal:200:0.8")
+    assert {n for n, _ in drawn} == {100}  # the input side is --input-len
+    outs = sorted(o or 0 for _, o in drawn)
+    assert 185 <= outs[1000] <= 215
+    assert outs[1990] - outs[1000] > 2 * (outs[1000] - outs[10])
+
+
+def test_an_empirical_file_is_sampled(tmp_path: Path) -> None:
+    """input=file:PATH draws each request's length from the file's values."""
+    path = tmp_path / "lengths.txt"
+    path.write_text("7\n11\n\n13\n")
+    drawn = {n for n, _ in _lengths(f"random:input=file:{path}", 60)}
+    assert drawn == {7, 11, 13}

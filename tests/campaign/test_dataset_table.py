@@ -113,3 +113,27 @@ def test_multiturn_with_a_duration_is_refused() -> None:
     with pytest.raises(ConfigError) as info:
         parse_campaign(text, path=Path("c.toml"))
     assert info.value.key == "bench.duration_s"
+
+
+def test_a_length_file_is_taken_from_the_campaign_folder(tmp_path: Path) -> None:
+    """input = "file:lengths.txt" in [bench.dataset] (and in the one-line form) is read
+    from the campaign file's folder, and stored as an absolute path."""
+    (tmp_path / "lengths.txt").write_text("5\n9\n")
+    text = (
+        HEAD
+        + """\
+[bench.dataset]
+kind = "random"
+input = "file:lengths.txt"
+
+[[variant]]
+name = "base"
+
+[[variant]]
+name = "line"
+bench = { dataset = "random:output=file:lengths.txt" }
+"""
+    )
+    plans = {v.name: v.bench for v in parse_campaign(text, path=tmp_path / "c.toml").variants}
+    assert plans["base"].dataset == f"random:input=file:{tmp_path / 'lengths.txt'}"
+    assert plans["line"].dataset == f"random:output=file:{tmp_path / 'lengths.txt'}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from servegate.bench.lengths import parse_lengths
 from servegate.bench.prefix import prefix_words
 from servegate.bench.prompts import salt_prefix, salted_seed
 from servegate.bench.spec import DatasetSpec, parse_dataset
@@ -408,6 +409,15 @@ def build_prompts(
             (text, counter.count(text, chat) if counter is not None else len(w), output_len)
             for text, w in zip(texts, words, strict=True)
         ]
+    elif spec.kind == "random" and (spec.get("input") or spec.get("output")):
+        items = _drawn(
+            spec,
+            count,
+            (input_len, output_len),
+            rng=random.Random(salted_seed(seed, *salt)),
+            chat=chat,
+            counter=counter,
+        )
     elif spec.kind == "random":
         if counter is None:
             texts = _random_texts(count, input_len, salted_seed(seed, *salt))
@@ -443,6 +453,33 @@ def build_prompts(
         )
         for text, n_in, out in items
     ]
+
+
+def _drawn(
+    spec: DatasetSpec,
+    count: int,
+    lengths: tuple[int, int | None],
+    *,
+    rng: random.Random,
+    chat: bool,
+    counter: Counter | None,
+) -> list[tuple[str, int, int | None]]:
+    """Random prompts whose input and output lengths are drawn from their distributions
+    (`servegate.bench.lengths`; a missing one is ``lengths``: --input-len, --output-len)."""
+    input_len, output_len = lengths
+    draw_in = parse_lengths(spec.get("input") or str(input_len), "input")
+    out_spec = spec.get("output")
+    draw_out = parse_lengths(out_spec, "output") if out_spec else None
+    items: list[tuple[str, int, int | None]] = []
+    for _ in range(count):
+        n_in = draw_in(rng)
+        n_out = draw_out(rng) if draw_out is not None else output_len
+        if counter is None:
+            items.append((" ".join(rng.choices(VOCABULARY, k=n_in)), n_in, n_out))
+        else:
+            text, got = exact_text(counter, target=n_in, chat=chat, words=VOCABULARY, rng=rng)
+            items.append((text, got, n_out))
+    return items
 
 
 def _agentic(spec: DatasetSpec, count: int, seed: int, body: dict[str, Any]) -> list[Prompt]:

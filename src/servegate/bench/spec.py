@@ -23,13 +23,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from servegate.bench.lengths import parse_lengths
 from servegate.errors import UsageError
 
 __all__ = ["KINDS", "DatasetSpec", "parse_dataset", "spec_from_table"]
 
 # kind -> {key: (type, default)}; a kind with a "file" reads one
 KINDS: dict[str, dict[str, tuple[type, Any]]] = {
-    "random": {},
+    "random": {"input": (str, None), "output": (str, None)},
     "jsonl": {"file": (str, None)},
     "sharegpt": {"file": (str, None)},
     "prefix": {
@@ -63,7 +64,8 @@ KINDS: dict[str, dict[str, tuple[type, Any]]] = {
 TRACE_FORMATS = ("mooncake", "azure", "burstgpt")
 ZERO_OK = {"think"}  # keys that may be 0; every other number must be positive
 _EXAMPLE = (
-    "give random, prefix[:groups=8,per_group=16,shared=512,unique=128], "
+    "give random[:input=lognormal:1024:0.5,output=uniform:64:512], "
+    "prefix[:groups=8,per_group=16,shared=512,unique=128], "
     "multiturn[:turns=4,first=256,user=64,think=0], agentic[:turns=3,fanout=2,...], "
     "jsonl:FILE, "
     "sharegpt:FILE, trace:FILE[,speed=2] or a FILE.jsonl path"
@@ -178,6 +180,8 @@ def _value(kind: str, key: str, typ: type, raw: Any, where: str) -> Any:
     """One parameter's value, checked: positive numbers, a known trace format."""
     if typ is str:
         value = str(raw)
+        if key in ("input", "output"):
+            parse_lengths(value, f"{where}: {kind} {key}")
         if key == "format" and value not in TRACE_FORMATS:
             raise UsageError(
                 f"{where}: {kind} format={value!r} is not one of: {', '.join(TRACE_FORMATS)}."

@@ -591,11 +591,24 @@ def _dataset(value: str | dict[str, Any], base_dir: Path, where: str, variant: s
     """The dataset of ``[bench] dataset`` (one line) or ``[bench.dataset]`` (a table), its
     file made absolute and checked to exist."""
     at = f"{where}: variant {variant!r}: bench dataset"
+
+    def here(match: re.Match[str]) -> str:
+        """A length distribution's file:PATH, taken from the campaign file's folder."""
+        path = Path(match.group(2)).expanduser()
+        key = match.group(1) or ""
+        return f"{key}file:{path if path.is_absolute() else base_dir / path}"
+
+    lengths = re.compile(r"^((?:input|output)=)?file:(.+)$")
     try:
         if isinstance(value, dict):
+            value = {
+                k: lengths.sub(here, v) if k in ("input", "output") and isinstance(v, str) else v
+                for k, v in value.items()
+            }
             spec = spec_from_table(value, f"{where} [bench.dataset]")
         else:
-            spec = parse_dataset(value, at)
+            line = re.sub(r"((?:input|output)=)file:([^,]+)", here, value)
+            spec = parse_dataset(line, at)
     except UsageError as exc:
         raise ConfigError(str(exc), path=where, key="bench.dataset") from None
     if spec.file is None:
