@@ -332,3 +332,31 @@ def test_an_empirical_file_is_sampled(tmp_path: Path) -> None:
     path.write_text("7\n11\n\n13\n")
     drawn = {n for n, _ in _lengths(f"random:input=file:{path}", 60)}
     assert drawn == {7, 11, 13}
+
+
+# --- jsonl ----------------------------------------------------------------------------
+
+
+def test_jsonl_kind_and_a_bare_path_send_the_same(port: int, tmp_path: Path) -> None:
+    """jsonl:FILE and a bare FILE.jsonl build the same bodies; on the simulator each
+    request asks for its row's output_len (no --output-len: the data's, no ignore_eos)."""
+    path = tmp_path / "p.jsonl"
+    rows = [{"prompt": f"tell me about rivers number {i}", "output_len": 2 + i} for i in range(4)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def bodies(dataset: str) -> list[bytes]:
+        prompts = build_prompts(
+            dataset=dataset, count=4, input_len=1, output_len=None, api="completions",
+            model="m", seed=0, ignore_eos=False,
+        )  # fmt: skip
+        return [p.body for p in prompts]
+
+    assert bodies(f"jsonl:{path}") == bodies(str(path))
+    with Sim(port, "--engine", "vllm", *FAST) as sim:
+        sim.wait_line(READY["vllm"])
+        proc = bench("--url", sim.url, "--dataset", f"jsonl:{path}", "--requests", "4", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (point,) = json.loads(proc.stdout)["points"]
+    assert point["settings"]["dataset"] == f"jsonl:{path}"
+    assert point["settings"]["output_len"] is None
+    assert sorted(s["output_len"] for s in point["samples"]) == [2, 3, 4, 5]
