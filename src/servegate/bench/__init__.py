@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from servegate.bench.sample import RequestSample
     from servegate.bench.schedule import arrival_offsets
     from servegate.bench.settings import BenchSettings, default_workers
+    from servegate.bench.spec import DatasetSpec, parse_dataset, spec_from_table
 
 # public name -> the module that defines it
 _WHERE = {
@@ -38,12 +39,16 @@ _WHERE = {
     "RequestSample": "sample",
     "BenchSettings": "settings",
     "default_workers": "settings",
+    "DatasetSpec": "spec",
+    "parse_dataset": "spec",
+    "spec_from_table": "spec",
 }
 
 __all__ = [
     "SCHEMA",
     "BenchSettings",
     "ClientStats",
+    "DatasetSpec",
     "PointResult",
     "Progress",
     "RequestSample",
@@ -51,7 +56,9 @@ __all__ = [
     "default_workers",
     "discover_model",
     "envelope",
+    "parse_dataset",
     "run_point",
+    "spec_from_table",
 ]
 
 
