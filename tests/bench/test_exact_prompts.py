@@ -112,3 +112,22 @@ def test_long_prompts_are_exact_even_when_a_word_overshoots(bpe: Path, chat: boo
         for _ in range(100)
     ]
     assert got == [1024] * 100
+
+
+def test_no_tokenize_falls_back_to_the_models_own_tokenizer_json(
+    sse_server: object, bpe: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server without /tokenize serving org/model whose snapshot is in the Hugging Face
+    cache: prompts are counted with that tokenizer.json, and its name says why."""
+    assert callable(sse_server)
+    snapshot = tmp_path / "hub" / "models--org--model" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (snapshot / name).write_bytes((bpe / name).read_bytes())
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    url = sse_server("--model", "org/model")
+    result = _point(url, "completions", "server", input_len=40)
+    block = result.prompt_tokens
+    assert block["exact"] is True
+    assert block["tokenizer"] == f"{snapshot} (the server has no /tokenize)"
+    assert {s.input_len for s in result.samples} == {40}

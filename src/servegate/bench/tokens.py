@@ -21,6 +21,7 @@ requested length: a few counts per prompt, never on the send path.
 from __future__ import annotations
 
 import json
+import os
 import random
 import urllib.error
 import urllib.request
@@ -38,6 +39,7 @@ __all__ = [
     "TokenizeMissing",
     "exact_text",
     "make_counter",
+    "model_tokenizer",
 ]
 
 PROBE = "the water of time"  # a content whose count calibrates a chat template
@@ -160,16 +162,45 @@ class ServerCounter:
         return self._overhead
 
 
+def model_tokenizer(model: str) -> Path | None:
+    """The served model's own tokenizer.json on this machine, if it is here: ``model`` as
+    a local folder (servers started with a path), else its snapshot in the Hugging Face
+    cache (``HF_HUB_CACHE``, ``HF_HOME``/hub or ``~/.cache/huggingface/hub``)."""
+    folder = Path(model).expanduser()
+    if (folder / "tokenizer.json").is_file():
+        return folder
+    cache = os.environ.get("HF_HUB_CACHE")
+    if not cache:
+        home = os.environ.get("HF_HOME") or str(
+            Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface"
+        )
+        cache = str(Path(home) / "hub")
+    snapshots = Path(cache).expanduser() / ("models--" + model.replace("/", "--")) / "snapshots"
+    found = sorted(snapshots.glob("*/tokenizer.json")) if snapshots.is_dir() else []
+    return found[-1].parent if found else None
+
+
 def make_counter(
     tokenizer: str, *, base_url: str, model: str, authorization: str | None
 ) -> Counter:
     """The counter ``--tokenizer`` names: ``server`` or a tokenizer.json path.
 
-    Raises `TokenizeMissing` when the server has no ``/tokenize``, and `UsageError` for a
-    path that holds no tokenizer.
+    ``server`` without a ``/tokenize`` (trtllm-serve) falls back to the served model's own
+    tokenizer.json when it is on this machine (`model_tokenizer`); otherwise it raises
+    `TokenizeMissing`. A path that holds no tokenizer is a `UsageError`.
     """
     if tokenizer == "server":
-        return ServerCounter(base_url=base_url, model=model, authorization=authorization)
+        try:
+            return ServerCounter(base_url=base_url, model=model, authorization=authorization)
+        except TokenizeMissing as exc:
+            local = model_tokenizer(model)
+            if local is None:
+                raise TokenizeMissing(
+                    f"{exc}, and no tokenizer.json of {model} on this machine"
+                ) from None
+            counter = LocalCounter(local)
+            counter.name = f"{local} (the server has no /tokenize)"
+            return counter
     path = Path(tokenizer)
     if not path.exists():
         raise UsageError(
