@@ -563,6 +563,22 @@ def test_a_line_without_a_level_that_says_no_failure_is_not_the_cause(tmp_path: 
     assert (verdict.kind, verdict.matched_line) == ("exit", None)
 
 
+def test_a_failure_without_a_level_that_the_engine_goes_on_from_is_not_the_cause(
+    tmp_path: Path,
+) -> None:
+    """No level, a family's words, and the engine says it goes on (falls back, ignores
+    it): not a cause."""
+    lines = [
+        "[2026-12-04 10:00:00] Ignore import error when loading sglang.srt.models.x: "
+        "No module named 'y'",
+        "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected, "
+        "falling back to the CPU",
+        "llama_new_context_with_model: n_ctx = 512",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=3)
+    assert (verdict.kind, verdict.matched_line) == ("exit", None)
+
+
 def test_a_failure_said_at_warning_or_info_level_is_not_the_cause(tmp_path: Path) -> None:
     """llama.cpp's 'warning: failed to mlock ...: Cannot allocate memory' and an INFO
     line that says an optional import failed are no error lines: no cause, no kind."""

@@ -27,7 +27,8 @@ The rule, over the tail:
    panic or ``FATAL`` line; then a reported line whose words name a family; then a
    line with no level at all that says something failed in a family's words (the
    dynamic loader's ``error while loading shared libraries``, llama.cpp's backends'
-   ``Device memory allocation of size N failed.``); then a wrapper or consequence
+   ``Device memory allocation of size N failed.``; not one that says the engine goes
+   on: ``falling back``, ``Ignore import error``); then a wrapper or consequence
    signature; then an ``ERROR`` line naming no family; last, a
    line that says it will retry (``retrying (1/3)``). An exception logged at ``WARNING``
    or below was handled: it is no error line.
@@ -91,6 +92,12 @@ _RETRY = re.compile(
     re.IGNORECASE,
 )
 _SEVERITY = {"fatal": 4, "error": 2}
+# a line without a level that says the engine goes on after what failed
+_GOES_ON = re.compile(
+    r"\bfall(?:ing)? ?back\b|\bignor(?:e|ed|ing)\b|\bskipp(?:ing|ed)\b|\binstead\b"
+    r"|\bcontinu(?:e|es|ing)\b|\bwill (?:use|try)\b|\bdisabl(?:e|ed|ing)\b",
+    re.IGNORECASE,
+)
 # words that say something failed, in a line that has no level of its own (llama.cpp
 # prints most of its errors so: "ggml_vulkan: Device memory allocation of ... failed."),
 # in the line in lower case: "error" anywhere (OutOfMemoryError, ErrorOutOfDeviceMemory),
@@ -324,8 +331,10 @@ def _candidate(
     order = 0
     if wrapper is not None:
         order = next(n for n, (_, _, sig) in enumerate(rules) if sig is wrapper)
-    if words is None and wrapper is None and severity == 0:
-        return None  # says something failed, with no level, and names no family
+    if wrapper is None and severity == 0 and (words is None or _GOES_ON.search(text)):
+        # says something failed, with no level: naming no family, or saying that the
+        # engine goes on without it ("falling back to ...", "Ignore import error ...")
+        return None
     if words is not None:
         if own >= _SEVERITY["error"] or wrapper is not None:
             rank = _FAMILY
