@@ -728,3 +728,14 @@ def test_a_shells_codes_for_a_program_it_could_not_run(
     verdict = gate(tmp_path, "generic", ["starting"], exit=code)
     assert verdict.kind == kind
     assert says in verdict.reason
+
+
+def test_compose_s_exit_line_is_not_read_as_a_wrapped_line(tmp_path: Path) -> None:
+    """A long line behind compose's prefix, then compose's own 'app-1 exited with code
+    127' (lower case, no prefix): two lines, the first quoted alone."""
+    cause = (
+        "app-1  | llama-server: error while loading shared libraries: libgomp.so.1: cannot "
+        "open shared object file: No such file or directory"
+    )
+    verdict = gate(tmp_path, "llamacpp", [cause, "app-1 exited with code 127"], exit=127)
+    assert (verdict.kind, verdict.matched_line) == ("install", cause)

@@ -371,6 +371,9 @@ def _continues(pieces: Sequence[str], head: Normal, line: str) -> tuple[str, Nor
     )
     if not (wrapped or goes_on) or _NAMED.match(line):
         return None
+    service = _SERVICE.match(pieces[0])
+    if service is not None and line.startswith(service.group(1) + " "):
+        return None  # docker compose's own line about that service ("app-1 exited with ...")
     normal = normalise(line)  # only now: most lines were ruled out above
     if normal.header or _EXCEPTION_START.match(normal.text):
         return None
@@ -379,6 +382,8 @@ def _continues(pieces: Sequence[str], head: Normal, line: str) -> tuple[str, Nor
 
 # "llama_model_load: error ..." and "prog: message": a line that names its own source
 _NAMED = re.compile(r"[\w.-]+: ")
+# docker compose's prefix, and the service it names
+_SERVICE = re.compile(r"([\w.-]+)\s+\|")
 
 
 def _table(lines: Sequence[str], start: int, out: list[Logical]) -> int:
