@@ -254,3 +254,24 @@ def test_rate_probes_beyond_the_server_are_saturated(
     # too few requests at 2 and 4/s to call a cliff there (beyond saturation the kept
     # requests share the server with the lead-in's backlog, and their throughput falls)
     assert capacity["cliff"] is None or capacity["cliff"]["load"] >= 16
+
+
+def test_find_max_by_attainment_decides_by_the_share_of_requests(
+    sim: Callable[..., str], tmp_path: Path
+) -> None:
+    """--attainment 0.9: a probe passes when 90 % of its requests meet tpot<=45ms each; on
+    the model above every request at c<=13 does and none at c>=14, so the capacity is
+    c=13 again, and the criterion is said in the JSON."""
+    url = sim(*SIM)
+    out = tmp_path / "att.json"
+    proc = bench("--url", url, "--find-max", "concurrency", "--slo", "tpot_p99<=45ms",
+                 "--attainment", "0.9", "--requests", "30", "--max-concurrency", "32", *SHORT,
+                 "--json-file", str(out), "-q")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    capacity = json.loads(out.read_text())["capacity"]
+    assert capacity["criterion"] == "attainment>=0.9"
+    assert 12 <= capacity["value"] <= 14
+    for probe in capacity["probes"]:
+        slo = probe["slo"]
+        if not slo["stopped_early"]:
+            assert slo["met"] == (slo["attainment"] >= 0.9)
