@@ -22,7 +22,7 @@ from tests.remote.fake import fake_dir, fake_host, hello, servegate
 from tests.remote.sshd import Remote
 
 from servegate.remote import parse_host
-from servegate.remote.client import RemoteProtocolError, fetch
+from servegate.remote.client import Output, RemoteProtocolError, fetch, run_cli
 
 # a request is read, then these lines answered (the hello first, for every connection)
 ANSWER = "echo '{hello}'\nread request || exit 0\n{lines}\n"
@@ -136,6 +136,26 @@ def test_a_login_banner_is_skipped_with_a_warning(
         done.stderr
     )
     assert "~/.bashrc" in done.stderr
+
+
+def test_the_library_says_nothing_of_a_banner_its_caller_hears_it(
+    host: Remote, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The remote client prints nothing itself: without a ``warn`` the banner's warning
+    is dropped (stderr stays empty), with one it gets the sentence the CLI shows."""
+    script = f'echo "Welcome to gpu-1"\nexec {host.python} "$@"\n'
+    said: list[str] = []
+    heard: list[str] = []
+    with fake_host(host, monkeypatch, script) as alias:
+        target = parse_host(alias)
+        silent = Output(out=said.append, err=said.append)
+        assert run_cli(target, "ps", [], output=silent) == 0
+        assert capfd.readouterr().err == ""
+        told = Output(out=said.append, err=said.append, warn=heard.append)
+        assert run_cli(target, "ps", [], output=told) == 0
+    assert len(heard) == 1
+    assert heard[0].startswith(f"the login shell on {alias} printed 1 line(s) before")
+    assert "~/.bashrc" in heard[0]
 
 
 def test_remote_install_skips_a_banner_instead_of_blaming_python(host: Remote) -> None:

@@ -100,7 +100,12 @@ class SshHost:
         def said(tone: Tone) -> Callable[[str], None]:
             return lambda text: recorder.emit(Said(tone=tone, text=text))
 
-        output = Output(out=said(Tone.INFO), err=said(Tone.INFO), note=said(Tone.WARNING))
+        output = Output(
+            out=said(Tone.INFO),
+            err=said(Tone.INFO),
+            note=said(Tone.WARNING),
+            warn=said(Tone.WARNING),
+        )
         refused: UsageError | None = None
         status = AttemptStatus.LOST
         try:
@@ -136,7 +141,12 @@ class SshHost:
         log_dir.mkdir(parents=True, exist_ok=True)
         have = {p.name: p.stat().st_size for p in log_dir.iterdir() if p.is_file()}
         try:
-            files = fetch(self.host, self.folder, have)
+            files = fetch(
+                self.host,
+                self.folder,
+                have,
+                warn=lambda text: recorder.emit(Said(tone=Tone.WARNING, text=text)),
+            )
         except (OSError, ServegateError) as exc:  # the copy never costs the campaign
             text = f"server logs not copied from {self.host.spec}: {exc}"
             recorder.emit(Said(tone=Tone.WARNING, text=text))

@@ -109,13 +109,19 @@ def run_remote(
     def note(text: str) -> None:
         relay(text, err=True)
 
-    output = Output(out=relay, err=err, note=None if quiet else note)
+    output = Output(out=relay, err=err, note=None if quiet else note, warn=warn)
     if command in ("launch", "wait") and not foreground:
         code = run_job(target, command, argv, env=env, output=output)
     else:
         code = run_cli(target, command, argv, env=env, output=output, foreground=foreground)
     sys.stdout.flush()
     sys.exit(code)
+
+
+def warn(text: str) -> None:
+    """A warning of the remote layer about a host (a login banner, another build), on
+    stderr also under -q."""
+    click.echo(f"servegate: {text}", err=True)
 
 
 def relay(text: str, *, err: bool = False) -> None:
@@ -148,7 +154,7 @@ def run_bench(
     out = collected.append if document else relay
     extra: dict[str, Any] = {"bench_from": bench_from, "host": target.spec}
     if bench_from == "remote":
-        output = Output(out=out, err=lambda text: relay(text, err=True))
+        output = Output(out=out, err=lambda text: relay(text, err=True), warn=warn)
         code = run_cli(
             target, "bench", ["--json", *argv] if document else argv, env=env, output=output
         )

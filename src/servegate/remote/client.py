@@ -25,7 +25,6 @@ import json
 import os
 import shlex
 import signal
-import sys
 import threading
 import time
 import uuid
@@ -99,11 +98,13 @@ class RemoteProtocolError(UsageError):
 
 @dataclass(frozen=True, slots=True)
 class Output:
-    """Where the remote command's lines go: stdout and stderr writers, and notes."""
+    """Where the remote command's lines go: stdout and stderr writers, notes, and
+    warnings about the host (a login banner, another build there); None: dropped."""
 
     out: Callable[[str], None]
     err: Callable[[str], None]
     note: Callable[[str], None] | None = None
+    warn: Callable[[str], None] | None = None
 
 
 def _install_hint(host: Host) -> str:
@@ -154,8 +155,11 @@ class Agent:
         return self.session.wait()
 
 
-def connect(host: Host) -> Agent:
+def connect(host: Host, *, warn: Callable[[str], None] | None = None) -> Agent:
     """Open a connection to the agent on ``host`` and check its version.
+
+    A warning about the host (lines a login shell printed, another build of this
+    version there) goes to ``warn``, once a host; the library says nothing without it.
 
     Raises:
         HostKeyError, ConnectError: ssh could not connect (exit 2, naming the fix), or
@@ -203,10 +207,10 @@ def connect(host: Host) -> Agent:
             f"servegate on {host.spec} did not start ({detail}{printed}): run "
             f"{_install_hint(host)}."
         )
-    if banner and f"banner {host.spec}" not in _WARNED:
+    if banner and warn is not None and f"banner {host.spec}" not in _WARNED:
         _WARNED.add(f"banner {host.spec}")
-        sys.stderr.write(f"servegate: {banner_warning(host, banner)}\n")
-    return Agent(host, session, _check_hello(host, session, first))
+        warn(banner_warning(host, banner))
+    return Agent(host, session, _check_hello(host, session, first, warn))
 
 
 _QUIET_SHELL = (
@@ -246,7 +250,9 @@ def _read_hello(session: Session) -> tuple[dict[str, Any] | None, list[bytes]]:
     return None, banner
 
 
-def _check_hello(host: Host, session: Session, data: dict[str, Any]) -> Hello:
+def _check_hello(
+    host: Host, session: Session, data: dict[str, Any], warn: Callable[[str], None] | None
+) -> Hello:
     """The hello, checked: the agent is this servegate, speaking this protocol."""
     if data.get("missing"):
         session.wait()
@@ -266,12 +272,12 @@ def _check_hello(host: Host, session: Session, data: dict[str, Any]) -> Hello:
     except FrameError as exc:
         session.kill()
         raise RemoteProtocolError(host, exc) from None
-    if hello.build != build_id() and host.spec not in _WARNED:
+    if hello.build != build_id() and warn is not None and host.spec not in _WARNED:
         _WARNED.add(host.spec)
-        sys.stderr.write(
-            f"servegate: the code on {host.spec} (build {hello.build}) differs from "
+        warn(
+            f"the code on {host.spec} (build {hello.build}) differs from "
             f"this one's (build {build_id()}), same version {__version__}: "
-            f"{_install_hint(host)} updates it\n"
+            f"{_install_hint(host)} updates it"
         )
     return hello
 
@@ -328,6 +334,7 @@ def run_job(
         allowed=EVENTS,
         handle=handle,
         note=output.note,
+        warn=output.warn,
         reconnect_s=reconnect_s,
     )
 
@@ -361,6 +368,7 @@ def run_node(
         allowed=allowed,
         handle=handle,
         note=output.note,
+        warn=output.warn,
         reconnect_s=reconnect_s,
     )
 
@@ -372,6 +380,7 @@ def _job(
     allowed: Kinds,
     handle: Callable[[Any], int | None],
     note: Callable[[str], None] | None,
+    warn: Callable[[str], None] | None,
     reconnect_s: float | None,
 ) -> int:
     """Start a job (or find it again) and follow its events to its exit code."""
@@ -384,7 +393,7 @@ def _job(
     interrupted = False
     while True:
         try:
-            agent = connect(host)
+            agent = connect(host, warn=warn)
         except (RemoteProtocolError, RemoteVersionError):
             raise  # another servegate there now: no reconnect makes it this one
         except (UsageError, OSError):
@@ -424,11 +433,17 @@ def _job(
             note(f"connection to {host.spec} lost; reconnecting")
 
 
-def fetch(host: Host, folder: str, have: Mapping[str, int]) -> dict[str, bytes]:
+def fetch(
+    host: Host,
+    folder: str,
+    have: Mapping[str, int],
+    *,
+    warn: Callable[[str], None] | None = None,
+) -> dict[str, bytes]:
     """The files of ``folder`` (under the host's servegate folder) that ``have`` (name ->
     size) lacks or has at another size; each name a plain file name (RemoteProtocolError
-    for ``..`` or a path)."""
-    agent = connect(host)
+    for ``..`` or a path). A warning about the host goes to ``warn``."""
+    agent = connect(host, warn=warn)
     agent.send(Fetch(folder=folder, have=dict(have)))
     files: dict[str, bytearray] = {}
     try:
@@ -496,7 +511,7 @@ def run_cli(
     With ``foreground`` the remote command is stopped when this connection ends: on
     Ctrl-C or SIGTERM here (its last lines still come), or when this process dies.
     """
-    agent = connect(host)
+    agent = connect(host, warn=output.warn)
     request = RunCli(
         command=command,  # type: ignore[arg-type]  # the CLI's own command names
         argv=list(argv),

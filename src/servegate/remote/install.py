@@ -185,7 +185,7 @@ def install(
         where=probe["dir"],
         size=size,
     )
-    agent = connect(host)  # checks that the remote now runs this very build
+    agent = connect(host, warn=note)  # checks that the remote now runs this very build
     agent.close()
     return Installed(
         host=host.spec,
