@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from servegate.bench.sample import RequestSample
     from servegate.bench.schedule import arrival_offsets
     from servegate.bench.settings import BenchSettings, default_workers
+    from servegate.bench.slo import Target, parse_slo, parse_target
     from servegate.bench.spec import DatasetSpec, parse_dataset, spec_from_table
 
 # public name -> the module that defines it
@@ -42,6 +43,9 @@ _WHERE = {
     "DatasetSpec": "spec",
     "parse_dataset": "spec",
     "spec_from_table": "spec",
+    "Target": "slo",
+    "parse_slo": "slo",
+    "parse_target": "slo",
 }
 
 __all__ = [
@@ -52,11 +56,14 @@ __all__ = [
     "PointResult",
     "Progress",
     "RequestSample",
+    "Target",
     "arrival_offsets",
     "default_workers",
     "discover_model",
     "envelope",
     "parse_dataset",
+    "parse_slo",
+    "parse_target",
     "run_point",
     "spec_from_table",
 ]

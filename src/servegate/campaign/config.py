@@ -31,8 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from servegate.bench import DatasetSpec, parse_dataset, spec_from_table
-from servegate.bench.slo import Target, parse_target
+from servegate.bench import DatasetSpec, Target, parse_dataset, parse_target, spec_from_table
 from servegate.campaign.locate import key_line, variant_line
 from servegate.campaign.schema import (
     BenchOverride,
