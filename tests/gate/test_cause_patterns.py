@@ -739,3 +739,100 @@ def test_compose_s_exit_line_is_not_read_as_a_wrapped_line(tmp_path: Path) -> No
     )
     verdict = gate(tmp_path, "llamacpp", [cause, "app-1 exited with code 127"], exit=127)
     assert (verdict.kind, verdict.matched_line) == ("install", cause)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi", "trtllm"])
+def test_a_weight_name_the_model_class_lacks_is_model_load(tmp_path: Path, engine: str) -> None:
+    """A KeyError that names a weight or a parameter (a checkpoint of another layout)
+    is a model-load failure for every engine, with its traceback or alone."""
+    cause = "KeyError: 'model.layers.7.mlp.gate_proj.weight'"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/app/models/llama.py", line 400, in load_weights',
+        "    param = params_dict[name]",
+        cause,
+    ]
+    verdict = gate(tmp_path, engine, lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", cause)
+    alone = gate(tmp_path, engine, ["KeyError: 'transformer.h.0.attn.c_attn.bias'"])
+    assert alone.kind == "model-load"
+
+
+def test_the_frame_an_exception_was_raised_in_names_its_phase(tmp_path: Path) -> None:
+    """An exception whose words name no family takes the phase of the innermost frame
+    that names one: loading weights (model-load), the warmup request (engine-init);
+    raised elsewhere it names nothing (exit)."""
+
+    def raised_in(function: str) -> list[str]:
+        return [
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
+            "    self.run()",
+            f'  File "/app/engine/server.py", line 12, in {function}',
+            "    value = table[key]",
+            '  File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode',
+            '    raise JSONDecodeError("Expecting value", s, err.value) from None',
+            "requests.exceptions.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        ]
+
+    assert gate(tmp_path, "sglang", raised_in("_wait_and_warmup")).kind == "engine-init"
+    assert gate(tmp_path, "vllm", raised_in("load_weights")).kind == "model-load"
+    assert gate(tmp_path, "sglang", raised_in("handle_request")).kind == "exit"
+
+
+def test_a_wrappers_give_up_line_gives_way_to_its_childs_exception(tmp_path: Path) -> None:
+    """A wrapper that relays its child's traceback at INFO, then gives up ('more than 3
+    times, cancelling'): the child's exception is the cause, not the wrapper's ERROR
+    line; an exception at INFO outside a traceback was handled."""
+    relay = "2026-12-04 10:00:00,100 - __main__ - INFO - "
+    cause = f"{relay}json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
+    give_up = (
+        "2026-12-04 10:00:01,200 - __main__ - ERROR - Ended up starting the server more "
+        "than 3 times, cancelling the job"
+    )
+    lines = [
+        f"{relay}Traceback (most recent call last):",
+        f'{relay}  File "/app/engine/config.py", line 20, in read_config',
+        f"{relay}    return json.load(handle)",
+        cause,
+        "2026-12-04 10:00:01,100 - __main__ - WARNING - server task ended",
+        give_up,
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", cause)
+    handled = [f"{relay}ValueError: port 30000 is busy, trying the next one", give_up]
+    assert gate(tmp_path, "sglang", handled).matched_line == give_up
+
+
+def test_a_ggml_assert_after_its_source_location_is_quoted(tmp_path: Path) -> None:
+    """'path/ggml.c:6490: GGML_ASSERT(x) failed' alone: the abort quotes it."""
+    cause = "/src/llama.cpp/ggml/src/ggml.c:1234: GGML_ASSERT(ggml_nelements(a) == ne0) failed"
+    verdict = gate(tmp_path, "llamacpp", [cause], exit=-6)
+    assert (verdict.kind, verdict.matched_line) == ("abort", cause)
+
+
+def test_tritonservers_missing_backend_and_unfilled_placeholder(tmp_path: Path) -> None:
+    """A backend folder without its model.py is a missing backend (install); a backend
+    named by a template placeholder never filled in is the model's configuration."""
+    missing = (
+        "E1204 10:00:01.1 1 model_lifecycle.cc:638] failed to load 'llm' version 1: "
+        "Invalid argument: unable to find 'vllm/model.py' for model 'llm', in "
+        "/opt/tritonserver/backends/vllm"
+    )
+    placeholder = (
+        "E1204 10:00:01.1 1 model_lifecycle.cc:638] failed to load 'llm' version 1: "
+        "Invalid argument: unable to find backend library for backend '${backend_name}'"
+    )
+    assert gate(tmp_path, "trtllm", [missing]).kind == "install"
+    assert gate(tmp_path, "trtllm", [placeholder]).kind == "model-load"
+
+
+def test_the_interpreters_exception_ignored_line_starts_its_own_message(
+    tmp_path: Path,
+) -> None:
+    """'Exception ignored in atexit callback' after an ERROR line is not its wrapped
+    continuation: the ERROR line is quoted alone."""
+    cause = "2026-12-04 10:00:00,100 - __main__ - ERROR - The server process could not start"
+    lines = [cause, "Exception ignored in atexit callback: <function _kill at 0x7f>"]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert verdict.matched_line == cause

@@ -203,6 +203,14 @@ _WORDS: tuple[Words, ...] = (
         title="a process aborted itself",
         pattern=r"\bSIGABRT\b|^Aborted(?: \(core dumped\))?$",
     ),
+    # a template's placeholder left in a configuration (tritonserver's config.pbtxt
+    # "backend: ${triton_backend}"): whatever the line goes on to miss, the model's
+    # configuration is what is wrong
+    Words(
+        kind="model-load",
+        title="the model's configuration holds a template placeholder never filled in",
+        pattern=r"'\$\{\w+\}'|\"\$\{\w+\}\"",
+    ),
     Words(
         kind="install",
         title="a module or native library is missing or does not match",
@@ -215,6 +223,8 @@ _WORDS: tuple[Words, ...] = (
         r"|pip install|is not installed|not found in \$?PATH|command not found"
         r"|got an unexpected keyword argument|module '[\w.]+' has no attribute"
         r"|unable to find backend library|failed to build|returned non-zero exit status"
+        # tritonserver looks for a Python backend's model.py where a backend is missing
+        r"|unable to find '[^']*/model\.py'"
         r"|exit status \d+|error: command '[^']*(?:gcc|g\+\+|nvcc|cc|ninja)"
         r"|ninja: build stopped|CalledProcessError|compilation terminated"
         r"|\.h: No such file or directory"
@@ -286,7 +296,14 @@ _WORDS: tuple[Words, ...] = (
         r"|not a valid model|can't load|error loading model|failed to load '"
         r"|failed to load (?:the |all )?models?|model loading|loading the model"
         r"|HFValidationError|repo id must|trust_remote_code"
-        r"|weight \S+ does not exist",
+        r"|weight \S+ does not exist"
+        # a weight's or parameter's name the model class does not have (a KeyError
+        # from load_weights: a checkpoint of another layout or architecture)
+        r"|KeyError: ['\"][\w.]*\.(?:weight|bias|scales?|qweight|qzeros|g_idx"
+        r"|weight_scale\w*|input_scale|\w*_proj)['\"]"
+        # the standard library's JSON decoder failed on a file read at start
+        # (a config.json or tokenizer file empty or cut; an HTTP body is requests')
+        r"|\bjson\.decoder\.JSONDecodeError",
     ),
     Words(
         kind="unsupported-model",

@@ -30,8 +30,10 @@ The rule, over the tail:
    ``Device memory allocation of size N failed.``; not one that says the engine goes
    on: ``falling back``, ``Ignore import error``); then a wrapper or consequence
    signature; then an ``ERROR`` line naming no family; last, a
-   line that says it will retry (``retrying (1/3)``). An exception logged at ``WARNING``
-   or below was handled: it is no error line.
+   line that says it will retry (``retrying (1/3)``) or that a wrapper gave up after its
+   retries (``more than 5 times, cancelling``). An exception logged at ``WARNING`` or
+   below was handled: it is no error line, except at ``INFO`` at the end of a traceback
+   (a wrapper that relays its child's output at ``INFO``, line by line).
 4. Within a class: the higher severity (``FATAL`` or a panic, then an exception, then an
    ``ERROR`` line), then the earliest line, the root: the first exception of a chained
    traceback, the shard's error before the launcher's ``Webserver Crashed``. Wrappers go
@@ -40,6 +42,9 @@ The rule, over the tail:
    import error when loading ...``) gives way to the line that explains it.
 6. With no candidate at all, a ``raise X("...")`` statement (a paste cut before its
    exception line) gives the kind its message names; it is not quoted.
+7. An exception whose words name no family takes the phase its traceback's innermost
+   frame names: loading weights (``load_weights``) is ``model-load``, a warmup
+   (``_wait_and_warmup``) ``engine-init``.
 
 The message inside a panic (``panicked at ...: called `Result::unwrap()` on an `Err`
 value: ...``) or a Rust error's debug form (``Error: Warmup(Generation("..."))``) is the
@@ -88,7 +93,10 @@ _PANIC = re.compile(r"panicked at (?:'(?P<old>.*)', \S+:\d+:\d+|[^\s']+:\d+:\d+:
 _UNWRAP = re.compile(r"called `\w+::\w+\(\)` on an? `\w+` value: (?P<inner>.+)")
 _DEBUG_FORM = re.compile(r'(?:Error: )?\w+(?:\(\w+)*\("(?P<inner>.+?)"\)+\s*$')
 _RETRY = re.compile(
-    r"\bretry(?:ing)?\b|\bwill retry\b|\btrying again\b|\battempt \d+ ?(?:/|of) ?\d+",
+    r"\bretry(?:ing)?\b|\bwill retry\b|\btrying again\b|\battempt \d+ ?(?:/|of) ?\d+"
+    # a wrapper that gives up after its retries, or cancels its own work for it
+    r"|\b(?:more than|after) \d+ (?:times|attempts|tries|retries)\b|\bcancel(?:l?ing|l?ed)\b"
+    r"|\bgiv(?:e|ing) up\b|\bgave up\b",
     re.IGNORECASE,
 )
 _SEVERITY = {"fatal": 4, "error": 2}
@@ -123,13 +131,14 @@ _FATAL = re.compile(
     r"|.*\bAssertion (?:`.*' )?failed)"
 )
 # the same, inside a line (looked for only when its words are there): ggml's GGML_ABORT
-# and a compiler's "path/ggml-impl.h:319: fatal error"; the dynamic loader's errors,
+# and a compiler's "path/ggml-impl.h:319: fatal error", a GGML_ASSERT after its source
+# ("ggml/src/ggml.c:6490: GGML_ASSERT(x) failed"); the dynamic loader's errors,
 # which end the process before it starts
 _FATAL_INSIDE = re.compile(
-    r"[^\s:]*:\d+(?::\d+)?: fatal error\b"
+    r"[^\s:]*:\d+(?::\d+)?: (?:fatal error\b|GGML_ASSERT\()"
     r"|(?:error while loading shared libraries|symbol lookup error): "
 )
-_FATAL_WORDS = ("fatal error", "shared libraries", "symbol lookup error")
+_FATAL_WORDS = ("fatal error", "shared libraries", "symbol lookup error", "GGML_ASSERT")
 
 
 def _is_fatal(text: str) -> bool:
@@ -151,8 +160,31 @@ _EXCEPTION_SEVERITY = 3
 # no family; a line that says it will retry
 _SIGNATURE, _FAMILY, _EXCEPTIONAL, _REPORTED = 7, 6, 5, 4
 _SAID, _WRAPPER, _ERROR, _RETRIED = 3, 2, 1, 0
-# an exception logged at these levels was handled (vLLM's warnings with a traceback)
+# an exception logged at these levels was handled (vLLM's warnings with a traceback),
+# except at INFO at the end of a traceback printed line by line at INFO: a wrapper that
+# relays its child's output so (olmocr's "- __main__ - INFO - " before each line)
 _HANDLED = frozenset(("warning", "info", "debug"))
+# the function of a traceback's frame, and the phase it names for an exception whose own
+# words name no family (the innermost frame that names one decides): weights loaded
+# into the model class, the server's warmup request
+_FRAME_FUNCTION = re.compile(r'\s*File ["“][^"”]*["”],? line \d+, in (?P<name>[\w<>.]+)')
+_FRAME_PHASES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(r"load_weights|weight_loader|load_state_dict|load_checkpoint"),
+        "model-load",
+        "the model's weights do not fit its class (loading them failed)",
+    ),
+    (re.compile(r"warmup", re.IGNORECASE), "engine-init", "the warmup request failed"),
+)
+
+
+def _frame_phase(functions: Sequence[str]) -> tuple[str, str] | None:
+    """The kind and title the innermost frame of ``functions`` names, if one does."""
+    for name in reversed(functions):
+        for pattern, kind, title in _FRAME_PHASES:
+            if pattern.search(name):
+                return kind, title
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,17 +310,21 @@ def _candidate(
     *,
     reported: bool = False,
     inside: bool = False,
+    frames: Sequence[str] = (),
 ) -> _Candidate | None:
     """``entry`` as a cause candidate, or None when it cannot be one; ``reported``: it
     is part of what an error line introduced (a shard's standard error), so it counts as
     an error line whatever its own level; ``inside``: it is a later line of a message
-    printed as one line (JSON), so only its own text is matched, not the line printed."""
+    printed as one line (JSON), so only its own text is matched, not the line printed;
+    ``frames``: the functions of the traceback it ends (outermost first), empty when it
+    ends none."""
     normal = entry.normal
     text = normal.text
     exception = _exception(normal)
     shown, panic = _inner(text)
     severity = _SEVERITY.get(normal.level or "", 0)
-    if exception is not None and normal.level not in _HANDLED:
+    relayed = normal.level == "info" and bool(frames)
+    if exception is not None and (normal.level not in _HANDLED or relayed):
         severity = max(severity, _EXCEPTION_SEVERITY)
     if panic or _is_fatal(text):
         severity = _SEVERITY["fatal"]
@@ -353,7 +389,13 @@ def _candidate(
             rank = _WRAPPER
         else:
             rank = _EXCEPTIONAL if severity >= _EXCEPTION_SEVERITY else _ERROR
-        cause = Cause(line=line, text=shown, signature=wrapper)
+        phase = _frame_phase(frames) if exception is not None and wrapper is None else None
+        if phase is None:
+            cause = Cause(line=line, text=shown, signature=wrapper)
+        else:
+            kind, title = phase
+            hint = hints.get(kind, KIND_HINTS.get(kind))
+            cause = Cause(line=line, text=shown, kind=kind, title=title, hint=hint)
     if wrapper is None and _RETRY.search(text):
         rank = _RETRIED
     return _Candidate(position, rank, severity, order, cause)
@@ -392,26 +434,40 @@ def select_cause(
     reporter: str | None = None
     reporting = False
     raised: Logical | None = None  # the last raise statement with a literal message
+    functions: list[str] = []  # the frames of the traceback being read, outermost first
     for position, entry in enumerate(entries):
         normal = entry.normal
         text = normal.text
         if not text:
             continue
+        if text.startswith("Traceback (most recent call last)"):
+            functions = []
+            continue
         if reporting and normal.source == reporter:
             reporting = False
         framed, after_frame = after_frame, bool(_FRAME.match(normal.body))
+        if after_frame:
+            function = _FRAME_FUNCTION.match(normal.body)
+            functions.append(function.group("name") if function else "")
         if text.startswith(_CHAINED) or is_source(normal):
             if _RAISE.search(text):
                 raised = entry
             continue
         if framed and not (_EXCEPTION.match(text) or _WHAT.match(text)):
             continue  # a source line a paste or a logger took the indentation from
+        frames, functions = functions, []  # a traceback ends at its first other line
         if _any(moves, text):
             moved_on.append(position)
             continue
         inside = position > 0 and entries[position - 1].line is entry.line
         candidate = _candidate(
-            position, entry, rules, hints or {}, reported=reporting, inside=inside
+            position,
+            entry,
+            rules,
+            hints or {},
+            reported=reporting,
+            inside=inside,
+            frames=frames,
         )
         if candidate is not None:
             found.append(candidate)

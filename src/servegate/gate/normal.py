@@ -285,7 +285,10 @@ def _table_line(line: str) -> str | None:
 
 _BACKTRACE = re.compile(r"\s*#?\d+\s+(?:0x[0-9a-fA-F]+|\S+\(\+0x)")
 _FRAME_START = re.compile(r'\s*(?:File "|Traceback \(|During handling|The above exception)')
-_EXCEPTION_START = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt):")
+# an exception's line, or the interpreter's report of one it ignored (an atexit callback)
+_EXCEPTION_START = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt):|Exception ignored in "
+)
 _PANIC_TAIL = re.compile(r"panicked at [^\s']+:\d+:\d+:\s*$")
 _WRAP_WIDTH = 80  # a line this long that a plain line continues was wrapped at a width
 _MAX_JOINED = 8
