@@ -256,7 +256,7 @@ def test_idle_hang_is_stopped_early_as_stuck_with_the_hung_function(port: int) -
     stacks = verdict["diagnosis"]["stacks"]
     assert stacks["top"] == "wait_for_nccl_peers"
     assert stacks["summary"] == "2 of 3 processes in wait_for_nccl_peers"
-    assert "runner.py" in stacks["top_frame"]
+    assert "sim/lifecycle.py" in stacks["top_frame"]  # the simulator module that hangs
     assert verdict["reason"].endswith("stacks: 2 of 3 processes in wait_for_nccl_peers")
     assert servegate("ps").stdout == ""  # stopped after the verdict
 
