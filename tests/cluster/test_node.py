@@ -12,10 +12,9 @@ import pytest
 from tests.cluster.helpers import servegate, write_campaign
 
 from servegate.campaign import parse_campaign
-from servegate.campaign.cluster import _log_dir
-from servegate.campaign.events import AttemptOpened, Placement, Said, Tone
-from servegate.campaign.execute import StartSpec
-from servegate.campaign.node import FRAMES, NodeSink, Opened, decode
+from servegate.campaign.events import AttemptClosed, AttemptOpened, Placement, Said, Tone
+from servegate.campaign.execute import StartSpec, tasks_of
+from servegate.campaign.node import FRAMES, End, NodeJob, NodeSink, Opened, _log_dir, decode, encode
 
 
 def _frames(data: bytes) -> list[object]:
@@ -79,6 +78,45 @@ def test_the_events_are_framed_in_order_and_attempt_ids_are_the_nodes(tmp_path: 
         Said(tone=Tone.INFO, text="launching"),
         Opened(local=2, details=_opened("fast")),
     ]
+
+
+def test_the_node_protocol_module_runs_the_start_given_on_stdin(tmp_path: Path) -> None:
+    """``python -m servegate.campaign.node FD`` (what a Ray task and the remote agent
+    start) executes the ``NodeJob`` on its stdin, each event a frame on the pipe FD: the
+    baseline's attempt opened and closed, exit 0."""
+    plan = parse_campaign(
+        write_campaign(
+            tmp_path, variants={"baseline": ""}, startup_s=0.2, repeats=1, requests=2
+        ).read_text(),
+        path=tmp_path / "c.toml",
+    )
+    group = plan.groups[0]
+    todo = tuple(tasks_of(group, 1))
+    spec = StartSpec(cid=1, group=group, number=1, tag="[1/1]", names="baseline", todo=todo)
+    job = NodeJob(campaign=plan, spec=spec, log_dir=str(tmp_path / "logs"), placement=Placement())
+    read, write = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "servegate.campaign.node", str(write)],
+        stdin=subprocess.PIPE,
+        pass_fds=(write,),
+    )
+    os.close(write)
+    try:
+        assert child.stdin is not None
+        child.stdin.write(encode(job))
+        child.stdin.close()
+        with os.fdopen(read, "rb") as pipe:
+            frames = _frames(pipe.read())
+    finally:
+        if child.poll() is None and child.stdin is not None and not child.stdin.closed:
+            child.kill()  # the job never arrived whole: nothing to wait for
+        code = child.wait()
+    assert code == 0
+    opened = [frame for frame in frames if isinstance(frame, Opened)]
+    closed = [frame for frame in frames if isinstance(frame, AttemptClosed)]
+    assert [frame.details.variant for frame in opened] == ["baseline"]
+    assert [frame.attempt for frame in closed] == [1]
+    assert not any(isinstance(frame, End) for frame in frames)
 
 
 def test_a_driver_without_ray_is_told_to_install_the_extra(tmp_path: Path) -> None:

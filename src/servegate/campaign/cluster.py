@@ -31,7 +31,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
@@ -39,7 +38,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from servegate._os import die_with_parent
 from servegate._version import __version__
 from servegate.campaign.config import Campaign, ServerGroup
 from servegate.campaign.events import (
@@ -50,16 +48,13 @@ from servegate.campaign.events import (
     Tone,
     VariantsFailed,
 )
-from servegate.campaign.execute import StartExecutor, StartSpec
-from servegate.campaign.gpu import GpuMonitor
+from servegate.campaign.execute import StartSpec
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.node import (
     FRAMES,
-    JOB,
     End,
     FrameError,
     NodeJob,
-    NodeSink,
     Opened,
     decode,
     encode,
@@ -637,7 +632,7 @@ def _execute(
 ) -> None:
     """The Ray task: execute one start on this node, every call forwarded to ``mailbox``.
 
-    The start runs in a child process (``python -m servegate.campaign.cluster``), so that
+    The start runs in a child process (``python -m servegate.campaign.node``), so that
     the server's keeper is not a child of the Ray worker: Ray kills a dead worker's
     children with SIGKILL, which the keeper would not survive to stop its server. A stop
     asked for by the driver becomes SIGINT to the child, which stops its server and says
@@ -661,7 +656,7 @@ def _execute(
     )
     calls_r, calls_w = os.pipe()
     child = subprocess.Popen(
-        [sys.executable, "-m", "servegate.campaign.cluster", str(calls_w), str(os.getpid())],
+        [sys.executable, "-m", "servegate.campaign.node", str(calls_w), str(os.getpid())],
         stdin=subprocess.PIPE,
         pass_fds=(calls_w,),
         close_fds=True,
@@ -716,65 +711,3 @@ def _forward(calls: Any, child: subprocess.Popen[bytes], mailbox: Any, token: in
                 stopping = True
                 with suppress(ProcessLookupError):
                     child.send_signal(signal.SIGINT)
-
-
-def _node_main(fd: int, parent: int | None = None) -> int:
-    """The child process of a Ray task (``parent``: the task's worker) or of a remote
-    agent: execute the start it is given on stdin."""
-    # a Ray worker blocks (and ignores) SIGINT, and its children inherit that: undo it,
-    # for this process (Ctrl-C on the driver arrives as SIGINT) and for the server
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    die_with_parent(signal.SIGTERM)
-    # the worker died before the line above (re-parented: to init, or to a subreaper)
-    if os.getppid() == 1 or (parent is not None and os.getppid() != parent):
-        return 1
-    job: NodeJob = decode(sys.stdin.buffer.read(), JOB)
-    campaign, spec = job.campaign, job.spec
-    frames = os.fdopen(fd, "wb", buffering=0)
-    sink = NodeSink(frames.write)
-    logs = _log_dir(Path(job.log_dir), sink, spec)
-    gpu = GpuMonitor.open()
-    try:
-        with Interrupts() as interrupts:
-            executor = StartExecutor(
-                campaign,
-                sink,
-                interrupts,
-                log_dir=logs,
-                gpu=gpu,
-                gpu_idle=gpu.idle_memory() if gpu is not None else (),
-                placement=job.placement,
-            )
-            # stopped by Ctrl-C on the driver: the server is stopped and the attempt closed
-            with suppress(Interrupted):
-                executor.run(spec)
-    finally:
-        if gpu is not None:
-            gpu.close()
-    return 0
-
-
-def _log_dir(wanted: Path, sink: NodeSink, spec: StartSpec) -> Path:
-    """The driver's log folder when this node can write it (a shared or same-named
-    path), else one in the node's temporary folder, said in a warning."""
-    try:
-        wanted.mkdir(parents=True, exist_ok=True)
-        if os.access(wanted, os.W_OK):
-            return wanted
-    except OSError:
-        pass
-    fallback = Path(tempfile.gettempdir()) / "servegate-logs"
-    fallback.mkdir(parents=True, exist_ok=True)
-    sink.emit(
-        Said(
-            tone=Tone.WARNING,
-            text=f"{spec.tag} {spec.names}: {wanted} cannot be written on "
-            f"{socket.gethostname()}; the server's log is kept there in {fallback}",
-        )
-    )
-    return fallback
-
-
-if __name__ == "__main__":
-    sys.exit(_node_main(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None))

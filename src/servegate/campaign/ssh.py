@@ -3,7 +3,7 @@
 The runner and the store stay here; each start runs on the host, one after another,
 through servegate there: the same ``StartExecutor`` as a local start (preflight of the
 port, the leftover processes and the GPU memory on the host, launch, gate, benchmark,
-stop), run by ``python -m servegate.campaign.cluster`` as on a cluster node, as a job
+stop), run by ``python -m servegate.campaign.node`` as on a cluster node, as a job
 that outlives a dropped connection (``servegate.remote.run_node``). The job goes there
 and its events come back as frames of the node protocol (``campaign.node``: JSON lines,
 every field checked, never code) and are handed to the runner's ``Recorder`` here, so

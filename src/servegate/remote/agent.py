@@ -14,7 +14,7 @@ on stdin, every field checked (anything else is an ``error`` event, exit 2):
   ``foreground``, the end of stdin (the connection closed, or the local command died,
   SIGKILL included) sends it SIGTERM; and it dies with the agent (``PR_SET_PDEATHSIG``).
 - ``{"event": "run_node", "id": ID, "job": {...}, "offset": N}``: a campaign's start as a
-  job: ``python -m servegate.campaign.cluster`` reads the job (``campaign.node.NodeJob``)
+  job: ``python -m servegate.campaign.node`` reads the job (``campaign.node.NodeJob``)
   on stdin (as on a cluster node) and writes what happens as frames of
   ``campaign.node``, one line each, passed on as they are among the events.
 - ``{"event": "cancel", "id": ID}``: SIGINT to a job's command (Ctrl-C on the local side).
@@ -132,10 +132,10 @@ def _spawn(request: RunJob | RunCli, *, die_with_parent: bool) -> subprocess.Pop
 
 
 def _spawn_node(request: RunNode) -> tuple[subprocess.Popen[bytes], int]:
-    """A campaign's start (``servegate.campaign.cluster``); it and its frames' pipe."""
+    """A campaign's start (``servegate.campaign.node``); it and its frames' pipe."""
     frames_r, frames_w = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "servegate.campaign.cluster", str(frames_w)],
+        [sys.executable, "-m", "servegate.campaign.node", str(frames_w)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -348,7 +348,7 @@ def run_node(
     output: Output,
     reconnect_s: float | None = None,
 ) -> int:
-    """Run a campaign's start on ``host`` (``servegate.campaign.cluster``, given ``job``,
+    """Run a campaign's start on ``host`` (``servegate.campaign.node``, given ``job``,
     a JSON object), as a job that outlives a dropped connection; each frame it sends (one
     of ``frames``, checked) to ``on_frame``; its exit code."""
     allowed = {**frames, **EVENTS}
