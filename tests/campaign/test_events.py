@@ -3,6 +3,7 @@ sink is one question (open_attempt) and one stream (emit)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from tests.campaign.helpers import write_campaign
@@ -14,8 +15,10 @@ from servegate.campaign.events import (
     BenchTimed,
     Event,
     PointMeasured,
+    RoundBegan,
     Said,
     ServerStopped,
+    Standing,
     StartTimed,
     Tone,
     VariantsFailed,
@@ -23,6 +26,7 @@ from servegate.campaign.events import (
 )
 from servegate.campaign.execute import StartExecutor, StartSpec, tasks_of
 from servegate.campaign.interrupt import Interrupts
+from servegate.campaign.progress import CampaignProgress
 from servegate.store import AttemptStatus
 
 
@@ -90,3 +94,22 @@ def test_a_start_that_crashes_emits_its_verdict_and_the_variants_failed(tmp_path
     assert [f.names for f in failed] == [("baseline",)]
     failure = [e for e in sink.events if isinstance(e, Said) and e.tone is Tone.FAILURE]
     assert len(failure) == 1 and failure[0].tail
+
+
+def test_the_runner_says_a_round_and_where_it_stands_as_events() -> None:
+    """A round begun and where the campaign stands are events (one emit, as a start's);
+    the progress renders each as the line the runner printed before."""
+    said = io.StringIO()
+    progress = CampaignProgress(said)
+    progress.emit(RoundBegan(round=2, starts=3, measurements=12))
+    progress.emit(
+        Standing(starts_done=0, starts_total=3, variants_done=0, variants_total=3, left_s=None)
+    )
+    progress.emit(
+        Standing(starts_done=1, starts_total=3, variants_done=1, variants_total=3, left_s=90.0)
+    )
+    assert said.getvalue().splitlines() == [
+        "round 2: 3 start(s) on the cluster at once, 12 measurement(s)",
+        "campaign: 0/3 starts done, 0/3 variants done; time left known once a start is measured",
+        "campaign: 1/3 starts done, 1/3 variants done; about 1m30s left",
+    ]

@@ -158,6 +158,29 @@ class BenchTimed:
     tasks: int
 
 
+# --- where the run stands (said by the runner) -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundBegan:
+    """A round of starts began on the cluster: ``starts`` at once, ``measurements`` in all."""
+
+    round: int
+    starts: int
+    measurements: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Standing:
+    """Where the campaign stands before a start; ``left_s``: the time left (None: unknown)."""
+
+    starts_done: int
+    starts_total: int
+    variants_done: int
+    variants_total: int
+    left_s: float | None
+
+
 # --- what the user is told ----------------------------------------------------------------
 
 
@@ -197,6 +220,8 @@ Event = (
     | VariantBroken
     | StartTimed
     | BenchTimed
+    | RoundBegan
+    | Standing
     | Said
 )
 

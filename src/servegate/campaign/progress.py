@@ -95,10 +95,26 @@ class CampaignProgress:
     # --- events ------------------------------------------------------------------------
 
     def emit(self, event: object) -> None:
-        """A start's event: its lines said (campaign/events.py ``Said``), the rest ignored."""
-        from servegate.campaign.events import Said, Tone
+        """An event of the run (campaign/events.py): the lines said, a round begun, where
+        the campaign stands; the rest ignored."""
+        from servegate.campaign.events import RoundBegan, Said, Standing, Tone
 
         match event:
+            case RoundBegan():
+                self.info(
+                    f"round {event.round}: {event.starts} start(s) on the cluster at once, "
+                    f"{event.measurements} measurement(s)"
+                )
+            case Standing(left_s=left_s):
+                left = (
+                    f"about {duration(left_s)} left"
+                    if left_s is not None
+                    else "time left known once a start is measured"
+                )
+                self.info(
+                    f"campaign: {event.starts_done}/{event.starts_total} starts done, "
+                    f"{event.variants_done}/{event.variants_total} variants done; {left}"
+                )
             case Said(tone=Tone.INFO, text=text):
                 self.info(text)
             case Said(tone=Tone.GOOD, text=text):
@@ -131,26 +147,6 @@ class CampaignProgress:
         self._line(message, style="bold red", always=True)
         for line in tail:
             self._line(f"    | {line}", style="dim", always=True)
-
-    def standing(
-        self,
-        *,
-        starts_done: int,
-        starts_total: int,
-        variants_done: int,
-        variants_total: int,
-        left_s: float | None,
-    ) -> None:
-        """Where the campaign stands before a start, and its time left (None: unknown)."""
-        left = (
-            f"about {duration(left_s)} left"
-            if left_s is not None
-            else "time left known once a start is measured"
-        )
-        self.info(
-            f"campaign: {starts_done}/{starts_total} starts done, "
-            f"{variants_done}/{variants_total} variants done; {left}"
-        )
 
     def activity(self, message: str) -> None:
         """What is happening now (live status line on a terminal; a line otherwise)."""

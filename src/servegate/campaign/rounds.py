@@ -48,8 +48,10 @@ from servegate.campaign.events import (
     Event,
     GroupDead,
     PointMeasured,
+    RoundBegan,
     Said,
     ServerStopped,
+    Standing,
     StartTimed,
     VariantBroken,
     VariantsFailed,
@@ -221,7 +223,7 @@ class Recorder:
                 self.time_left.started(seconds)
             case BenchTimed(seconds=seconds, tasks=tasks):
                 self.time_left.benched(seconds, tasks)
-            case Said():
+            case Said() | RoundBegan() | Standing():
                 self.progress.emit(event)
 
     def _point(self, event: PointMeasured) -> None:
@@ -635,10 +637,7 @@ class _Runner:
         self.interrupts.check()
         if specs:
             tasks = sum(len(spec.todo) for spec, _ in specs)
-            self.progress.info(
-                f"round {round_}: {len(specs)} start(s) on the cluster at once, "
-                f"{tasks} measurement(s)"
-            )
+            self.recorder.emit(RoundBegan(round=round_, starts=len(specs), measurements=tasks))
             self.cluster.run_round(
                 specs,
                 self.recorder,
@@ -736,12 +735,14 @@ class _Runner:
             upcoming.append((self._etas.get(group.key), tasks))
         variants = [v for g in self.campaign.groups for v in g.variants]
         finished = [v for g in self.campaign.groups if g.key not in open_groups for v in g.variants]
-        self.progress.standing(
-            starts_done=position,
-            starts_total=len(planned),
-            variants_done=len(finished),
-            variants_total=len(variants),
-            left_s=self.time_left.estimate(upcoming),
+        self.recorder.emit(
+            Standing(
+                starts_done=position,
+                starts_total=len(planned),
+                variants_done=len(finished),
+                variants_total=len(variants),
+                left_s=self.time_left.estimate(upcoming),
+            )
         )
 
     # --- one server group ---------------------------------------------------------------
