@@ -126,8 +126,10 @@ def test_no_difference_exits_0(results: Path) -> None:
     assert run.stdout.rstrip().endswith("no regression established")
     # the default thresholds: throughput 3 %, TTFT p99 10 %, TPOT p99 5 %, at both loads
     rows = [line for line in run.stdout.splitlines() if line.startswith("same ")]
-    assert len(rows) == 6
-    assert sum("-3 %" in r for r in rows) == 2 and sum("+10 %" in r for r in rows) == 2
+    # and startup 10 %: the whole start and its phase, cold and warm
+    assert len([row for row in rows if " start " not in row]) == 6
+    assert len([row for row in rows if " start " in row]) == 4
+    assert sum("-3 %" in r for r in rows) == 2 and sum("+10 %" in r for r in rows) == 2 + 4
 
 
 def test_thresholds_are_respected(results: Path) -> None:
@@ -170,21 +172,25 @@ def test_a_failed_candidate_fails_with_its_reason(results: Path) -> None:
 
 def test_json_carries_the_reports_numbers(results: Path) -> None:
     """In one campaign the check's estimates are the report's, interval for interval, at
-    the check's per-comparison confidence (95 % over its 6 comparisons: Bonferroni)."""
+    the check's per-comparison confidence (95 % over its 6 comparisons and the 2 callable
+    startup ones, warm: Bonferroni)."""
     run = servegate(results.parent, "--db", "results.db", "--variant", "slower", "--json")
     assert run.returncode == 1
     doc = json.loads(run.stdout)
     each = doc["variants"][0]["interval_confidence"]
-    assert each == pytest.approx(1 - 0.05 / 6)
+    assert each == pytest.approx(1 - 0.05 / 8)
     assert doc["candidate"] == {"db": "results.db", "campaign": "nightly", "status": "done"}
     assert doc["max_regression"] == {
         "output_throughput": 0.03,
         "ttft_ms_p99": 0.1,
         "tpot_ms_p99": 0.05,
+        "startup": 0.1,
     }
     with Store.open(results, read_only=True) as store:
         report = build_report(store, "nightly", confidence=each)
     for item in doc["variants"][0]["checks"]:
+        if item["metric"].startswith("startup"):
+            continue  # not a metric of the report's load points
         comp = report.get("slower", item["load"], item["metric"])
         assert comp is not None and comp.estimate is not None
         if comp.estimate.ratio_low is None:  # the p99s: not estimable from 80 requests a start
@@ -197,12 +203,13 @@ def test_json_carries_the_reports_numbers(results: Path) -> None:
 
 
 def test_strict_fails_a_comparison_that_cannot_be_called(results: Path) -> None:
-    """--strict: the not estimable p99s of ``same`` fail the check; without it they pass."""
+    """--strict: the not estimable p99s of ``same`` fail the check, and its cold starts (one
+    a side); without it they pass."""
     plain = servegate(results.parent, "--db", "results.db", "--variant", "same")
     assert plain.returncode == 0, plain.stdout
     strict = servegate(results.parent, "--db", "results.db", "--variant", "same", "--strict")
     assert strict.returncode == 1, strict.stdout
-    assert "FAIL: 0 regression(s) established, 0 variant(s) failed, 4 not called (--strict)" in (
+    assert "FAIL: 0 regression(s) established, 0 variant(s) failed, 6 not called (--strict)" in (
         strict.stdout
     )
 
@@ -236,7 +243,7 @@ def test_another_database_as_baseline(tmp_path: Path) -> None:
         tmp_path, "--db", "renamed.db", "--baseline-db", "main.db", "--baseline-variant", "base"
     )
     assert paired.returncode == 0, paired.stderr
-    assert paired.stdout.count("\nfusion ") == 6
+    assert paired.stdout.count("\nfusion ") == 6 + 4  # and the startup rows
 
 
 def test_github_step_summary_is_appended(tmp_path: Path) -> None:
@@ -292,7 +299,7 @@ def mismatched(tmp_path: Path) -> Path:
         (
             ["--db", "main.db", "--max-regression", "throughput=3%"],
             "--max-regression: unknown metric 'throughput'; use one of output_throughput, "
-            "ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2el_p50.",
+            "ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2el_p50, startup, startup.PHASE.",
         ),
         (
             ["--db", "main.db", "--max-regression", "ttft_p99=ten"],

@@ -21,16 +21,26 @@ from __future__ import annotations
 
 import math
 import platform
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import numpy as np
+
 from servegate._version import __version__
 from servegate.errors import UsageError
 from servegate.report import text
-from servegate.report.bootstrap import Call, Estimate, call, estimate_nested, seeded_rng
+from servegate.report.bootstrap import (
+    Call,
+    Estimate,
+    call,
+    estimate_nested,
+    mean,
+    seeded_rng,
+)
 from servegate.report.compare import (
     METRICS,
     Metric,
@@ -41,6 +51,8 @@ from servegate.report.compare import (
     workload_of,
 )
 from servegate.report.data import CampaignData, load_sort_key
+from servegate.report.quantiles import SideSpread, log_ratio_interval
+from servegate.store import AttemptInfo
 
 SCHEMA = "servegate.check/1"
 
@@ -49,7 +61,17 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "output_throughput": 0.03,
     "ttft_ms_p99": 0.10,
     "tpot_ms_p99": 0.05,
+    "startup": 0.10,
 }
+
+# ``--max-regression`` keys of the startup: the whole start (time to READY) and every
+# phase; ``startup.PHASE`` sets one phase's threshold (and, without ``startup``, checks
+# that phase only)
+STARTUP = "startup"
+_PHASE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+# a phase this short on both sides took no time worth comparing: its duration is the
+# resolution of the log lines that bound it
+MIN_PHASE_MS = 10.0
 
 Result = Literal["regression", "ok", "no interval", "no data", "not estimable", "needs more starts"]
 # results of a comparison that has data but no call: listed; they fail only with --strict
@@ -70,7 +92,20 @@ def _metric_by_name(name: str) -> Metric | None:
 
 def known_metric_names() -> str:
     """The metric names ``--max-regression`` takes, for an error message."""
-    return ", ".join(short_name(m.key) for m in METRICS)
+    return ", ".join([*(short_name(m.key) for m in METRICS), STARTUP, f"{STARTUP}.PHASE"])
+
+
+def _key_of(name: str) -> str | None:
+    """The threshold key of a ``--max-regression`` name; None when unknown."""
+    m = _metric_by_name(name)
+    if m is not None:
+        return m.key
+    if name == STARTUP:
+        return STARTUP
+    prefix, dot, phase = name.partition(".")
+    if prefix == STARTUP and dot and _PHASE_NAME.match(phase):
+        return f"{STARTUP}.{phase}"
+    return None
 
 
 def parse_thresholds(specs: Sequence[str]) -> dict[str, float]:
@@ -89,14 +124,14 @@ def parse_thresholds(specs: Sequence[str]) -> dict[str, float]:
                     f"--max-regression {part.strip()!r}: write METRIC=PERCENT pairs separated "
                     "by commas, e.g. --max-regression output_throughput=3%,ttft_p99=10%."
                 )
-            m = _metric_by_name(name)
-            if m is None:
+            key = _key_of(name)
+            if key is None:
                 raise UsageError(
                     f"--max-regression: unknown metric {name!r}; use one of {known_metric_names()}."
                 )
-            if m.key in out:
+            if key in out:
                 raise UsageError(
-                    f"--max-regression names {short_name(m.key)} twice; give it one threshold."
+                    f"--max-regression names {short_name(key)} twice; give it one threshold."
                 )
             try:
                 number = float(value.strip().removesuffix("%").strip())
@@ -107,7 +142,7 @@ def parse_thresholds(specs: Sequence[str]) -> dict[str, float]:
                     f"--max-regression {name}={value.strip()}: give a percentage from 0 to "
                     f"100, e.g. {name}=3%."
                 )
-            out[m.key] = number / 100.0
+            out[key] = number / 100.0
     return out
 
 
@@ -396,7 +431,10 @@ def run_check(
             db=candidate.db_path, campaign=candidate.campaign.name, status=candidate.campaign.status
         ),
         baseline=Source(db=base.db_path, campaign=base.campaign.name, status=base.campaign.status),
-        thresholds={m.key: float(thresholds[m.key]) for m in metrics},
+        thresholds={
+            **{m.key: float(thresholds[m.key]) for m in metrics},
+            **{k: float(v) for k, v in thresholds.items() if k.split(".")[0] == STARTUP},
+        },
         confidence=confidence,
         resamples=resamples,
         seed=seed,
@@ -610,7 +648,11 @@ def _compare_pair(
         )
     checks = []
     pairs = [(load, m) for load in common for m in metrics]
-    each = per_comparison_confidence(confidence, len(pairs))
+    startup = _startup_pairs(base_data, reference, data, name, thresholds)
+    # a startup comparison with one start of its temperature on a side is never called,
+    # so it cannot be a false regression: only the callable ones share the confidence
+    callable_startups = sum(1 for s in startup if min(len(s.a), len(s.b)) >= 2)
+    each = per_comparison_confidence(confidence, len(pairs) + callable_startups)
     for load, m in pairs:
         a = m.nested(base_data, reference, load)
         b = m.nested(data, name, load)
@@ -635,6 +677,17 @@ def _compare_pair(
                 call=call(est, m.direction, threshold),
             )
         )
+    for pair in startup:
+        est = startup_estimate(pair.a, pair.b, confidence=each)
+        checks.append(
+            MetricCheck(
+                load=f"{pair.temperature} start",
+                metric=pair.metric,
+                threshold=pair.threshold,
+                estimate=est,
+                call=_startup_call(est, pair.threshold),
+            )
+        )
     return VariantCheck(
         variant=name,
         reference=reference,
@@ -646,7 +699,179 @@ def _compare_pair(
     )
 
 
+# --- startup: the whole start and each phase, cold with cold and warm with warm --------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _StartupPair:
+    """One startup comparison: one value per server start of that temperature a side."""
+
+    temperature: Literal["cold", "warm"]
+    metric: Metric
+    threshold: float
+    a: tuple[float, ...]  # the baseline's starts
+    b: tuple[float, ...]  # the candidate's starts
+
+
+def _startup_metric(phase: str | None) -> Metric:
+    """A startup quantity as a metric of the check's rows (lower is better, seconds)."""
+    return Metric(
+        key=STARTUP if phase is None else f"{STARTUP}.{phase}",
+        label="time to READY" if phase is None else f"phase {phase}",
+        unit="ms",
+        direction="lower",
+        over="repeats",
+        stat=mean,
+        point_values=lambda point, samples: np.empty(0, dtype=np.float64),
+    )
+
+
+def temperature(attempt: AttemptInfo) -> Literal["cold", "warm"]:
+    """Cold or warm: the start's startup record when it decided, else the store's flag
+    (the first start of its server configuration in the campaign is the cold one)."""
+    record = (attempt.verdict or {}).get("startup")
+    cold = record.get("cold") if isinstance(record, Mapping) else None
+    if not isinstance(cold, bool):
+        cold = attempt.cold
+    return "cold" if cold else "warm"
+
+
+def startup_values(data: CampaignData, server_of: str) -> dict[tuple[str, str | None], list[float]]:
+    """(temperature, phase; None: the whole start) -> milliseconds, one value per start
+    that came up READY, of the server ``server_of``'s starts."""
+    out: dict[tuple[str, str | None], list[float]] = {}
+    for attempt in data.attempts_of(server_of):
+        if attempt.startup_s is None:
+            continue
+        temp = temperature(attempt)
+        out.setdefault((temp, None), []).append(attempt.startup_s * 1000.0)
+        spans: dict[str, float] = {}
+        for phase in attempt.phases:
+            if phase.end_s is not None:
+                spans[phase.name] = spans.get(phase.name, 0.0) + max(
+                    0.0, phase.end_s - phase.start_s
+                )
+        for phase_name, seconds in spans.items():
+            out.setdefault((temp, phase_name), []).append(seconds * 1000.0)
+    return out
+
+
+def _startup_pairs(
+    base_data: CampaignData,
+    reference: str,
+    data: CampaignData,
+    name: str,
+    thresholds: Mapping[str, float],
+) -> list[_StartupPair]:
+    """The startup comparisons the thresholds ask for, where both sides have starts of
+    that temperature: the whole start (``startup``) and each phase (``startup`` or its
+    own ``startup.PHASE``); none when both sides are the same server's starts."""
+    every = thresholds.get(STARTUP)
+    phases_named = {k.split(".", 1)[1] for k in thresholds if k.startswith(f"{STARTUP}.")}
+    if every is None and not phases_named:
+        return []
+    ours = summarize_variant(data, name).shared_server_of or name
+    theirs = summarize_variant(base_data, reference).shared_server_of or reference
+    if data is base_data and ours == theirs:
+        return []  # the same starts on both sides: nothing to compare
+    a_all, b_all = startup_values(base_data, theirs), startup_values(data, ours)
+    out = []
+    for temp in ("cold", "warm"):
+        keys = [k for k in a_all if k[0] == temp and k in b_all]
+        keys.sort(key=lambda k: k[1] is not None)  # the whole start first, then in order
+        for key in keys:
+            phase = key[1]
+            if phase is None:
+                threshold = every
+            else:
+                threshold = thresholds.get(f"{STARTUP}.{phase}", every)
+                a, b = a_all[key], b_all[key]
+                if max(a) < MIN_PHASE_MS and max(b) < MIN_PHASE_MS:
+                    continue  # took no time on either side
+            if threshold is None:
+                continue
+            out.append(
+                _StartupPair(
+                    temperature="cold" if temp == "cold" else "warm",
+                    metric=_startup_metric(phase),
+                    threshold=float(threshold),
+                    a=tuple(a_all[key]),
+                    b=tuple(b_all[key]),
+                )
+            )
+    return out
+
+
+def startup_estimate(
+    a: Sequence[float], b: Sequence[float], *, confidence: float
+) -> Estimate | None:
+    """The ratio of the candidate's startup (``b``, one value per start) over the
+    baseline's (``a``), each side's the geometric mean of its starts, with Student's t
+    interval on the log scale (``quantiles.log_ratio_interval``: Welch's degrees of
+    freedom, Student's pooled ones at two starts a side); no interval with fewer than two
+    starts a side, refused for a duration of zero."""
+    if not a or not b:
+        return None
+    xa, xb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    single = Estimate(
+        baseline=float(xa.mean()),
+        variant=float(xb.mean()),
+        ratio=float(xb.mean() / xa.mean()) if xa.mean() > 0 else math.nan,
+        difference=float(xb.mean() - xa.mean()),
+        ratio_low=None,
+        ratio_high=None,
+        difference_low=None,
+        difference_high=None,
+        n_baseline=xa.size,
+        n_variant=xb.size,
+        starts_baseline=xa.size,
+        starts_variant=xb.size,
+    )
+    if min(xa.min(), xb.min()) <= 0.0:
+        return replace(single, refused="a duration of zero has no ratio")
+    if xa.size < 2 or xb.size < 2:
+        return single
+    sides = []
+    for x in (xa, xb):
+        logs = np.log(x)
+        sides.append(
+            SideSpread(
+                log_point=float(logs.mean()),
+                variance=float(np.var(logs, ddof=1)) / x.size,
+                df=float(x.size - 1),
+                starts=int(x.size),
+            )
+        )
+    low, high, df = log_ratio_interval(sides[0], sides[1], confidence)
+    pa, pb = math.exp(sides[0].log_point), math.exp(sides[1].log_point)
+    return replace(
+        single,
+        baseline=pa,
+        variant=pb,
+        ratio=pb / pa,
+        difference=pb - pa,
+        ratio_low=math.exp(low),
+        ratio_high=math.exp(high),
+        difference_low=pa * (math.exp(low) - 1.0),
+        difference_high=pa * (math.exp(high) - 1.0),
+        df=df if math.isfinite(df) else None,
+    )
+
+
+def _startup_call(est: Estimate | None, threshold: float) -> Call:
+    """The report's call of a startup comparison; fewer than two starts of the
+    temperature on a side: ``needs more starts``."""
+    if est is not None and est.refused is None and not est.has_interval:
+        return "needs more starts"
+    return call(est, "lower", threshold)
+
+
 # --- what a renderer says (report/console.py, markdown.py, export.py render it) ------
+
+
+def is_startup(check: MetricCheck) -> bool:
+    """Whether the comparison is of the startup (the whole start or a phase)."""
+    return check.metric.key.split(".")[0] == STARTUP
 
 
 def _limit(check: MetricCheck) -> str:
@@ -702,15 +927,19 @@ def summary_lines(result: CheckResult) -> list[str]:
         lines.append(f"{s.variant}: not checked, {s.why}")
     counts: dict[str, int] = {}
     for _, c in result.unestablished:
-        counts[c.result] = counts.get(c.result, 0) + 1
+        said = "startup" if is_startup(c) and c.result == "needs more starts" else c.result
+        counts[said] = counts.get(said, 0) + 1
     why = {
+        "startup": "are startups with fewer than 2 starts of that temperature on a side "
+        "(a server configuration's first start in the campaign is its cold one; restarts "
+        "= 3 gives 2 warm starts)",
         "no interval": "rest on one run on a side (measure repeats = 2 or more)",
         "needs more starts": "rest on one server start on a side (set restarts = 2 or more)",
         "not estimable": "are percentiles from too few requests per start (measure more "
         "requests per point)",
     }
     for result_name, count in counts.items():
-        strict = result_name in UNCALLED and any(v.strict for v in result.variants)
+        strict = result_name in (*UNCALLED, "startup") and any(v.strict for v in result.variants)
         lines.append(
             f"{count} comparison(s) {why[result_name]}: no interval, so no regression can "
             + ("be established there; --strict fails them." if strict else "be established there.")
