@@ -1,0 +1,169 @@
+"""``servegate check`` on the startup: a real campaign on the simulated engine.
+
+Each variant's server starts 3 times (one cold start, two warm ones); ``slow`` loads its
+weights 15 % slower than ``baseline``, ``same`` has the baseline's phases (another
+server configuration: its own starts). The phases are set one by one, and a first phase
+(``dist_init``) takes up the process's own start, so the sim's phases keep their
+durations (load_weights: within about 0.5 % from start to start on this machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from servegate.errors import UsageError
+from servegate.report.check import parse_thresholds
+
+PHASES = (
+    "--phase dist_init=0.3 --phase load_weights={lw} --phase kv_cache=0 "
+    "--phase attention_backend=0 --phase jit_compile=0 --phase capture_cuda_graphs=0.2 "
+    "--phase http_start=0 --phase warmup=0.2"
+)
+
+
+def campaign_text(*, restarts: int = 3, load_weights: float = 0.3) -> str:
+    """baseline, slow (load_weights 15 % longer) and same (the baseline's phases)."""
+    return textwrap.dedent(
+        f"""\
+        [campaign]
+        name = "startup"
+        baseline = "baseline"
+
+        [server]
+        engine = "sglang"
+        command = "{{python}} -m servegate sim --engine sglang --port {{port}} --profile fast"
+        port = "auto"
+        timeout_s = 60
+        stop_grace_s = 5
+        release_timeout_s = 10
+
+        [bench]
+        warmup = 0
+        input_len = 8
+        output_len = 2
+        concurrency = [1]
+        requests = 1
+        repeats = 1
+        restarts = {restarts}
+
+        [[variant]]
+        name = "baseline"
+        args = "{PHASES.format(lw=load_weights)}"
+
+        [[variant]]
+        name = "slow"
+        args = "{PHASES.format(lw=round(load_weights * 1.15, 4))}"
+
+        [[variant]]
+        name = "same"
+        args = "{PHASES.format(lw=load_weights)} --phase download=0"
+        """
+    )
+
+
+def servegate(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``servegate ARGS`` as a process, in ``cwd``."""
+    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    return subprocess.run(
+        [sys.executable, "-m", "servegate", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def startups(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The campaign's database, run on the simulator."""
+    folder = tmp_path_factory.mktemp("startup-check")
+    (folder / "startup.toml").write_text(campaign_text(), encoding="utf-8")
+    run = servegate(folder, "run", "startup.toml", "--db", "startup.db")
+    assert run.returncode == 0, run.stderr
+    return folder / "startup.db"
+
+
+@pytest.mark.slow
+def test_a_phase_15_percent_slower_is_a_regression_named_by_its_phase(startups: Path) -> None:
+    """slow's load_weights, 15 % longer, is called in its warm starts (2 a side): exit 1,
+    the phase named in the table, the summary, the markdown and the JSON; its cold start
+    (one a side) is listed as needing more starts."""
+    folder = startups.parent
+    md = folder / "slow.md"
+    run = servegate(
+        folder, "check", "--db", "startup.db", "--variant", "slow", "--markdown-file", str(md)
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    rows = [line for line in run.stdout.splitlines() if line.startswith("slow ")]
+    warm = [line for line in rows if "warm start  phase load_weights (ms)" in line]
+    assert len(warm) == 1 and warm[0].endswith("REGRESSION"), run.stdout
+    cold = [line for line in rows if "cold start  phase load_weights" in line]
+    assert len(cold) == 1 and cold[0].endswith("not called (needs more starts)")
+    assert "slow: phase load_weights regressed +1" in run.stdout
+    assert "at warm start vs baseline (more than the 10 % allowed)" in run.stdout
+    # the other phases did not change: none of them is called
+    assert sum(line.endswith("REGRESSION") for line in rows) == 1, run.stdout
+    assert "| slow | warm start | phase load_weights (ms) |" in md.read_text(encoding="utf-8")
+
+    doc = json.loads(
+        servegate(folder, "check", "--db", "startup.db", "--variant", "slow", "--json").stdout
+    )
+    found = [
+        c
+        for c in doc["variants"][0]["checks"]
+        if (c["load"], c["metric"]) == ("warm start", "startup.load_weights")
+    ]
+    assert len(found) == 1 and found[0]["result"] == "regression"
+    assert found[0]["starts_baseline"] == found[0]["starts_candidate"] == 2
+    assert doc["max_regression"]["startup"] == 0.1
+
+
+@pytest.mark.slow
+def test_an_a_a_pair_of_startups_is_not_called(startups: Path) -> None:
+    """same has the baseline's phases on its own server starts: no startup call."""
+    run = servegate(startups.parent, "check", "--db", "startup.db", "--variant", "same")
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [line for line in run.stdout.splitlines() if line.startswith("same ")]
+    assert any("warm start  phase load_weights (ms)" in line for line in rows)
+    assert not any(line.endswith("REGRESSION") for line in rows)
+
+
+@pytest.mark.slow
+def test_a_phase_threshold_overrides_and_names_what_is_checked(startups: Path) -> None:
+    """startup.load_weights=20%: only that phase is checked, and 15 % slower passes;
+    startup=30%,startup.load_weights=5%: the phase's own threshold wins."""
+    folder = startups.parent
+    loose = servegate(
+        folder, "check", "--db", "startup.db", "--variant", "slow",
+        "--max-regression", "startup.load_weights=20%",
+    )  # fmt: skip
+    assert loose.returncode == 0, loose.stdout + loose.stderr
+    rows = [line for line in loose.stdout.splitlines() if line.startswith("slow ")]
+    assert rows and all("phase load_weights" in line for line in rows)
+    assert all("+20 %" in line for line in rows)
+    tight = servegate(
+        folder, "check", "--db", "startup.db", "--variant", "slow",
+        "--max-regression", "startup=30%,startup.load_weights=5%",
+    )  # fmt: skip
+    assert tight.returncode == 1, tight.stdout + tight.stderr
+    assert "time to READY" in tight.stdout and "TTFT" not in tight.stdout
+
+
+def test_max_regression_takes_the_startup_keys() -> None:
+    """startup and startup.PHASE are threshold keys; a bad phase name is an error."""
+    assert parse_thresholds(["startup=10%,startup.load_weights=5", "ttft_p99=10"]) == {
+        "startup": 0.1,
+        "startup.load_weights": 0.05,
+        "ttft_ms_p99": 0.1,
+    }
+    with pytest.raises(UsageError, match=r"unknown metric 'startup\.'"):
+        parse_thresholds(["startup.=5%"])
