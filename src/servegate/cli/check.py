@@ -35,7 +35,9 @@ _EPILOG = (
 
 \b
 Metrics: output_throughput, ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2el_p50;
-default --max-regression output_throughput=3%,ttft_p99=10%,tpot_p99=5%.
+startup (the whole start and each phase, cold with cold and warm with warm) and
+startup.PHASE (one phase's own threshold, e.g. startup.load_weights=5%);
+default --max-regression output_throughput=3%,ttft_p99=10%,tpot_p99=5%,startup=10%.
 
 \b
 Exit codes: 0 no regression established; 1 a regression established, or a candidate
@@ -78,7 +80,8 @@ no load point in common, bad option); 3 an internal error."""
     multiple=True,
     metavar="METRIC=PERCENT,...",
     help="The largest tolerated regression per metric; the metrics named are the ones "
-    "checked. [default: output_throughput=3%,ttft_p99=10%,tpot_p99=5%]",
+    "checked; startup and startup.PHASE check the startup. "
+    "[default: output_throughput=3%,ttft_p99=10%,tpot_p99=5%,startup=10%]",
 )
 @click.option(
     "--strict",
@@ -100,7 +103,9 @@ def check(**options: Any) -> None:
     campaign's own baseline variant; with --baseline-db or --baseline-campaign, the
     variant of the same name (or --baseline-variant) in that campaign. A regression is
     established when the whole interval lies on the worse side of no change and the
-    change is at least the metric's threshold. A candidate that failed fails the check.
+    change is at least the metric's threshold. The startup (time to READY and each
+    phase) is compared start by start, cold starts with cold ones and warm with warm.
+    A candidate that failed fails the check.
     When GITHUB_STEP_SUMMARY is set, the markdown summary is appended to it.
     """
     try:

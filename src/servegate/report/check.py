@@ -8,7 +8,10 @@ requests, ``bootstrap.estimate_nested``) and called with the report's rule
 (``bootstrap.call``), with the metric's largest tolerated regression as the smallest
 change worth calling. A comparison is a **regression** when that call is *worse*: the
 whole interval of the ratio lies on the worse side of no change, and the estimated
-change is at least the threshold. A candidate that failed (did not start, or its
+change is at least the threshold. The startup is compared too (``startup`` and
+``startup.PHASE`` thresholds): the whole start (time to READY) and each phase, one value
+per server start, cold starts with cold ones and warm with warm, with Student's t on the
+log scale (``startup_estimate``). A candidate that failed (did not start, or its
 benchmark failed) fails the check whatever its numbers.
 
     with Store.open("results.db", read_only=True) as store:
@@ -113,6 +116,8 @@ def parse_thresholds(specs: Sequence[str]) -> dict[str, float]:
 
     Several specs (the option given more than once) are joined; a metric may be named
     once. Values are percentages from 0 to 100 (``3``, ``3%`` and ``3 %`` are 0.03).
+    ``startup`` (the whole start and every phase) and ``startup.PHASE`` (one phase's
+    own threshold) are keys too.
     """
     out: dict[str, float] = {}
     for spec in specs:

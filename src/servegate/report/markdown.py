@@ -265,7 +265,8 @@ def render_check_markdown(result: CheckResult) -> str:
     out += [
         "",
         f"Rule: {RULE}. Intervals: hierarchical bootstrap over server starts, repeats and "
-        f"requests ({result.resamples} resamples, seed {result.seed}), as `servegate report`.",
+        f"requests ({result.resamples} resamples, seed {result.seed}), as `servegate report`; "
+        "startup: Student t on the log scale over server starts.",
         "",
     ]
     return "\n".join(out)
