@@ -1,18 +1,19 @@
 """`servegate check` on the startup: detection of one phase 15 % slower, and A/A calls.
 
     python benchmarks/startup_check.py [--campaigns 20] [--workers 2] [--restarts 3]
-        [--slower 0.15] [--load-weights 0.3] [--seed 1]
+        [--slower 0.15] [--load-weights 0.6] [--seed 1]
 
-Each campaign runs on the simulated engine (sglang phases, set one by one: dist_init
-1.5 s first, which the gate sometimes measures up to about 120 ms short (its first log
-line is late), then load_weights, 0.2 s of CUDA graphs and 0.2 s of warmup) with three
-variants of ``restarts`` starts each, in the start order its seed gives: ``baseline``,
-``slow`` (load_weights ``--slower`` longer) and ``same`` (the baseline's phases on its
-own server configuration). Then ``servegate check --json`` with the default thresholds
-checks ``slow`` (an A/B pair: detected when a startup comparison of load_weights is a
-regression, and only that phase) and ``same`` (an A/A pair: a call is any startup
-regression). Prints one row per campaign, the detection rate, the A/A call rate, and the
-spread of the baseline's warm load_weights (the jitter, relative SD of one start).
+Each campaign runs on the simulated engine (sglang phases, set one by one: dist_init 1.5
+s first, which the gate sometimes measures up to about 120 ms short (its first log line
+is late), then load_weights (``--load-weights``, 0.6 s), 0.2 s of CUDA graphs and 0.2 s
+of warmup) with three variants of ``restarts`` starts each, in the start order its seed
+gives: ``baseline``, ``slow`` (load_weights ``--slower`` longer) and ``same`` (the
+baseline's phases on its own server configuration). Then ``servegate check --json`` with
+the default thresholds checks ``slow`` (an A/B pair: detected when a startup comparison
+of load_weights is a regression, and only that phase) and ``same`` (an A/A pair: a call
+is any startup regression). Prints one row per campaign, the detection rate, the A/A
+call rate, and the spread of the baseline's warm load_weights (the jitter, relative SD
+of one start).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--restarts", type=int, default=3)
     parser.add_argument("--slower", type=float, default=0.15)
-    parser.add_argument("--load-weights", type=float, default=0.3)
+    parser.add_argument("--load-weights", type=float, default=0.6)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jsonl", type=Path, help="append each campaign's outcome here")
     args = parser.parse_args()
