@@ -836,3 +836,102 @@ def test_the_interpreters_exception_ignored_line_starts_its_own_message(
     lines = [cause, "Exception ignored in atexit callback: <function _kill at 0x7f>"]
     verdict = gate(tmp_path, "sglang", lines)
     assert verdict.matched_line == cause
+
+
+@pytest.mark.parametrize(
+    ("engine", "lines", "quoted", "kind"),
+    [
+        # an exception line alone, with no level and no traceback
+        (
+            "vllm",
+            ["NotImplementedError: Pipeline parallelism with prefix caching is not ready."],
+            "NotImplementedError: Pipeline parallelism with prefix caching is not ready.",
+            "exit",
+        ),
+        # a message with no level that says what failed, in no family's words
+        (
+            "trtllm",
+            ["unable to open the pipe for /tmp/x.fifo: Broken pipe"],
+            "unable to open the pipe for /tmp/x.fifo: Broken pipe",
+            "exit",
+        ),
+        # a wrapper's one line, before a line of its own that says nothing failed
+        (
+            "vllm",
+            ["the server failed to start.  See above.", "Using profile default."],
+            "the server failed to start.",
+            "exit",
+        ),
+        # MPI's closing block: the rank exited with a non-zero status
+        (
+            "trtllm",
+            [
+                "mpirun detected that one or more processes exited with non-zero status",
+                "  Exit code:    3",
+            ],
+            "mpirun detected that one or more processes exited with non-zero status",
+            "mpi",
+        ),
+        # an ERROR line whose details (after its colon) were not pasted, naming a signal:
+        # a process kind whatever the process's name says it did
+        (
+            "tgi",
+            [
+                "2024-01-01T00:00:00.000000Z  INFO download: text_generation_launcher: "
+                "Starting check and download process for org/model",
+                "2024-01-01T00:00:02.000000Z ERROR download: text_generation_launcher: "
+                "Download process was signaled to shutdown with signal 7:",
+            ],
+            "Download process was signaled to shutdown with signal 7:",
+            "exit",
+        ),
+    ],
+)
+def test_a_short_paste_quotes_its_last_failing_line(
+    tmp_path: Path, engine: str, lines: list[str], quoted: str, kind: str
+) -> None:
+    """With no line ranked, the last line that reads as a failure is quoted."""
+    verdict = gate(tmp_path, engine, lines)
+    assert verdict.status == "crash"
+    assert verdict.matched_line is not None and quoted in verdict.matched_line
+    assert verdict.kind == kind
+
+
+def test_a_short_paste_skips_benign_lines(tmp_path: Path) -> None:
+    """An INFO line and a line that says the engine goes on are never the one quoted."""
+    lines = [
+        "model load failed on the first try, falling back to the slow path",
+        "INFO 12-05 00:00:01 [core.py:1] startup failed checks: 0",
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert verdict.status == "crash"
+    assert not verdict.matched_line
+
+
+@pytest.mark.parametrize(
+    ("engine", "line"),
+    [
+        ("tgi", ': ArgumentValidation("`max_batch_prefill_tokens`(100) must be >= `x`(200)")'),
+        ("vllm", "ValueError: With `vllm serve`, give the model as a positional argument."),
+        ("sglang", "ValueError: think_start_token 'x' must be a single special token."),
+        ("vllm", "Value error, torch.float32 is not supported for quantization method gptq."),
+    ],
+)
+def test_an_option_named_as_wrong_is_bad_args(tmp_path: Path, engine: str, line: str) -> None:
+    """A value error that names the option it refuses, or a bound between two, is bad-args."""
+    verdict = gate(tmp_path, engine, [line])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", line)
+
+
+def test_pydantics_detail_is_quoted_over_its_header(tmp_path: Path) -> None:
+    """pydantic's ValidationError header counts errors; its ``Value error, ...`` says one."""
+    detail = "  Value error, Expecting value: line 1 column 1 (char 0) [type=value_error]"
+    lines = [
+        "(APIServer pid=7) pydantic_core._pydantic_core.ValidationError: "
+        "1 validation error for ModelConfig",
+        f"(APIServer pid=7) {detail}",
+        "(APIServer pid=7)     For further information visit https://errors.pydantic.dev/2.12/v/value_error",
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert verdict.matched_line is not None and detail.strip() in verdict.matched_line
+    assert verdict.kind == "model-load"

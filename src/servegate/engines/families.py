@@ -286,7 +286,14 @@ _WORDS: tuple[Words, ...] = (
         r"|missing (?:required )?argument|arguments are required|no such option"
         r"|must be (?:one of|divisible by|a multiple of|greater than|less than|between"
         r"|positive)|is not divisible by|expected one argument"
-        r"|is not a valid [A-Z]\w+",  # an enum's value from a flag ('fp9' is not a valid CacheDType)
+        r"|is not a valid [A-Z]\w+"  # an enum's value from a flag ('fp9' is not a valid CacheDType)
+        # TGI's launcher; a bound between two flags ("`max_input_tokens`(65537) must be <
+        # `max_total_tokens`"); a ValueError that names the option it refuses (snake_case
+        # or a flag) and what it must be; a flag given where a positional argument is
+        # wanted; a dtype or a method a quantization scheme does not take
+        r"|ArgumentValidation|\bmust be (?:<|>|<=|>=|at (?:least|most)|smaller|larger|less"
+        r"|greater)\b|ValueError: \W?(?:--)?[a-z]+_[a-z_]+\b\W?.{0,60}\bmust\b"
+        r"|as a positional argument|not supported for quantization",
     ),
     Words(
         kind="model-load",
@@ -303,7 +310,12 @@ _WORDS: tuple[Words, ...] = (
         r"|weight_scale\w*|input_scale|\w*_proj)['\"]"
         # the standard library's JSON decoder failed on a file read at start
         # (a config.json or tokenizer file empty or cut; an HTTP body is requests')
-        r"|\bjson\.decoder\.JSONDecodeError",
+        r"|\bjson\.decoder\.JSONDecodeError"
+        # the decoder's message without its name (pydantic's "Value error, Expecting
+        # value: ..."); requests' JSONDecodeError (an HTTP body) names itself
+        r"|(?<!JSONDecodeError: )\bExpecting value: line \d+ column \d+"
+        # tritonserver's model configuration file
+        r"|\bconfig\.pbtxt\b",
     ),
     Words(
         kind="unsupported-model",

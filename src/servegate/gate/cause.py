@@ -84,6 +84,11 @@ _EXCEPTION = re.compile(
     r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Failure)"
     r"(?::\s+\S|:?\s*$)"
 )
+# pydantic's ValidationError: a header that only counts the errors, each error's own
+# line below it ("Value error, ..."), then a link: the detail is the exception's words
+_PYDANTIC_HEADER = re.compile(r"(?:[\w.]+\.)?ValidationError: \d+ validation errors? for \w+\s*$")
+_PYDANTIC_DETAIL = ("Value error, ", "Assertion failed, ")
+_PYDANTIC_LINK = "For further information visit https://errors.pydantic.dev/"
 _WHAT = re.compile(r"\s*what\(\):\s+\S")  # std::terminate's report of a C++ exception
 _CHAINED = (
     "During handling of the above exception",
@@ -114,7 +119,8 @@ _FAILS = re.compile(
     r"\b(?:fail(?:ed|ure|s)?|cannot|can't|could ?n[o']t|unable|not found|no such|errno"
     r"|denied|refused|killed|abort(?:ed)?|exception|invalid|missing|out of memory|no space"
     r"|undefined|illegal|(?:seg)?fault|crash(?:ed)?|died|exceed(?:s|ed)?|insufficient"
-    r"|not enough|mismatch|unsupported|not supported|not installed|not available)\b"
+    r"|not enough|mismatch|unsupported|not supported|not installed|not available"
+    r"|non-zero (?:exit )?(?:status|code)|signal(?:l)?ed)\b"
 )
 
 
@@ -234,7 +240,7 @@ def _exception(normal: Normal) -> str | None:
     if is_source(normal):
         return None
     text = normal.text
-    if _WHAT.match(text) or _EXCEPTION.match(text):
+    if _WHAT.match(text) or _EXCEPTION.match(text) or text.startswith(_PYDANTIC_DETAIL):
         return text
     return None
 
@@ -352,6 +358,8 @@ def _candidate(
     wrapper = hit[0] if hit is not None else None
     if wrapper is None and (
         text.endswith(":")
+        or _PYDANTIC_HEADER.match(text) is not None  # its detail lines follow
+        or text.startswith(_PYDANTIC_LINK)
         or (own == 0 and not reported and normal.level is not None)
         or (own == 0 and not _says_failure(text))
     ):
@@ -474,7 +482,9 @@ def select_cause(
         if text.endswith(":") and _SEVERITY.get(normal.level or "", 0) >= _SEVERITY["error"]:
             reporter, reporting = normal.source, True
     if not found:
-        return None if raised is None else _from_raise(raised, rules, hints or {})
+        if raised is not None:
+            return _from_raise(raised, rules, hints or {})
+        return _last_failure(entries, hints or {})
     last = found[-1].position
     start = max((p for p in moved_on if p < last), default=-1)
     found = [c for c in found if c.position > start]
@@ -492,6 +502,53 @@ def select_cause(
         if root is not None:
             return root
     return pick.cause
+
+
+_SIGNALLED = re.compile(r"\bsignal(?:l)?ed\b.*\bsignal \d+|\bkilled by signal\b", re.IGNORECASE)
+
+
+def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause | None:
+    """The last line that reads as a failure, when no line ranked (a short paste).
+
+    A paste of one or two lines often holds its one error line with no level and no
+    traceback around it (``NotImplementedError: ...``, ``failed to open ...: No such
+    file or directory``, a wrapper's ``vLLM failed to start.``), or only an ERROR line
+    that ends in a colon whose details were not pasted: with nothing ranked, the last
+    line that says something failed (its words, an ERROR or FATAL level, an exception's
+    shape or a Rust error's Debug form) is quoted. A line whose level says it is no
+    error (INFO, WARNING, DEBUG), a source line and one that says the engine goes on
+    (``falling back``, ``ignoring``) never are.
+    """
+    for entry in reversed(entries):
+        normal = entry.normal
+        text = normal.text
+        if not text or normal.level in _HANDLED or is_source(normal) or _FRAME.match(normal.body):
+            continue
+        if _MARKERS.match(text) or text.startswith(_CHAINED) or _GOES_ON.search(text):
+            continue
+        if text.startswith(_PYDANTIC_LINK):
+            continue
+        failing = (
+            _SEVERITY.get(normal.level or "", 0) > 0
+            or _says_failure(text)
+            or _EXCEPTION.match(text) is not None
+            or _DEBUG_FORM.search(text) is not None
+        )
+        if not failing:
+            continue
+        shown, _ = _inner(text)
+        # a process killed by a signal: a process kind, whatever its name says it did
+        words = None if _SIGNALLED.search(text) else words_kind(text)
+        if words is None:
+            return Cause(line=entry.line.strip(), text=shown)
+        return Cause(
+            line=entry.line.strip(),
+            text=shown,
+            kind=words.kind,
+            title=words.title,
+            hint=hints.get(words.kind, KIND_HINTS.get(words.kind)),
+        )
+    return None
 
 
 def _from_raise(entry: Logical, rules: Sequence[_Rule], hints: Mapping[str, str]) -> Cause | None:
