@@ -935,3 +935,22 @@ def test_pydantics_detail_is_quoted_over_its_header(tmp_path: Path) -> None:
     verdict = gate(tmp_path, "vllm", lines)
     assert verdict.matched_line is not None and detail.strip() in verdict.matched_line
     assert verdict.kind == "model-load"
+
+
+def test_a_line_that_opens_a_traceback_quotes_the_exception_that_ends_it(
+    tmp_path: Path,
+) -> None:
+    """TGI's "Download encountered an error: Traceback ...": the exception at its end."""
+    ending = "RuntimeError: the converted file differs from its original by over 5%:"
+    lines = [
+        "2024-01-01T00:00:00.000000Z ERROR text_generation_launcher: Download encountered "
+        "an error: Traceback (most recent call last):",
+        '  File "/opt/conda/bin/text-generation-server", line 8, in <module>',
+        "    sys.exit(app())",
+        '  File "/opt/conda/lib/python3.10/site-packages/x/convert.py", line 20, in check',
+        "    raise RuntimeError(",
+        ending,
+        "Error: DownloadError",
+    ]
+    verdict = gate(tmp_path, "tgi", lines)
+    assert (verdict.kind, verdict.matched_line) == ("download", ending)

@@ -164,6 +164,9 @@ PROFILE = EngineProfile(
             kind="download",
             title="the weights download failed",
             hint="check the model id, HF_TOKEN and network access, or point to local weights",
+            # its line opens the download's traceback ("...: Traceback (most recent call
+            # last):"): the exception that ends it is quoted (gate/cause.py)
+            wrapper=True,
         ),
         Signature(
             pattern=r"text-generation-server not found in PATH",

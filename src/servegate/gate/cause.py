@@ -60,7 +60,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from servegate.engines.families import KIND_HINTS, words_kind
 from servegate.engines.profile import Signature
@@ -496,12 +496,46 @@ def select_cause(
         pick = chosen[-1]
     else:
         pick = min(chosen, key=lambda c: (-c.severity, c.position))
+    if pick.cause.text.endswith(_TRACEBACK_OPENS):
+        ending = _traceback_end(entries, pick.position)
+        if ending is not None:
+            # the line only announces a traceback (TGI's "Download encountered an error:
+            # Traceback ..."): the exception that ends it is what failed; its words'
+            # kind if they name one, else the announcing line's
+            words = words_kind(ending.normal.text)
+            kind = pick.cause.kind if words is None else words.kind
+            title = pick.cause.title if words is None else words.title
+            hint = pick.cause.hint
+            if words is not None:
+                hint = (hints or {}).get(words.kind, KIND_HINTS.get(words.kind))
+            return replace(
+                pick.cause,
+                line=ending.line.strip(),
+                text=ending.normal.text,
+                kind=kind,
+                title=title,
+                hint=hint,
+            )
     signature = pick.cause.signature
     if best == _SIGNATURE and signature is not None and signature.explained_by:
         root = _explaining(entries[: pick.position], signature.explained_by, hints or {})
         if root is not None:
             return root
     return pick.cause
+
+
+_TRACEBACK_OPENS = "Traceback (most recent call last):"
+
+
+def _traceback_end(entries: Sequence[Logical], position: int) -> Logical | None:
+    """The exception line that ends the traceback the entry at ``position`` opens."""
+    for entry in entries[position + 1 :]:
+        normal = entry.normal
+        if is_source(normal) or _FRAME.match(normal.body):
+            continue
+        if _EXCEPTION.match(normal.text) and not normal.text.startswith("Error: "):
+            return entry
+    return None
 
 
 _SIGNALLED = re.compile(r"\bsignal(?:l)?ed\b.*\bsignal \d+|\bkilled by signal\b", re.IGNORECASE)
