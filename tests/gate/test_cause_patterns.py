@@ -954,3 +954,18 @@ def test_a_line_that_opens_a_traceback_quotes_the_exception_that_ends_it(
     ]
     verdict = gate(tmp_path, "tgi", lines)
     assert (verdict.kind, verdict.matched_line) == ("download", ending)
+
+
+def test_llama_cpps_allocator_failure_explains_the_kv_cache_line(tmp_path: Path) -> None:
+    """The backend allocator's failure, just above the KV-cache line, is the one quoted."""
+    root = (
+        "ggml_backend_cuda_buffer_type_alloc_buffer: failed to allocate buffer of size 8589934624"
+    )
+    lines = [
+        "llama_new_context_with_model: n_ctx      = 65536",
+        root,
+        "llama_kv_cache_init: failed to allocate buffer for kv cache",
+        "llama_new_context_with_model: llama_kv_cache_init() failed for self-attention cache",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("oom", root)

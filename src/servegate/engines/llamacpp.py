@@ -87,6 +87,10 @@ _FATAL: tuple[Signature, ...] = (
         kind="oom",
         title="the KV cache does not fit in memory",
         hint=_KV_HINT,
+        # the backend's allocator says so first, with the size it could not get
+        # ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size
+        # 17179869216"): the root of this consequence
+        explained_by=r"_alloc_buffer: failed to allocate buffer of size \d+",
     ),
     Signature(
         pattern=r"unable to allocate \S+ buffer",
