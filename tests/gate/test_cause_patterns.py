@@ -969,3 +969,17 @@ def test_llama_cpps_allocator_failure_explains_the_kv_cache_line(tmp_path: Path)
     ]
     verdict = gate(tmp_path, "llamacpp", lines)
     assert (verdict.kind, verdict.matched_line) == ("oom", root)
+
+
+def test_a_traceback_pasted_as_one_line_is_split_at_its_process_tag(tmp_path: Path) -> None:
+    """A traceback whose lines a paste joined, each behind vLLM's process tag, is read
+    line by line: the exception at its end is the cause."""
+    tag = "(APIServer pid=4242)"
+    line = (
+        f'{tag}   File "/opt/vllm/config/parallel.py", line 90, in __post_init__ '
+        f"{tag}     raise RuntimeError( "
+        f"{tag} RuntimeError: the parallel group of size 3 cannot be formed."
+    )
+    verdict = gate(tmp_path, "vllm", [line])
+    assert verdict.matched_line == line
+    assert verdict.reason is not None and "size 3 cannot be formed" in verdict.reason

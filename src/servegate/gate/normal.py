@@ -294,6 +294,23 @@ _WRAP_WIDTH = 80  # a line this long that a plain line continues was wrapped at 
 _MAX_JOINED = 8
 
 
+_PROCESS_TAG = re.compile(r"\s*(\([\w.= -]+? pid=\d+\))\ ")
+
+
+def _rejoined(line: str) -> list[str] | None:
+    """The lines a paste joined into ``line``, split at each repeat of its own process
+    tag (``(APIServer pid=7) ... (APIServer pid=7)     raise X( (APIServer pid=7) X:``,
+    a traceback copied as prose), or None when the tag does not come back (at least
+    twice more: one repeat may be a message that quotes it)."""
+    if not line.lstrip().startswith("(") or " pid=" not in line:
+        return None
+    tag = _PROCESS_TAG.match(line)
+    if tag is None or line.count(tag.group(1)) < 3:
+        return None
+    parts = line.strip().split(tag.group(1))
+    return [tag.group(1) + part.rstrip() for part in parts if part.strip()]
+
+
 def logical_lines(lines: Sequence[str]) -> list[Logical]:
     """``lines`` as messages: wrapped lines, panics and table rows joined; JSON split.
 
@@ -311,6 +328,13 @@ def logical_lines(lines: Sequence[str]) -> list[Logical]:
         line = lines[index]
         if _table_line(line) is not None:
             index = _table(lines, index, out)
+            continue
+        rejoined = _rejoined(line)
+        if rejoined is not None:
+            # a paste that joined lines into one, each still behind its process tag
+            for sub in rejoined:
+                out.append(Logical(line, normalise(sub), index))
+            index += 1
             continue
         normal = normalise(line)
         if "\n" in normal.body:
