@@ -983,3 +983,18 @@ def test_a_traceback_pasted_as_one_line_is_split_at_its_process_tag(tmp_path: Pa
     verdict = gate(tmp_path, "vllm", [line])
     assert verdict.matched_line == line
     assert verdict.reason is not None and "size 3 cannot be formed" in verdict.reason
+
+
+def test_a_warmup_requests_http_answer_is_not_the_hub_refusing_a_token(tmp_path: Path) -> None:
+    """``res=<Response [403]>`` of SGLang's own warmup request (a proxy's page in its body):
+    the warmup failed (engine-init, from the traceback's frames), not the Hub's token."""
+    cause = "AssertionError: res=<Response [403]>, res.text='<title>403 Forbidden</title>'"
+    lines = [
+        "[2025-02-17 11:56:43] Initialization failed. warmup error: Traceback (most recent "
+        "call last):",
+        '  File "/opt/sglang/srt/entrypoints/http_server.py", line 600, in _wait_and_warmup',
+        "    assert res.status_code == 200, f'{res=}, {res.text=}'",
+        cause,
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("engine-init", cause)

@@ -371,6 +371,11 @@ def _candidate(
     words_in = text
     if hit is not None and hit[1] is not None:
         words_in = text[: hit[1].start()] + " " + text[hit[1].end() :]
+    response = words_in.find("<Response [")
+    if response >= 0:
+        # a requests Response and its body: the answer of a server the process asked (its
+        # own warmup request, through a proxy), not the words of what failed in it
+        words_in = words_in[:response]
     words = words_kind(words_in)
     order = 0
     if wrapper is not None:
