@@ -98,14 +98,19 @@ def startups(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_a_phase_15_percent_slower_is_a_regression_named_by_its_phase(startups: Path) -> None:
-    """slow's load_weights, 15 % longer, is called in its warm starts (2 a side): exit 1,
-    the phase named in the table, the summary, the markdown and the JSON; its cold start
-    (one a side) is listed as needing more starts."""
+    """slow's load_weights, 15 % longer, is called in its warm starts (2 a side) when
+    the check names it: exit 1, the phase named in the table, the summary, the markdown
+    and the JSON; its cold start (one a side) is listed as needing more starts. With the
+    default thresholds no other phase is called. (The default check, whose 7 comparisons
+    widen each interval, caught it in 27 of 30 benchmark campaigns on the busy machine,
+    the phase named alone in 30 of 30: benchmarks/startup_check.py.)"""
     folder = startups.parent
     md = folder / "slow.md"
+    phase = ("--max-regression", "startup.load_weights=10%")
     run = servegate(
-        folder, "check", "--db", "startup.db", "--variant", "slow", "--markdown-file", str(md)
-    )
+        folder, "check", "--db", "startup.db", "--variant", "slow", *phase,
+        "--markdown-file", str(md),
+    )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
     rows = [line for line in run.stdout.splitlines() if line.startswith("slow ")]
     warm = [line for line in rows if "warm start  phase load_weights (ms)" in line]
@@ -114,12 +119,12 @@ def test_a_phase_15_percent_slower_is_a_regression_named_by_its_phase(startups: 
     assert len(cold) == 1 and cold[0].endswith("not called (needs more starts)")
     assert "slow: phase load_weights regressed +1" in run.stdout
     assert "at warm start vs baseline (more than the 10 % allowed)" in run.stdout
-    # the other phases did not change: none of them is called
-    assert sum(line.endswith("REGRESSION") for line in rows) == 1, run.stdout
     assert "| slow | warm start | phase load_weights (ms) |" in md.read_text(encoding="utf-8")
 
     doc = json.loads(
-        servegate(folder, "check", "--db", "startup.db", "--variant", "slow", "--json").stdout
+        servegate(
+            folder, "check", "--db", "startup.db", "--variant", "slow", "--json", *phase
+        ).stdout
     )
     found = [
         c
@@ -128,7 +133,13 @@ def test_a_phase_15_percent_slower_is_a_regression_named_by_its_phase(startups: 
     ]
     assert len(found) == 1 and found[0]["result"] == "regression"
     assert found[0]["starts_baseline"] == found[0]["starts_candidate"] == 2
-    assert doc["max_regression"]["startup"] == 0.1
+    assert doc["max_regression"] == {"startup.load_weights": 0.1}
+
+    default = servegate(folder, "check", "--db", "startup.db", "--variant", "slow")
+    rows = [line for line in default.stdout.splitlines() if line.startswith("slow ")]
+    assert any("warm start  phase capture_cuda_graphs (ms)" in line for line in rows)
+    called = [line for line in rows if line.endswith("REGRESSION")]
+    assert all("phase load_weights" in line for line in called), default.stdout
 
 
 @pytest.mark.slow
@@ -144,7 +155,7 @@ def test_an_a_a_pair_of_startups_is_not_called(startups: Path) -> None:
 @pytest.mark.slow
 def test_a_phase_threshold_overrides_and_names_what_is_checked(startups: Path) -> None:
     """startup.load_weights=20%: only that phase is checked, and 15 % slower passes;
-    startup=30%,startup.load_weights=5%: the phase's own threshold wins."""
+    startup=30%,startup.load_weights=5%: the phase's own threshold wins over startup's."""
     folder = startups.parent
     loose = servegate(
         folder, "check", "--db", "startup.db", "--variant", "slow",
@@ -154,12 +165,16 @@ def test_a_phase_threshold_overrides_and_names_what_is_checked(startups: Path) -
     rows = [line for line in loose.stdout.splitlines() if line.startswith("slow ")]
     assert rows and all("phase load_weights" in line for line in rows)
     assert all("+20 %" in line for line in rows)
-    tight = servegate(
+    both = servegate(
         folder, "check", "--db", "startup.db", "--variant", "slow",
         "--max-regression", "startup=30%,startup.load_weights=5%",
     )  # fmt: skip
-    assert tight.returncode == 1, tight.stdout + tight.stderr
-    assert "time to READY" in tight.stdout and "TTFT" not in tight.stdout
+    rows = [line for line in both.stdout.splitlines() if line.startswith("slow ")]
+    assert "TTFT" not in both.stdout
+    ready = [line for line in rows if "time to READY" in line]
+    weights = [line for line in rows if "phase load_weights" in line]
+    assert len(ready) == 2 and all("+30 %" in line for line in ready), both.stdout
+    assert len(weights) == 2 and all("+5 %" in line for line in weights), both.stdout
 
 
 def test_max_regression_takes_the_startup_keys() -> None:
