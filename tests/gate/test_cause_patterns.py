@@ -901,6 +901,7 @@ def test_a_short_paste_skips_benign_lines(tmp_path: Path) -> None:
     """An INFO line and a line that says the engine goes on are never the one quoted."""
     lines = [
         "model load failed on the first try, falling back to the slow path",
+        "buffer allocation failed, retrying with a smaller batch",
         "INFO 12-05 00:00:01 [core.py:1] startup failed checks: 0",
     ]
     verdict = gate(tmp_path, "vllm", lines)

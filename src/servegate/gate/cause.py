@@ -530,6 +530,8 @@ def select_cause(
 
 
 _TRACEBACK_OPENS = "Traceback (most recent call last):"
+# a line that says the engine tries again (not advice to the user: "Retry with ...")
+_RETRYING = re.compile(r"\bretrying\b|\bwill retry\b|\btrying again\b", re.IGNORECASE)
 
 
 def _traceback_end(entries: Sequence[Logical], position: int) -> Logical | None:
@@ -556,7 +558,7 @@ def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
     line that says something failed (its words, an ERROR or FATAL level, an exception's
     shape or a Rust error's Debug form) is quoted. A line whose level says it is no
     error (INFO, WARNING, DEBUG), a source line and one that says the engine goes on
-    (``falling back``, ``ignoring``) never are.
+    (``falling back``, ``ignoring``, ``retrying``) never are.
     """
     for entry in reversed(entries):
         normal = entry.normal
@@ -565,7 +567,7 @@ def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
             continue
         if _MARKERS.match(text) or text.startswith(_CHAINED) or _GOES_ON.search(text):
             continue
-        if text.startswith(_PYDANTIC_LINK):
+        if text.startswith(_PYDANTIC_LINK) or _RETRYING.search(text):
             continue
         failing = (
             _SEVERITY.get(normal.level or "", 0) > 0

@@ -294,21 +294,22 @@ _WRAP_WIDTH = 80  # a line this long that a plain line continues was wrapped at 
 _MAX_JOINED = 8
 
 
-_PROCESS_TAG = re.compile(r"\s*(\([\w.= -]+? pid=\d+\))\ ")
+_PROCESS_TAG = re.compile(r"(\([\w.= -]+? pid=\d+\))\ ")
 
 
 def _rejoined(line: str) -> list[str] | None:
     """The lines a paste joined into ``line``, split at each repeat of its own process
     tag (``(APIServer pid=7) ... (APIServer pid=7)     raise X( (APIServer pid=7) X:``,
-    a traceback copied as prose), or None when the tag does not come back (at least
-    twice more: one repeat may be a message that quotes it)."""
-    if not line.lstrip().startswith("(") or " pid=" not in line:
+    a traceback copied as prose), each after what came before the first tag (a wrapper's
+    prefix), or None when the tag does not come back (at least twice more: one repeat
+    may be a message that quotes it)."""
+    if " pid=" not in line:
         return None
-    tag = _PROCESS_TAG.match(line)
+    tag = _PROCESS_TAG.search(line)
     if tag is None or line.count(tag.group(1)) < 3:
         return None
-    parts = line.strip().split(tag.group(1))
-    return [tag.group(1) + part.rstrip() for part in parts if part.strip()]
+    prefix, *parts = line.rstrip().split(tag.group(1))
+    return [prefix + tag.group(1) + part.rstrip() for part in parts if part.strip()]
 
 
 def logical_lines(lines: Sequence[str]) -> list[Logical]:
