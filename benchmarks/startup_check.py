@@ -11,7 +11,8 @@ gives: ``baseline``, ``slow`` (load_weights ``--slower`` longer) and ``same`` (t
 baseline's phases on its own server configuration). Then ``servegate check --json`` with
 the default thresholds checks ``slow`` (an A/B pair: detected when a startup comparison
 of load_weights is a regression, and only that phase) and ``same`` (an A/A pair: a call
-is any startup regression). Prints one row per campaign, the detection rate, the A/A
+is any startup regression), then both again with ``--max-regression
+startup.load_weights=10%`` alone. Prints one row per campaign, the detection rate, the A/A
 call rate, and the spread of the baseline's warm load_weights (the jitter, relative SD
 of one start).
 """
@@ -124,6 +125,12 @@ def one_campaign(seed: int, args: argparse.Namespace) -> dict[str, Any]:
                 for c in v["checks"]:
                     if (c["load"], c["metric"]) == ("warm start", "startup.load_weights"):
                         out[variant]["warm_load_weights"] = [c["baseline"], c["candidate"]]
+            # the phase alone: one callable comparison, no Bonferroni widening
+            alone = _servegate(
+                folder, env, "check", "--db", "c.db", "--variant", variant, "--json",
+                "--max-regression", "startup.load_weights=10%",
+            )  # fmt: skip
+            out[variant]["phase_alone"] = _startup_regressions(json.loads(alone.stdout))
         # the jitter: the baseline's warm load_weights start by start
         from servegate.report.check import startup_values
         from servegate.report.data import load_campaign, resolve_campaign
@@ -147,7 +154,7 @@ def main() -> None:
     parser.add_argument("--jsonl", type=Path, help="append each campaign's outcome here")
     args = parser.parse_args()
     seeds = [args.seed + i for i in range(args.campaigns)]
-    detected = aa_calls = done = 0
+    detected = aa_calls = done = alone_detected = alone_aa = 0
     spreads: list[float] = []
     print("seed  slow: exit, startup regressions          same: exit, startup regressions")
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
@@ -162,6 +169,8 @@ def main() -> None:
             )
             detected += hit
             aa_calls += bool(same["regressions"])
+            alone_detected += bool(slow["phase_alone"])
+            alone_aa += bool(same["phase_alone"])
             values = result["baseline_warm_load_weights_ms"]
             if len(values) >= 2:
                 spreads.append(statistics.stdev(values) / statistics.fmean(values))
@@ -178,6 +187,11 @@ def main() -> None:
         f"detected (load_weights only, {args.slower * 100:g} % slower): {detected}/{done} "
         f"({100 * detected / done:.1f} %); A/A startup calls: {aa_calls}/{done} "
         f"({100 * aa_calls / done:.1f} %)"
+    )
+    print(
+        f"--max-regression startup.load_weights=10% alone: detected {alone_detected}/{done} "
+        f"({100 * alone_detected / done:.1f} %); A/A calls {alone_aa}/{done} "
+        f"({100 * alone_aa / done:.1f} %)"
     )
     if spreads:
         print(

@@ -7,7 +7,7 @@ server configuration: its own starts). The phases are set one by one. The first 
 log line is late), so it lasts 1.5 s, which keeps that under 10 % (at 0.3 s an A/A pair
 was called on it in 1 of 8 campaigns); the others keep their durations to a few ms.
 load_weights lasts 0.6 s: at 0.3 s its start-to-start spread (0.5 % idle, 1-3 % on a
-busy machine) let 2 of 6 benchmark campaigns miss the 15 % with two warm starts a side
+busy machine) let 3 of 6 benchmark campaigns miss the 15 % with two warm starts a side
 (benchmarks/startup_check.py).
 """
 
@@ -101,7 +101,7 @@ def test_a_phase_15_percent_slower_is_a_regression_named_by_its_phase(startups: 
     """slow's load_weights, 15 % longer, is called in its warm starts (2 a side) when
     the check names it: exit 1, the phase named in the table, the summary, the markdown
     and the JSON; its cold start (one a side) is listed as needing more starts. With the
-    default thresholds no other phase is called. (The default check, whose 7 comparisons
+    default thresholds no other phase is called. (The default check, whose 8 comparisons
     widen each interval, caught it in 27 of 30 benchmark campaigns on the busy machine,
     the phase named alone in 30 of 30: benchmarks/startup_check.py.)"""
     folder = startups.parent
