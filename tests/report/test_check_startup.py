@@ -152,6 +152,23 @@ def test_an_a_a_pair_of_startups_is_not_called(startups: Path) -> None:
     assert not any(line.endswith("REGRESSION") for line in rows)
 
 
+def test_strict_spares_the_one_cold_start_of_each_configuration(startups: Path) -> None:
+    """A campaign starts each server configuration cold once: --strict with the startup
+    checked lists the cold start's comparisons as not called and fails only on what it
+    fails without them (a regression, or a warm comparison that could not be called)."""
+    args = ("check", "--db", "startup.db", "--variant", "same", "--strict")
+    run = servegate(startups.parent, *args, "--max-regression", "startup=10%", "--json")
+    (variant,) = json.loads(run.stdout)["variants"]
+    cold = [c for c in variant["checks"] if c["load"] == "cold start"]
+    assert cold and all(c["result"] == "needs more starts" for c in cold), cold
+    others = [c for c in variant["checks"] if c["load"] != "cold start"]
+    failing = [c for c in others if c["result"] in ("regression", "needs more starts")]
+    assert variant["result"] == ("fail" if failing else "pass"), variant
+    assert run.returncode == (1 if failing else 0), run.stderr
+    text = servegate(startups.parent, *args, "--max-regression", "startup=10%")
+    assert "are cold starts, one per server configuration" in text.stdout
+
+
 @pytest.mark.slow
 def test_a_phase_threshold_overrides_and_names_what_is_checked(startups: Path) -> None:
     """startup.load_weights=20%: only that phase is checked, and 15 % slower passes;
