@@ -1,14 +1,14 @@
 """``servegate check`` on the startup: a real campaign on the simulated engine.
 
 Each variant's server starts 3 times (one cold start, two warm ones); ``slow`` loads its
-weights 15 % slower than ``baseline``, ``same`` has the baseline's phases (another
-server configuration: its own starts). The phases are set one by one. The first phase
-(``dist_init``) is measured shorter by up to about 120 ms in some starts (the first
-log line is late), so it lasts 1.5 s, which keeps that under 10 % (at 0.3 s an A/A pair
-was called on it in 1 of 8 campaigns); the others keep their durations to a few ms.
-load_weights lasts 0.6 s: at 0.3 s its start-to-start spread (0.5 % idle, 1-3 % on a
-busy machine) let 3 of 6 benchmark campaigns miss the 15 % with two warm starts a side
-(benchmarks/startup_check.py).
+weights 30 % slower than ``baseline`` (twice the benchmark's 15 %), ``same`` has the
+baseline's phases (another server configuration: its own starts). The phases are set one
+by one. The first phase (``dist_init``) is measured shorter by up to about 120 ms in
+some starts (the first log line is late), so it lasts 1.5 s, which keeps that under 10 %
+(at 0.3 s an A/A pair was called on it in 1 of 8 campaigns); the others keep their
+durations to a few ms. load_weights lasts 0.6 s: at 0.3 s its start-to-start spread (0.5
+% idle, 1-3 % on a busy machine) let 3 of 6 benchmark campaigns miss the 15 % with two
+warm starts a side (benchmarks/startup_check.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ PHASES = (
 
 
 def campaign_text(*, restarts: int = 3, load_weights: float = 0.6) -> str:
-    """baseline, slow (load_weights 15 % longer) and same (the baseline's phases)."""
+    """baseline, slow (load_weights 30 % longer) and same (the baseline's phases). The
+    test's effect is twice the benchmark's 15 % (benchmarks/startup_check.py measures how
+    often 15 % is caught), so that a busy machine cannot make the regression test miss."""
     return textwrap.dedent(
         f"""\
         [campaign]
@@ -63,7 +65,7 @@ def campaign_text(*, restarts: int = 3, load_weights: float = 0.6) -> str:
 
         [[variant]]
         name = "slow"
-        args = "{PHASES.format(lw=round(load_weights * 1.15, 4))}"
+        args = "{PHASES.format(lw=round(load_weights * 1.3, 4))}"
 
         [[variant]]
         name = "same"
@@ -97,8 +99,8 @@ def startups(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_a_phase_15_percent_slower_is_a_regression_named_by_its_phase(startups: Path) -> None:
-    """slow's load_weights, 15 % longer, is called in its warm starts (2 a side) when
+def test_a_slower_phase_is_a_regression_named_by_its_phase(startups: Path) -> None:
+    """slow's load_weights, 30 % longer, is called in its warm starts (2 a side) when
     the check names it: exit 1, the phase named in the table, the summary, the markdown
     and the JSON; its cold start (one a side) is listed as needing more starts. With the
     default thresholds no other phase is called. (The default check, whose 8 comparisons
@@ -117,7 +119,7 @@ def test_a_phase_15_percent_slower_is_a_regression_named_by_its_phase(startups: 
     assert len(warm) == 1 and warm[0].endswith("REGRESSION"), run.stdout
     cold = [line for line in rows if "cold start  phase load_weights" in line]
     assert len(cold) == 1 and cold[0].endswith("not called (needs more starts)")
-    assert "slow: phase load_weights regressed +1" in run.stdout
+    assert "slow: phase load_weights regressed +" in run.stdout
     assert "at warm start vs baseline (more than the 10 % allowed)" in run.stdout
     assert "| slow | warm start | phase load_weights (ms) |" in md.read_text(encoding="utf-8")
 
@@ -171,17 +173,17 @@ def test_strict_spares_the_one_cold_start_of_each_configuration(startups: Path) 
 
 @pytest.mark.slow
 def test_a_phase_threshold_overrides_and_names_what_is_checked(startups: Path) -> None:
-    """startup.load_weights=20%: only that phase is checked, and 15 % slower passes;
+    """startup.load_weights=50%: only that phase is checked, and 30 % slower passes;
     startup=30%,startup.load_weights=5%: the phase's own threshold wins over startup's."""
     folder = startups.parent
     loose = servegate(
         folder, "check", "--db", "startup.db", "--variant", "slow",
-        "--max-regression", "startup.load_weights=20%",
+        "--max-regression", "startup.load_weights=50%",
     )  # fmt: skip
     assert loose.returncode == 0, loose.stdout + loose.stderr
     rows = [line for line in loose.stdout.splitlines() if line.startswith("slow ")]
     assert rows and all("phase load_weights" in line for line in rows)
-    assert all("+20 %" in line for line in rows)
+    assert all("+50 %" in line for line in rows)
     both = servegate(
         folder, "check", "--db", "startup.db", "--variant", "slow",
         "--max-regression", "startup=30%,startup.load_weights=5%",
