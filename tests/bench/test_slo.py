@@ -116,7 +116,9 @@ def test_fail_on_slo_turns_a_missed_point_into_exit_1(sim: Callable[..., str]) -
     assert bench(*args).returncode == 0
     proc = bench(*args, "--fail-on-slo")
     assert proc.returncode == 1
-    assert proc.stderr == "Error: c=2 missed --slo tpot_p99<=5ms (--fail-on-slo).\n"
+    # the last line is the error; a busy machine may add the client's own late-loop warning
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("warning: ")]
+    assert errors == ["Error: c=2 missed --slo tpot_p99<=5ms (--fail-on-slo)."], proc.stderr
 
 
 @pytest.mark.parametrize(
