@@ -35,7 +35,7 @@ def cv_tolerance(burstiness: float, n: int) -> float:
     return 4 * math.sqrt((2 + 6 / b) / (4 * n) + 1 / (b * n))
 
 
-def cv(gaps: np.ndarray) -> float:  # type: ignore[type-arg]
+def cv(gaps: np.ndarray) -> float:
     return float(gaps.std(ddof=1) / gaps.mean())
 
 

@@ -73,7 +73,7 @@ def bench(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _tpot_ms(sample: dict[str, Any]) -> float:
     chunks = sample["chunks_s"]
-    return (chunks[-1] - chunks[0]) * 1000.0 / (sample["usage_output_tokens"] - 1)
+    return float((chunks[-1] - chunks[0]) * 1000.0 / (sample["usage_output_tokens"] - 1))
 
 
 def test_slo_met_and_missed_with_attainment_and_goodput_from_the_samples(

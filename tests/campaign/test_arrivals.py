@@ -70,7 +70,7 @@ def test_concurrency_caps_every_rate() -> None:
 def test_without_a_rate_the_default_is_one_user() -> None:
     """No rate and no concurrency: one point at c=1, as bench's default."""
     text = textwrap.dedent(CAMPAIGN.format(extra="")).replace("rate = [2, 8]\n", "")
-    points = parse_campaign(text, path=Path("c.toml")).variant("b").bench.points  # type: ignore[attr-defined]
+    points = parse_campaign(text, path=Path("c.toml")).variant("b").bench.points
     assert [(p.rate, p.concurrency, p.label) for p in points] == [(None, 1, "c=1")]
 
 
