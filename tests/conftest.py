@@ -19,10 +19,12 @@ import re
 import shutil
 import socket
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +155,38 @@ def _sqlite_connections_closed(
         still_open.append(conn)
         conn.close()
     assert not still_open, f"{len(still_open)} SQLite connection(s) left open"
+
+
+def vllm_simulators() -> Iterator[Callable[..., str]]:
+    """A factory of simulated vLLM servers for a fixture to yield from: ``make(*flags)``
+    starts one on a free port and returns its base URL once the port accepts; all are
+    stopped after."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def make(*flags: str) -> str:
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "servegate", "sim", "--engine", "vllm", "--port", str(port),
+             *flags],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        procs.append(proc)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # wait for the event: the port accepts
+            assert proc.poll() is None, "the simulator exited"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        return f"http://127.0.0.1:{port}"
+
+    yield make
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -10,17 +10,15 @@ samples, independently of ``servegate.bench.slo``.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from tests.conftest import free_port
+from tests.conftest import free_port, vllm_simulators
 
 SIM = ("--startup", "0", "--itl-ms", "20", "--batch-slowdown", "0.1", "--ttft-ms", "20")
 SHORT = ("--input-len", "8", "--output-len", "6")
@@ -29,35 +27,7 @@ SHORT = ("--input-len", "8", "--output-len", "6")
 @pytest.fixture
 def sim() -> Iterator[Callable[..., str]]:
     """A factory: ``sim(*flags)`` -> the base URL of a running simulator; all are stopped."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def make(*flags: str) -> str:
-        port = free_port()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "servegate", "sim", "--engine", "vllm", "--port", str(port),
-             *flags],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        procs.append(proc)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # wait for the event: the port accepts
-            assert proc.poll() is None, "the simulator exited"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        return f"http://127.0.0.1:{port}"
-
-    yield make
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    yield from vllm_simulators()
 
 
 def bench(*args: str) -> subprocess.CompletedProcess[str]:

@@ -8,15 +8,13 @@ before any number, and unlike runs are refused unless forced.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import free_port
+from tests.conftest import vllm_simulators
 
 FAST = ("--startup", "0", "--ttft-ms", "20", "--itl-ms", "5")
 SLOW = ("--startup", "0", "--ttft-ms", "60", "--itl-ms", "15")
@@ -26,35 +24,7 @@ SHORT = ("--concurrency", "4", "--requests", "80", "--input-len", "8", "--output
 @pytest.fixture
 def sim() -> Iterator[Callable[..., str]]:
     """A factory: ``sim(*flags)`` -> the base URL of a running simulator; all are stopped."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def make(*flags: str) -> str:
-        port = free_port()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "servegate", "sim", "--engine", "vllm", "--port", str(port),
-             *flags],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        procs.append(proc)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # wait for the event: the port accepts
-            assert proc.poll() is None, "the simulator exited"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        return f"http://127.0.0.1:{port}"
-
-    yield make
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    yield from vllm_simulators()
 
 
 def servegate(*args: str) -> subprocess.CompletedProcess[str]:
