@@ -552,8 +552,8 @@ def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
     """The last line that reads as a failure, when no line ranked (a short paste).
 
     A paste of one or two lines often holds its one error line with no level and no
-    traceback around it (``NotImplementedError: ...``, ``failed to open ...: No such
-    file or directory``, a wrapper's ``vLLM failed to start.``), or only an ERROR line
+    traceback around it (a bare ``NotImplementedError`` line, ``failed to open FILE: No
+    such file or directory``, a wrapper's ``vLLM failed to start.``), or only an ERROR line
     that ends in a colon whose details were not pasted: with nothing ranked, the last
     line that says something failed (its words, an ERROR or FATAL level, an exception's
     shape or a Rust error's Debug form) is quoted. A line whose level says it is no
