@@ -3,7 +3,6 @@ as a whole by its timeout, not per read (urllib's timeout never fires on a trick
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import subprocess
@@ -12,52 +11,29 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from tests.listeners import Listener
 
 from servegate.bench.server_metrics import scrape
 
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + b"X-Pad: " + b"a" * 10**6
 
-class Trickle:
-    """Answers every connection with an HTTP status line and headers, a byte each 0.2 s,
-    never finishing them."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.closing = threading.Event()
-        self.conns: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = self.sock.accept()
-                self.conns.append(conn)
-                threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
-
-    def _trickle(self, conn: socket.socket) -> None:
-        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + b"X-Pad: " + b"a" * 10**6
-        with contextlib.suppress(OSError):
-            conn.recv(65536)
-            for byte in head:
-                if self.closing.wait(0.2):
-                    return
-                conn.sendall(bytes([byte]))
-
-    def close(self) -> None:
-        self.closing.set()
-        self.sock.close()
-        for conn in self.conns:
-            conn.close()
+def trickle_head(conn: socket.socket, closing: threading.Event) -> None:
+    """Answer with an HTTP status line and headers, a byte each 0.2 s, never finishing."""
+    conn.recv(65536)
+    for byte in HEAD:
+        if closing.wait(0.2):
+            return
+        conn.sendall(bytes([byte]))
 
 
 @pytest.fixture
-def trickle() -> Iterator[Trickle]:
-    server = Trickle()
-    yield server
-    server.close()
+def trickle() -> Iterator[Listener]:
+    with Listener(trickle_head) as server:
+        yield server
 
 
-def test_bench_timeout_bounds_a_server_that_trickles_its_headers(trickle: Trickle) -> None:
+def test_bench_timeout_bounds_a_server_that_trickles_its_headers(trickle: Listener) -> None:
     """bench --timeout 2 against headers sent a byte each 0.2 s: exit 1 with one sentence
     naming --timeout and the JSON error object, instead of waiting for ever."""
     done = subprocess.run(
@@ -77,6 +53,6 @@ def test_bench_timeout_bounds_a_server_that_trickles_its_headers(trickle: Trickl
     assert "Traceback" not in done.stderr
 
 
-def test_metrics_scrape_is_bounded_as_a_whole(trickle: Trickle) -> None:
+def test_metrics_scrape_is_bounded_as_a_whole(trickle: Listener) -> None:
     """/metrics trickled: the scrape gives up at its timeout (None: no counters)."""
     assert scrape(trickle.url + "/metrics", timeout_s=1.0) is None

@@ -4,10 +4,7 @@ No Ray needed: these run in the main suite."""
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
@@ -130,28 +127,12 @@ def test_a_port_that_is_no_ray_gcs_is_one_sentence(
     server): exit 2 within the connect bound, one sentence naming --ray, none of Ray's
     own warnings, no database."""
     from tests.cluster.helpers import servegate, write_campaign
+    from tests.listeners import Listener, answering, silent
 
-    listener = socket.create_server(("127.0.0.1", 0))
-    conns: list[socket.socket] = []
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = listener.accept()
-                conns.append(conn)
-                if answer is not None:
-                    conn.recv(1024)
-                    conn.sendall(answer)
-
-    threading.Thread(target=serve, daemon=True).start()
-    address = f"127.0.0.1:{listener.getsockname()[1]}"
-    try:
+    with Listener(silent if answer is None else answering(answer)) as listener:
+        address = f"127.0.0.1:{listener.port}"
         file = write_campaign(tmp_path)
         done = servegate("run", file, "--ray", address, "--db", tmp_path / "a.db", timeout=120)
-    finally:
-        listener.close()
-        for conn in conns:
-            conn.close()
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"Error: --ray {address} is not a Ray cluster's GCS: ")
     assert said in done.stderr

@@ -7,49 +7,24 @@ accept connections and never say a word.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 
 import psutil
 import pytest
-
-
-class StalledHost:
-    """A TCP listener that accepts connections and never completes SSH."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.sock.getsockname()[1])
-        self.accepted = threading.Event()
-        self.conns: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = self.sock.accept()
-                self.conns.append(conn)
-                self.accepted.set()
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.conns:
-            conn.close()
+from tests.listeners import Listener, silent
 
 
 @pytest.fixture
-def stalled() -> Iterator[Callable[..., StalledHost]]:
-    """A factory of stalled hosts, each closed at the end."""
-    made: list[StalledHost] = []
+def stalled() -> Iterator[Callable[..., Listener]]:
+    """A factory of hosts that accept TCP and never complete SSH, each closed at the end."""
+    made: list[Listener] = []
 
-    def make() -> StalledHost:
-        host = StalledHost()
+    def make() -> Listener:
+        host = Listener(silent)
         made.append(host)
         return host
 
@@ -70,7 +45,7 @@ def _env(connect_timeout_s: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("argv", [["ps"], ["launch", "--", "true"]], ids=["ps", "launch"])
 def test_a_host_that_never_speaks_ssh_is_exit_2_within_the_connect_timeout(
-    stalled: Callable[..., StalledHost], argv: list[str]
+    stalled: Callable[..., Listener], argv: list[str]
 ) -> None:
     """A host that accepts TCP but never sends SSH's banner: ssh's ConnectTimeout
     (``SERVEGATE_SSH_CONNECT_TIMEOUT_S``) ends the wait; exit 2, one sentence naming the
@@ -91,7 +66,7 @@ def test_a_host_that_never_speaks_ssh_is_exit_2_within_the_connect_timeout(
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
-def test_the_ssh_child_ends_when_servegate_is_killed(stalled: Callable[..., StalledHost]) -> None:
+def test_the_ssh_child_ends_when_servegate_is_killed(stalled: Callable[..., Listener]) -> None:
     """ssh runs in a session of its own (Ctrl-C is servegate's), yet SIGKILL to servegate
     ends it too: nothing of the connection is left."""
     host = stalled()
