@@ -4,14 +4,15 @@ A point flows through its stages once, in order: the client's open-files limit (
 the preflight (`preflight`: the model, one probe request), the prompts (`dataset`), the
 workers' plans (`plan`, with the arrival schedule of `schedule`), the run (`execute`,
 reporting through `progress`, with the engine's counters read before and after by
-`server_metrics`), then what it measured: the summary (`metrics`), the client's
+`server_metrics`, and the GPUs' energy counters by `servegate.telemetry.energy`), then
+what it measured: the summary (`metrics`), the client's
 headroom (`stats`) and the warnings (`warnings`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from servegate.bench import metrics
@@ -31,14 +32,21 @@ from servegate.bench.slo import evaluate
 from servegate.bench.stats import client_stats
 from servegate.bench.tokens import Counter, TokenizeMissing, make_counter, prompt_check
 from servegate.bench.warnings import point_warnings
+from servegate.telemetry.energy import Energy, EnergyMeter
 
 DURATION_POOL = 2048  # prompts built for a duration-bounded run (cycled beyond that)
 
 
 def run_point(
-    settings: BenchSettings, *, progress: Callable[[Progress], None] | None = None
+    settings: BenchSettings,
+    *,
+    progress: Callable[[Progress], None] | None = None,
+    server_pids: Callable[[], Iterable[int]] | None = None,
 ) -> PointResult:
     """Run one load point and return everything it measured.
+
+    ``server_pids`` gives the server's process tree (when servegate launched it): the
+    point's energy counts the GPUs NVML lists it on (`servegate.telemetry.energy`).
 
     Raises BenchError when the server cannot be reached or does not speak the OpenAI
     API (ClientLimitError when ``ulimit -n`` cannot hold the point's streams); failures
@@ -57,20 +65,30 @@ def run_point(
         settings.metrics_url if settings.metrics_url is not None else settings.base_url + "/metrics"
     )
     counters_before: list[Scrape | None] = []
+    meter = EnergyMeter(
+        gpus=settings.gpus,
+        server_pids=server_pids,
+        price_per_gpu_hour=settings.price_per_gpu_hour,
+    )
 
     def before_measure() -> None:
         counters_before.append(scrape(metrics_url) if metrics_url else None)
+        meter.begin()  # last: the counters' window starts as close to the requests as can be
 
     feed = None
     if progress is not None:
         feed = ProgressFeed(
             callback=progress, total=settings.requests, duration_s=settings.duration_s
         )
-    results = execute(plans, before_measure, feed)
+    try:
+        results = execute(plans, before_measure, feed)
+        sent = [s for r in results for s in r.samples]
+        energy = meter.end(output_tokens=sum(s.output_tokens for s in sent if s.ok))
+    finally:
+        meter.close()
     after = scrape(metrics_url) if metrics_url else None
     before = counters_before[0] if counters_before else None
     server = server_deltas(before, after, metric_names(settings.engine, after), metrics_url or None)
-    sent = [s for r in results for s in r.samples]
     sessions = bool(measured) and measured[0].session is not None
     cache, cache_warnings = cache_state(
         sent,
@@ -92,6 +110,7 @@ def run_point(
         note=note,
         cache=(cache, cache_warnings),
         turns=per_turn(sent, measured) if sessions else [],
+        energy=energy,
     )
 
 
@@ -149,6 +168,7 @@ def _result(
     note: str | None = None,
     cache: tuple[dict[str, Any], list[str]] = ({}, []),
     turns: list[dict[str, Any]] | None = None,
+    energy: Energy | None = None,
 ) -> PointResult:
     """The point's result: its workers' samples merged in send order, and what they measured."""
     samples = sorted((s for r in results for s in r.samples), key=lambda s: s.send_s)
@@ -186,6 +206,7 @@ def _result(
         prompt_tokens=prompt_tokens,
         cache=cache[0],
         turns=turns or [],
+        energy=energy,
         model=model,
         summary=summary,
         slo=slo,

@@ -17,6 +17,7 @@ from servegate._version import __version__
 from servegate.bench.sample import RequestSample
 from servegate.bench.settings import BenchSettings
 from servegate.bench.slo import SloResult
+from servegate.telemetry.energy import Energy
 
 SCHEMA = "servegate.bench/1"
 
@@ -73,6 +74,8 @@ class PointResult:
     cache: dict[str, Any] = field(default_factory=dict)
     # multiturn: metrics by turn index (`servegate.bench.sessions.per_turn`)
     turns: list[dict[str, Any]] = field(default_factory=list)
+    # the server's GPUs' energy over the measured phase (None: not read, as in old files)
+    energy: Energy | None = None
 
     @property
     def label(self) -> str:
@@ -102,6 +105,7 @@ class PointResult:
             "warnings": self.warnings,
             "prompt_tokens": self.prompt_tokens,
             "cache": self.cache,
+            "energy": (self.energy or Energy(reason="not measured")).to_json(),
         }
         if self.turns:
             out["turns"] = self.turns

@@ -78,6 +78,10 @@ class BenchSettings:
         cache: ``isolate`` salts the prompts by ``salt`` so no point reuses another's
             prefix cache; ``share`` sends the same prompts at every point.
         salt: the coordinates this point's prompts are salted by, e.g. (start, point).
+        gpus: the GPU indexes whose energy the point counts (``--gpus``); None: the
+            GPUs of the server's process tree when servegate launched it, else none.
+        price_per_gpu_hour: US dollars per GPU-hour, for the point's cost per million
+            output tokens (``--price-per-gpu-hour``); None: no cost.
     """
 
     url: str
@@ -106,6 +110,8 @@ class BenchSettings:
     tokenizer: str | None = None
     cache: Literal["isolate", "share"] = "isolate"
     salt: tuple[int, ...] = ()
+    gpus: tuple[int, ...] | None = None
+    price_per_gpu_hour: float | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -204,6 +210,12 @@ def _check(s: BenchSettings) -> None:
         raise UsageError("--attainment must be a share above 0 and at most 1, e.g. 0.95.")
     if s.cache not in ("isolate", "share"):
         raise UsageError(f"--cache {s.cache!r} is not one of: isolate, share.")
+    if s.gpus is not None and (not s.gpus or min(s.gpus) < 0):
+        raise UsageError("--gpus must be GPU indexes like 0,1.")
+    if s.price_per_gpu_hour is not None and not (
+        math.isfinite(s.price_per_gpu_hour) and s.price_per_gpu_hour > 0
+    ):
+        raise UsageError("--price-per-gpu-hour must be a positive number of dollars, e.g. 2.5.")
     if s.workers is not None and s.workers < 1:
         raise UsageError("--workers must be a positive integer.")
     if s.workers is not None and s.concurrency is not None and s.workers > s.concurrency:

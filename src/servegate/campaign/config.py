@@ -99,6 +99,7 @@ class BenchPlan:
     tokenizer: str | None = None  # "server", an absolute tokenizer.json path, or None
     slo: tuple[Target, ...] = ()  # [slo]: the targets every point is held to
     attainment: float | None = None  # [slo] attainment: the share that decides met
+    price_per_gpu_hour: float | None = None  # $ per GPU-hour: each point's cost
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -760,6 +761,7 @@ def _bench_plan(
         percentiles=_percentiles(merged["percentiles"], where, variant),
         cache=merged["cache"],
         tokenizer=_tokenizer(merged["tokenizer"], base_dir),
+        price_per_gpu_hour=merged["price_per_gpu_hour"],
     )
 
 

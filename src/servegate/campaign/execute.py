@@ -461,6 +461,7 @@ class StartExecutor:
                 result = run_point(
                     _settings(server.url, task, self.campaign.engine, warmup=warm),
                     progress=counts,
+                    server_pids=server.pids,  # energy: read here, on the server's host
                 )
             except BenchError as exc:
                 if self._server_failed(server):
@@ -584,6 +585,7 @@ def _settings(url: str, task: Task, engine: str, *, warmup: bool = True) -> Benc
         engine=engine,
         slo=bench.slo,
         attainment=bench.attainment,
+        price_per_gpu_hour=bench.price_per_gpu_hour,
     )
 
 

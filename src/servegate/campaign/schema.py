@@ -148,6 +148,8 @@ class BenchTable(_Table):
     repeats: int = Field(default=3, ge=1)
     restarts: int = Field(default=1, ge=1, le=MAX_RESTARTS)  # server starts per configuration
     seed: int = 0
+    # dollars per GPU-hour: each point's cost per million output tokens (with energy)
+    price_per_gpu_hour: float | None = Field(default=None, gt=0)
 
 
 class BenchOverride(_Table):

@@ -59,6 +59,19 @@ def _ints(value: str, flag: str) -> list[int]:
     return items
 
 
+def _gpus(value: str | None) -> tuple[int, ...] | None:
+    """``--gpus``: GPU indexes like 0,1 (NVML's order, as nvidia-smi lists them)."""
+    if value is None:
+        return None
+    try:
+        items = tuple(int(x) for x in value.split(","))
+    except ValueError:
+        items = ()
+    if not items or min(items) < 0 or len(set(items)) != len(items):
+        raise UsageError(f"--gpus {value!r} must be distinct GPU indexes like 0,1.")
+    return items
+
+
 def _rates(value: str | None) -> list[float | None]:
     """``--rate``: a rate or a sweep of them (each a positive number or ``inf``)."""
     if value is None:
@@ -286,6 +299,21 @@ a point missed --slo (--find-max: no load met it); 2 bad flags or input; 130 Ctr
     default=None,
     help="--find-max rate: the top of the range, requests/s [default: 256]",
 )
+@click.option(
+    "--gpus",
+    "gpus_text",
+    default=None,
+    metavar="0,1",
+    help="GPU indexes the server uses, whose energy each point counts (NVML) "
+    "[default: none; servegate did not launch the server]",
+)
+@click.option(
+    "--price-per-gpu-hour",
+    type=float,
+    default=None,
+    metavar="USD",
+    help="Dollars per GPU-hour: each point's cost per million output tokens (with --gpus).",
+)
 @host_option("the server")
 @bench_from_option()
 def bench(  # noqa: PLR0917 (click passes options by position)
@@ -322,6 +350,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     precision: str,
     max_concurrency: int | None,
     max_rate: float | None,
+    gpus_text: str | None,
+    price_per_gpu_hour: float | None,
     host: str,
     bench_from: str | None,
 ) -> None:
@@ -332,7 +362,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
     itself was not the bottleneck. A server that stops answering ends the point (with
     back-off, not a storm of reconnects) and the command exits 1.
     """
-    _remote(host, bench_from, as_json=as_json, json_file=json_file, api_key=api_key)
+    _remote(host, bench_from, as_json=as_json, json_file=json_file, api_key=api_key, gpus=gpus_text)
+    gpus = _gpus(gpus_text)
     targets = parse_slo(slo_text) if slo_text is not None else ()
     _check_slo_flags(targets, attainment, fail_on_slo, find_max)
     _check_range_flags(find_max, max_concurrency, max_rate)
@@ -374,6 +405,8 @@ def bench(  # noqa: PLR0917 (click passes options by position)
         slo=targets,
         attainment=attainment,
         percentiles=percentiles,
+        gpus=gpus,
+        price_per_gpu_hour=price_per_gpu_hour,
     )
     if search is not None:
         _find_max(
@@ -410,11 +443,22 @@ def bench(  # noqa: PLR0917 (click passes options by position)
 
 
 def _remote(
-    host: str, bench_from: str | None, *, as_json: bool, json_file: Path | None, api_key: str | None
+    host: str,
+    bench_from: str | None,
+    *,
+    as_json: bool,
+    json_file: Path | None,
+    api_key: str | None,
+    gpus: str | None,
 ) -> None:
     """``--host``: bench the server on that host (never returns), unless it is this one."""
     from servegate.remote.hosts import is_local
 
+    if gpus is not None and bench_from == "local" and not is_local(host):
+        raise UsageError(
+            "--gpus counts the energy of GPUs where the load generator runs; drop "
+            "--bench-from local so that it runs on the server's host."
+        )
     if is_local(host):
         if bench_from is not None:
             raise UsageError(
@@ -897,12 +941,34 @@ def render_point(result: PointResult) -> str:
         lines.append(_turn_line(turn))
     if result.slo is not None:
         lines += render_slo(result.slo)
+    energy = _energy_line(result)
+    if energy:
+        lines.append(energy)
     c = result.client
     lines.append(
         f"  client              {c.cpu_fraction:.0%} of a core, loop lag p99 "
         f"{c.loop_lag_ms_p99:.1f} ms, {c.workers} worker{'s' if c.workers > 1 else ''}"
     )
     return "\n".join(lines)
+
+
+def _energy_line(result: PointResult) -> str:
+    """The point's energy and cost; empty where this machine has no GPU (nothing to say)."""
+    e = result.energy
+    if e is None or not e.gpu_seen:
+        return ""
+    if e.energy_j is None or e.mean_power_w is None:
+        return f"  energy              not measured: {e.reason}"
+    gpus = ",".join(map(str, e.gpus))
+    text = (
+        f"  energy              {e.energy_j:.1f} J on GPU {gpus} ({e.by}), "
+        f"{e.mean_power_w:.1f} W mean"
+    )
+    if e.joules_per_output_token is not None:
+        text += f", {e.joules_per_output_token:.4g} J/output token"
+    if e.usd_per_million_output_tokens is not None:
+        text += f", ${e.usd_per_million_output_tokens:.4g} per million output tokens"
+    return text
 
 
 def _turn_line(turn: dict[str, Any]) -> str:
@@ -973,6 +1039,9 @@ def render_sweep(results: list[PointResult]) -> str:
     with_slo = any(r.slo is not None for r in results)
     if with_slo:
         head += f"{'SLO':>9}{'goodput tok/s':>15}"
+    with_energy = any(r.energy is not None and r.energy.measured for r in results)
+    if with_energy:
+        head += f"{'J/out tok':>11}{'W':>8}"
     rows = [head]
     for r in results:
         s = r.summary
@@ -984,6 +1053,12 @@ def render_sweep(results: list[PointResult]) -> str:
             met = "-" if r.slo is None else ("met" if r.slo.met else "not met")
             good = r.slo.goodput_tok_s if r.slo is not None else None
             row += f"{met:>9}" + (f"{good:15.1f}" if good is not None else f"{'-':>15}")
+        if with_energy:
+            e = r.energy
+            per_token = e.joules_per_output_token if e is not None else None
+            power = e.mean_power_w if e is not None else None
+            row += f"{per_token:11.4g}" if per_token is not None else f"{'-':>11}"
+            row += f"{power:8.1f}" if power is not None else f"{'-':>8}"
         rows.append(row)
     return "\n".join(rows)
 

@@ -102,6 +102,10 @@ class Server:
         """True while the main process and every essential child run."""
         return self.tracked.alive() and all(is_alive(child) for child in self._essential)
 
+    def pids(self) -> tuple[int, ...]:
+        """The PIDs of the server's process tree now (its session included)."""
+        return tuple(info.pid for info in snapshot([self.pid], session=self.tracked.pgid))
+
     def detach(self) -> None:
         """Let the server outlive this process; ``servegate stop NAME`` ends it later."""
         if self._control is None:

@@ -8,7 +8,8 @@
 Each reading raises ``NvmlError`` (pynvml's own error) where the driver refuses it; the
 caller decides what that means (the sampler reads 0, the campaign's preflight skips its
 GPU check). The flight recorder's sampler, the campaign's GPU memory checks and the
-start history's GPU model all read the GPUs here.
+start history's GPU model and a point's energy counters (telemetry/energy.py) all read
+the GPUs here.
 """
 
 from __future__ import annotations
@@ -105,6 +106,23 @@ class Nvml:
     def power_w(self, index: int) -> float:
         """The GPU's power draw, in watts."""
         return float(pynvml.nvmlDeviceGetPowerUsage(self._handles[index])) / 1000.0
+
+    def energy_mj(self, index: int) -> int:
+        """The GPU's energy counter: millijoules since the driver was loaded (Volta on)."""
+        return int(pynvml.nvmlDeviceGetTotalEnergyConsumption(self._handles[index]))
+
+    def mig(self, index: int) -> bool:
+        """Whether the GPU is in MIG mode (split into instances); False where unsupported."""
+        try:
+            current, _pending = pynvml.nvmlDeviceGetMigMode(self._handles[index])
+        except pynvml.NVMLError:
+            return False
+        return bool(current == pynvml.NVML_DEVICE_MIG_ENABLE)
+
+    def uuid(self, index: int) -> str:
+        """The GPU's UUID (``GPU-8c1b...``), as ``CUDA_VISIBLE_DEVICES`` may name it."""
+        value = pynvml.nvmlDeviceGetUUID(self._handles[index])
+        return value.decode() if isinstance(value, bytes) else str(value)
 
     def processes(self, index: int) -> list[tuple[int, int | None]]:
         """``(PID, GPU memory in bytes or None)`` of the compute then the graphics
