@@ -17,6 +17,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from servegate.bench.capacity import (
+        Probe,
+        Search,
+        SearchOptions,
+        drain,
+        fit_capacity,
+        measure_probe,
+        probe_settings,
+        without_lead_in,
+    )
     from servegate.bench.point import run_point
     from servegate.bench.preflight import discover_model
     from servegate.bench.progress import Progress
@@ -29,6 +39,14 @@ if TYPE_CHECKING:
 
 # public name -> the module that defines it
 _WHERE = {
+    "Probe": "capacity",
+    "Search": "capacity",
+    "SearchOptions": "capacity",
+    "drain": "capacity",
+    "fit_capacity": "capacity",
+    "measure_probe": "capacity",
+    "probe_settings": "capacity",
+    "without_lead_in": "capacity",
     "SCHEMA": "result",
     "ClientStats": "result",
     "PointResult": "result",
@@ -54,18 +72,26 @@ __all__ = [
     "ClientStats",
     "DatasetSpec",
     "PointResult",
+    "Probe",
     "Progress",
     "RequestSample",
+    "Search",
+    "SearchOptions",
     "Target",
     "arrival_offsets",
     "default_workers",
     "discover_model",
+    "drain",
     "envelope",
+    "fit_capacity",
+    "measure_probe",
     "parse_dataset",
     "parse_slo",
     "parse_target",
+    "probe_settings",
     "run_point",
     "spec_from_table",
+    "without_lead_in",
 ]
 
 

@@ -230,7 +230,7 @@ def probe_settings(
     )
 
 
-def _without_lead_in(result: PointResult, lead_s: float) -> PointResult:
+def without_lead_in(result: PointResult, lead_s: float) -> PointResult:
     """A rate probe's point without the requests of its lead-in (planned before
     ``lead_s``): an open loop starting from an idle server reaches its steady state only
     after about one request's latency, and those first requests would look fast."""
@@ -327,7 +327,7 @@ def find_max(
         settings = probe_settings(template, options, load, number)
         if probes and between is not None:
             between(settings)
-        result = _without_lead_in(run(settings), options.lead_s if options.over == "rate" else 0.0)
+        result = without_lead_in(run(settings), options.lead_s if options.over == "rate" else 0.0)
         probe = measure_probe(number, load, result, load if options.over == "rate" else None)
         probes.append(probe)
         search.record(load, probe.met)

@@ -50,9 +50,11 @@ from servegate.errors import ConfigError, UsageError
 
 __all__ = [
     "BUILTIN_PLACEHOLDERS",
+    "SEARCH_LABEL",
     "BenchPlan",
     "Campaign",
     "LoadPoint",
+    "SearchPlan",
     "ServerGroup",
     "Variant",
     "check_programs",
@@ -80,6 +82,25 @@ class LoadPoint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SearchPlan:
+    """``find_max`` in ``[bench]``: each start searches for the largest load that meets
+    ``[slo]`` (the probes of ``bench --find-max``) between ``low`` and ``high``."""
+
+    over: str  # "concurrency" or "rate"
+    low: float
+    high: float
+    max_probes: int
+    precision: float  # a share of the bracket's low end
+    requests: int | None  # per concurrency probe; None: max(200, 4 x c)
+    duration_s: float  # measured seconds per rate probe
+    retry_below_crash: bool  # a crash while probing: search on below it on a new server
+    warmup: int | None = None  # per probe; None: the probe's concurrency, at most 64
+
+
+SEARCH_LABEL = "find-max"  # the load point of a search: one per variant and start
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BenchPlan:
     """The benchmark settings of one variant, with its load points in order."""
 
@@ -100,6 +121,7 @@ class BenchPlan:
     slo: tuple[Target, ...] = ()  # [slo]: the targets every point is held to
     attainment: float | None = None  # [slo] attainment: the share that decides met
     price_per_gpu_hour: float | None = None  # $ per GPU-hour: each point's cost
+    search: SearchPlan | None = None  # find_max: the answer is the capacity per start
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -458,17 +480,21 @@ def _variant(
         _check_placeholders(token, values, where, f"{label} command/args")
     for key, value in env.items():
         _check_placeholders(value, values, where, f"{label} env {key}")
+    plan = _bench_plan(model.bench, table.bench, where, table.name, base_dir=_base_dir(path))
+    if plan.search is not None and not slo:
+        raise ConfigError(
+            f'{where}: [bench] find_max = "{plan.search.over}" searches for the largest load '
+            'that meets [slo]; add [slo] with a target such as ttft_p99 = "500ms".',
+            path=where,
+            key="bench.find_max",
+        )
     return Variant(
         name=table.name,
         description=table.description,
         command=tuple(command),
         env=tuple(sorted(env.items())),
         values=tuple(sorted(values.items())),
-        bench=dataclasses.replace(
-            _bench_plan(model.bench, table.bench, where, table.name, base_dir=_base_dir(path)),
-            slo=slo,
-            attainment=attainment,
-        ),
+        bench=dataclasses.replace(plan, slo=slo, attainment=attainment),
     )
 
 
@@ -734,6 +760,26 @@ def _bench_plan(
             path=where,
             key="bench.rate",
         )
+    search = _search_plan(base, merged, where, rates, concurrency, trace=trace)
+    if search is not None:
+        return BenchPlan(
+            api=merged["api"],
+            points=(LoadPoint(concurrency=None, rate=None, label=SEARCH_LABEL),),
+            requests=merged["requests"],
+            duration_s=None,
+            warmup=merged["warmup"],
+            input_len=merged["input_len"],
+            output_len=_output_len(merged["output_len"], spec),
+            dataset=_dataset_text(spec, merged["dataset"]),
+            repeats=1,  # one search per start; its probes are the points
+            seed=merged["seed"],
+            burstiness=merged["burstiness"],
+            percentiles=_percentiles(merged["percentiles"], where, variant),
+            cache=merged["cache"],
+            tokenizer=_tokenizer(merged["tokenizer"], base_dir),
+            price_per_gpu_hour=merged["price_per_gpu_hour"],
+            search=search,
+        )
     points = tuple(
         LoadPoint(concurrency=c, rate=r, label=_load_label(c, r, capped=len(concurrencies) > 1))
         for r in rates
@@ -763,6 +809,103 @@ def _bench_plan(
         tokenizer=_tokenizer(merged["tokenizer"], base_dir),
         price_per_gpu_hour=merged["price_per_gpu_hour"],
     )
+
+
+def _search_plan(
+    base: BenchTable,
+    merged: dict[str, Any],
+    where: str,
+    rates: list[float | None],
+    concurrency: Any,
+    *,
+    trace: bool,
+) -> SearchPlan | None:
+    """``find_max`` and its knobs, checked; None without ``find_max``."""
+    over = merged["find_max"]
+    knobs = ("max_probes", "precision", "max_concurrency", "max_rate", "retry_below_crash")
+    if over is None:
+        given = [k for k in knobs if k in base.model_fields_set]
+        if given:
+            raise ConfigError(
+                f"{where}: [bench] {given[0]} tunes the capacity search; add find_max = "
+                f'"concurrency" (or "rate"), or remove {given[0]}.',
+                path=where,
+                key=f"bench.{given[0]}",
+            )
+        return None
+
+    def bad(key: str, text: str) -> ConfigError:
+        return ConfigError(f"{where}: [bench] {text}", path=where, key=f"bench.{key}")
+
+    if over not in ("concurrency", "rate"):
+        raise bad("find_max", f'find_max must be "concurrency" or "rate", not {over!r}.')
+    if trace:
+        raise bad("find_max", "find_max cannot go with a trace dataset, whose rows are the "
+                  "schedule; use a random or file dataset.")  # fmt: skip
+    if merged["max_probes"] < 2 or merged["max_probes"] > 100:
+        raise bad("max_probes", "max_probes must be a whole number from 2 to 100, e.g. 15.")
+    precision = _share(merged["precision"])
+    if precision is None:
+        raise bad("precision", 'precision must be a share above 0 and below 1 (0.05) or a '
+                  'percentage ("5%").')  # fmt: skip
+    cap, top = merged["max_concurrency"], merged["max_rate"]
+    if over == "concurrency":
+        if rates != [None] or top is not None:
+            raise bad("find_max", 'find_max = "concurrency" runs closed-loop probes; remove '
+                      "rate and max_rate.")  # fmt: skip
+        if merged["duration_s"] is not None:
+            raise bad("duration_s", "concurrency probes are bound by a request count; remove "
+                      "duration_s (requests sets each probe's count).")  # fmt: skip
+        if cap is not None and cap < 1:
+            raise bad("max_concurrency", "max_concurrency must be a whole number >= 1, e.g. 256.")
+        levels = (
+            [] if concurrency is None else [concurrency] if isinstance(concurrency, int)
+            else list(concurrency)
+        )  # fmt: skip
+        low = float(min(levels)) if levels else 1.0
+        high = float(cap) if cap is not None else float(max(levels)) if len(levels) > 1 else 512.0
+        requests = merged["requests"] if "requests" in base.model_fields_set else None
+        duration = 30.0
+    else:
+        if concurrency is not None or cap is not None:
+            raise bad("find_max", 'find_max = "rate" lifts the concurrency cap; remove '
+                      "concurrency and max_concurrency.")  # fmt: skip
+        if top is not None and top <= 0:
+            raise bad("max_rate", "max_rate must be requests per second > 0, e.g. 64.0.")
+        listed = [r for r in rates if r is not None]
+        low = float(min(listed)) if listed else 1.0
+        high = float(top) if top is not None else float(max(listed)) if len(listed) > 1 else 256.0
+        requests = None
+        duration = float(merged["duration_s"] or 30.0)
+    if low > high:
+        key = f"max_{over}"
+        raise bad(key, f"the lowest load {low:g} is above the top {high:g}; raise {key}.")
+    return SearchPlan(
+        over=over,
+        low=low,
+        high=high,
+        max_probes=int(merged["max_probes"]),
+        precision=precision,
+        requests=requests,
+        duration_s=duration,
+        retry_below_crash=bool(merged["retry_below_crash"]),
+        warmup=merged["warmup"] if "warmup" in base.model_fields_set else None,
+    )
+
+
+def _share(value: float | str) -> float | None:
+    """``0.05`` or ``"5%"`` as a share; None when it is neither in (0, 1)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.endswith("%"):
+            return None
+        try:
+            share = float(text[:-1]) / 100.0
+        except ValueError:
+            return None
+    else:
+        share = float(value)
+    return share if 0.0 < share < 1.0 else None
 
 
 def _tokenizer(value: str | None, base_dir: Path) -> str | None:

@@ -32,6 +32,7 @@ __all__ = [
     "AttemptClosed",
     "AttemptOpened",
     "BenchTimed",
+    "CapacityFound",
     "Event",
     "GroupDead",
     "Placement",
@@ -97,6 +98,17 @@ class PointMeasured:
     repeat: int
     result: PointResult
     label: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityFound:
+    """The capacity one start's search found (``find_max``); ``data``: its JSON, with the
+    crash that bounded it; ``attempt``: the attempt whose server ran the last probe."""
+
+    attempt: int
+    variant: str
+    start: int
+    data: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,6 +225,7 @@ class Said:
 Event = (
     VerdictReached
     | PointMeasured
+    | CapacityFound
     | ServerStopped
     | AttemptClosed
     | VariantsFailed

@@ -18,17 +18,24 @@ import re
 import socket
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from servegate.bench import BenchSettings, Progress, run_point
+from servegate.campaign.capacity import (
+    SearchOutcome,
+    SearchState,
+    bracket_words,
+    probe_label,
+)
 from servegate.campaign.config import Campaign, LoadPoint, ServerGroup, Variant
 from servegate.campaign.crash import TAIL_LINES, classify, log_tail
 from servegate.campaign.events import (
     AttemptClosed,
     AttemptOpened,
     BenchTimed,
+    CapacityFound,
     GroupDead,
     Placement,
     PointMeasured,
@@ -155,6 +162,10 @@ class StartExecutor:
         self.profile = get_profile(campaign.engine)
         self._ready_offset = 0  # size of the current server's log when it became READY
         self._died_on = ""  # the variant whose benchmark the current server died in
+        # find_max: the searches of this executor's starts, by (variant, start), kept
+        # across a relaunch below a crash (retry_below_crash)
+        self._searches: dict[tuple[str, int], SearchState] = {}
+        self._retry: Task | None = None  # a search to continue on a new server
 
     def run(self, spec: StartSpec) -> tuple[ProcessRef, ...]:
         """Preflight, launch, benchmark ``spec.todo`` and stop; the server's processes
@@ -196,6 +207,26 @@ class StartExecutor:
             return self.previous
         self._finish_startup(record, server.verdict)
         self._serve(aid, server, one)
+        while (retry := self._retry) is not None:
+            # retry_below_crash: the search goes on below the crash, on a new server
+            self._retry = None
+            again = replace(one, spec=replace(spec, todo=(retry,)))
+            self._say(
+                Tone.INFO,
+                f"{one.lead}: starting a new server to search below the crash (retry_below_crash)",
+            )
+            report = self._preflight(port, env, lead=one.lead, tag=spec.tag)
+            if not report.ok:
+                self._say(Tone.FAILURE, f"{one.lead}: preflight failed: {report.reason()}")
+                break
+            with self.interrupts.shielded():
+                aid = self._start_attempt(again, retry.variant.name)
+            record = self._startup_record(argv, env)
+            server = self._launch(again, aid, record)
+            if server is None:
+                break
+            self._finish_startup(record, server.verdict)
+            self._serve(aid, server, again)
         if owners_died := self._died_on:
             self.sink.emit(
                 GroupDead(
@@ -455,6 +486,15 @@ class StartExecutor:
                     Tone.COUNTS, f"{tag} {label}: {p.done}/{p.total or '?'} requests{failed}{eta}"
                 )
 
+            if task.variant.bench.search is not None:
+                outcome = self._search(aid, server, one, task)
+                measured += outcome.probes
+                if outcome.broken is not None:
+                    broken.add(name)
+                    continue
+                if outcome.crashed is not None:
+                    return AttemptStatus.FAILED, outcome.crashed, (), measured
+                continue
             try:
                 warm = (name, task.point.label) not in warmed
                 warmed.add((name, task.point.label))
@@ -490,6 +530,114 @@ class StartExecutor:
             failed = f"could not benchmark {', '.join(sorted(broken))}"
             return AttemptStatus.FAILED, failed, tuple(broken), measured
         return AttemptStatus.DONE, None, (), measured
+
+    def _search(self, aid: int, server: Server, one: _Start, task: Task) -> SearchOutcome:
+        """One start's capacity search on ``server`` (find_max): probe after probe, each
+        stored as a point; the capacity found stored with the attempt. A crash or a
+        timeout while probing makes the load infeasible, with its kind and cause; the
+        search then goes on below it on a new server only with retry_below_crash."""
+        from servegate.bench import drain, measure_probe, probe_settings
+        from servegate.bench import without_lead_in as trimmed
+
+        name, tag = task.variant.name, one.tag
+        plan = task.variant.bench.search
+        assert plan is not None
+        key = (name, one.spec.number)
+        state = self._searches.get(key)
+        if state is None:
+            state = self._searches[key] = SearchState.begin(
+                plan, targets=task.variant.bench.slo, attainment=task.variant.bench.attainment
+            )
+        options, search = state.options, state.search
+        template = _settings(server.url, task, self.campaign.engine)
+        measured = 0
+        while (load := search.next_load()) is not None:
+            self.interrupts.check()
+            number = len(search.done) + 1
+            label = probe_label(options.over, load)
+            bracket = bracket_words(options.over, search.passes, search.fails)
+            self._say(Tone.ACTIVITY, f"{tag} {name} probe {number}: {label} ({bracket})")
+            settings = probe_settings(template, options, load, number)
+            if number > 1 and not state.fresh:
+                drain(settings)
+            state.fresh = False
+
+            def counts(p: Progress, text: str = f"{name} probe {number} {label}") -> None:
+                self.interrupts.check()
+                failed = f", {p.failed} failed" if p.failed else ""
+                self._say(Tone.COUNTS, f"{tag} {text}: {p.done}/{p.total or '?'} requests{failed}")
+
+            try:
+                result = run_point(settings, progress=counts)
+            except BenchError as exc:
+                if not self._server_failed(server):
+                    reason = f"could not benchmark: {self.redactor.text(str(exc))}"
+                    self.sink.emit(VariantBroken(name=name))
+                    self.sink.emit(VariantsFailed(names=(name,), reason=reason))
+                    self._say(Tone.FAILURE, f"{tag} {name}: {reason}")
+                    return SearchOutcome(probes=measured, broken=reason)
+                result = None
+            if result is not None:
+                result = trimmed(result, options.lead_s if options.over == "rate" else 0.0)
+                probe = measure_probe(
+                    number, load, result, load if options.over == "rate" else None
+                )
+                with self.interrupts.shielded():
+                    self.sink.emit(
+                        PointMeasured(
+                            attempt=aid,
+                            variant=name,
+                            load=label,
+                            repeat=task.repeat,
+                            result=result,
+                            label=f"{tag} {name} probe {number} {label}",
+                        )
+                    )
+                measured += 1
+            dead = (
+                result is None
+                or not server.alive()
+                or (bool(result.failed) and self._server_failed(server))
+            )
+            if dead:
+                crash = self._crash_at(server, options.over, load)
+                search.record(load, False)
+                state.crashes.append(crash)
+                if result is not None:
+                    state.probes.append(replace(probe, met=False))
+                words = f"crashed at {label} while probing: {crash['cause'] or crash['status']}"
+                self._say(Tone.WARNING, f"{tag} {name}: {words}")
+                if plan.retry_below_crash and search.next_load() is not None:
+                    self._retry = task
+                    return SearchOutcome(probes=measured, crashed=words)
+                self._found(aid, name, one.spec.number, state)
+                return SearchOutcome(probes=measured, crashed=words)
+            state.probes.append(probe)
+            search.record(load, probe.met)
+        self._found(aid, name, one.spec.number, state)
+        return SearchOutcome(probes=measured)
+
+    def _crash_at(self, server: Server, over: str, load: float) -> dict[str, Any]:
+        """What ended the server during a probe: the load, its status, kind and cause."""
+        log = Path(server.log_path)
+        cause = classify(log, self.profile, crash=self.campaign.crash, start=self._ready_offset)
+        deadline = time.monotonic() + _DEATH_WAIT_S
+        while server.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return {
+            "load": load,
+            "label": probe_label(over, load),
+            "status": "crash" if cause is not None or not server.alive() else "timeout",
+            "kind": None if cause is None else cause.kind,
+            "cause": None if cause is None else self.redactor.text(cause.summary()),
+        }
+
+    def _found(self, aid: int, name: str, start: int, state: SearchState) -> None:
+        """Fit the capacity of a finished search and store it with the attempt."""
+        data = state.capacity()
+        with self.interrupts.shielded():
+            self.sink.emit(CapacityFound(attempt=aid, variant=name, start=start, data=data))
+        self._say(Tone.GOOD, f"{name} start {start}: capacity {data['words']}")
 
     def _server_failed(self, server: Server) -> bool:
         """Whether the server is dead or dying: after failed requests, look closer.

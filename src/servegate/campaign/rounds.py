@@ -45,6 +45,7 @@ from servegate.campaign.events import (
     AttemptClosed,
     AttemptOpened,
     BenchTimed,
+    CapacityFound,
     Event,
     GroupDead,
     PointMeasured,
@@ -206,6 +207,8 @@ class Recorder:
                     self.store.record_telemetry(aid, snapshots)
             case PointMeasured():
                 self._point(event)
+            case CapacityFound(attempt=aid, variant=variant, start=start, data=data):
+                self.store.record_capacity(aid, variant=variant, start=start, data=data)
             case ServerStopped(attempt=aid, stop=stop):
                 self.store.record_stop(aid, stop)
             case AttemptClosed(attempt=aid, status=status, reason=reason):

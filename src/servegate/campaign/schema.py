@@ -150,6 +150,13 @@ class BenchTable(_Table):
     seed: int = 0
     # dollars per GPU-hour: each point's cost per million output tokens (with energy)
     price_per_gpu_hour: float | None = Field(default=None, gt=0)
+    # capacity under [slo]: each start searches for the largest load that meets it
+    find_max: str | None = None  # "concurrency" or "rate" (checked in config.py)
+    max_probes: int = 15
+    precision: float | str = 0.05  # a share (0.05) or a percentage ("5%")
+    max_concurrency: int | None = None
+    max_rate: float | None = None
+    retry_below_crash: bool = False  # a crash while probing: search on below it, on a new start
 
 
 class BenchOverride(_Table):

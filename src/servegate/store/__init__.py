@@ -8,7 +8,14 @@ with Store.open("servegate.db") as store:
 from __future__ import annotations
 
 from servegate.store.inputs import PointRecord, StopRecord, VerdictRecord
-from servegate.store.records import AttemptInfo, CampaignInfo, PhaseInfo, PointInfo, Samples
+from servegate.store.records import (
+    AttemptInfo,
+    CampaignInfo,
+    CapacityInfo,
+    PhaseInfo,
+    PointInfo,
+    Samples,
+)
 from servegate.store.schema import MIGRATIONS, Migration
 from servegate.store.status import AttemptStatus, CampaignStatus
 from servegate.store.store import ATTEMPT_STATUSES, CAMPAIGN_STATUSES, Store
@@ -21,6 +28,7 @@ __all__ = [
     "AttemptStatus",
     "CampaignInfo",
     "CampaignStatus",
+    "CapacityInfo",
     "Migration",
     "PhaseInfo",
     "PointInfo",

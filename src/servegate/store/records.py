@@ -100,6 +100,16 @@ class PointInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityInfo:
+    """The capacity one start of a variant found (``find_max``): the search's JSON."""
+
+    variant: str
+    start: int
+    attempt_id: int
+    data: dict[str, Any]  # servegate.bench.capacity.Capacity.to_json(), with ``crashed``
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Samples:
     """Per-request measurements of one or more points, as arrays (milliseconds).
 

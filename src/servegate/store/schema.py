@@ -219,10 +219,33 @@ PLACEMENT = Migration(
     ),
 )
 
+CAPACITY = Migration(
+    version=6,
+    name="capacity of each start's search",
+    statements=(
+        # find_max: the capacity one start's probes found (servegate.bench.capacity's JSON,
+        # with the crash that bounded it); its probes are points of the same attempt
+        """CREATE TABLE capacity (
+            variant_id INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
+            start INTEGER NOT NULL,
+            attempt_id INTEGER NOT NULL REFERENCES attempt(id) ON DELETE CASCADE,
+            json TEXT NOT NULL,
+            PRIMARY KEY (variant_id, start)
+        ) WITHOUT ROWID""",
+    ),
+)
+
 # Every step this version knows, oldest first; a new step is appended, never edited.
 # A database opened read-only (a report in a read-only folder) is not migrated: reads
 # must not need what a later step adds, or must do without it.
-MIGRATIONS: tuple[Migration, ...] = (INITIAL, RUNNER, STARTS, TELEMETRY, PLACEMENT)
+MIGRATIONS: tuple[Migration, ...] = (
+    INITIAL,
+    RUNNER,
+    STARTS,
+    TELEMETRY,
+    PLACEMENT,
+    CAPACITY,
+)
 
 _BOOKKEEPING = """CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,

@@ -46,6 +46,7 @@ from servegate.store.lock import RunnerInfo, RunnerLock, busy_message, row_alive
 from servegate.store.records import (
     AttemptInfo,
     CampaignInfo,
+    CapacityInfo,
     PhaseInfo,
     PointInfo,
     Samples,
@@ -857,13 +858,55 @@ class Store:
 
     @guarded
     def done_points(self, cid: int) -> set[tuple[str, str, int]]:
-        """The (variant, load, repeat) measurements already stored for the campaign."""
+        """The (variant, load, repeat) measurements already stored for the campaign; a
+        finished capacity search is (variant, ``find-max``, start - 1)."""
         rows = self._conn.execute(
             "SELECT v.name, p.load, p.repeat FROM point p JOIN variant v ON v.id = p.variant_id "
             "WHERE p.campaign_id = ?",
             (cid,),
         )
-        return {(str(v), str(load), int(rep)) for v, load, rep in rows}
+        done = {(str(v), str(load), int(rep)) for v, load, rep in rows}
+        return done | {(c.variant, "find-max", c.start - 1) for c in self.capacities(cid)}
+
+    @guarded
+    def record_capacity(
+        self, aid: int, *, variant: str, start: int, data: Mapping[str, Any]
+    ) -> None:
+        """Store the capacity that start ``start`` of ``variant`` found (its search's
+        JSON), with the attempt whose server ran its last probe; replaces an earlier one."""
+        with self._tx() as conn:
+            row = _named(conn, "SELECT campaign_id FROM attempt WHERE id = ?", (aid,)).fetchone()
+            if row is None:
+                raise KeyError(aid)
+            vid = self._variant_id(conn, int(row["campaign_id"]), variant)
+            conn.execute(
+                "INSERT OR REPLACE INTO capacity (variant_id, start, attempt_id, json) "
+                "VALUES (?, ?, ?, ?)",
+                (vid, int(start), aid, dumps(scrub(dict(data)))),
+            )
+
+    @guarded
+    def capacities(self, cid: int) -> list[CapacityInfo]:
+        """The capacity of every finished search, by variant and start (none before the
+        capacity step, read-only)."""
+        if not self._has_table("capacity"):
+            return []
+        rows = _named(
+            self._conn,
+            "SELECT v.name AS variant, c.start, c.attempt_id, c.json FROM capacity c "
+            "JOIN variant v ON v.id = c.variant_id WHERE v.campaign_id = ? "
+            "ORDER BY v.position, c.start",
+            (cid,),
+        )
+        return [
+            CapacityInfo(
+                variant=row["variant"],
+                start=int(row["start"]),
+                attempt_id=int(row["attempt_id"]),
+                data=json.loads(row["json"]),
+            )
+            for row in rows
+        ]
 
     @guarded
     def points(self, cid: int) -> list[PointInfo]:
