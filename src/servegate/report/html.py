@@ -5,7 +5,9 @@ copied results folder, with no CDN. Plots: output throughput by load point per v
 with interval bars, TTFT and ITL distributions per variant (boxes from precomputed
 quantiles, which keeps the file small however many requests were measured), and each
 variant's startup timeline by phase, with the server's CPU, RSS and GPU memory under it
-when the store holds the start's telemetry. Tables: the verdict table (throughput with the
+when the store holds the start's telemetry.
+Where the points' energy was measured: throughput per GPU against per user
+(report/energy.py). Tables: the verdict table (throughput with the
 change of TTFT p99 and TPOT p99 under it), latency and startup against the baseline, the
 A/A noise floor, the variants not compared and why, and why each failed variant failed.
 plotly is the ``html`` extra.
@@ -25,6 +27,7 @@ from servegate.report import text
 from servegate.report.arrivals import arrivals_cell
 from servegate.report.bootstrap import interval, mean, seeded_rng
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
+from servegate.report.energy import energy_section, frontier_figure
 from servegate.report.slo import slo_cell
 from servegate.store import Store
 from servegate.telemetry.model import Snapshot
@@ -541,6 +544,9 @@ def render_html(report: Report) -> str:
         ("itl", _latency_figure(go, report, "itl"), 380),
         ("startup", _timeline_figure(go, report, startup_series(report)), None),
     ]
+    frontier = frontier_figure(go, report.data, colour=lambda name: _colour(report, name))
+    if frontier is not None:
+        figures.append(("energy", frontier, 460))
     blocks = []
     for index, (div_id, fig, height) in enumerate(figures):
         fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50})
@@ -577,6 +583,7 @@ def render_html(report: Report) -> str:
 <h2>Startup</h2>
 {blocks[3]}
 {_startup_table(report)}
+{energy_section([f[0] for f in figures], blocks, report.data)}
 {_latency_table(report)}
 {_noise_table(report)}
 {_not_compared(report)}
