@@ -20,6 +20,7 @@ from servegate.campaign.execute import StartSpec, tasks_of
 from servegate.campaign.node import FRAMES, JOB, NodeJob
 from servegate.remote.codec import FrameError, decode, encode, kinds
 from servegate.remote.wire import EVENTS, REQUESTS, Exit, File, Hello, RunJob
+from servegate.telemetry.energy import Energy
 
 
 def test_an_agent_event_reads_back_equal() -> None:
@@ -65,12 +66,16 @@ def test_a_point_and_a_job_read_back_equal(tmp_path: Path) -> None:
             loop_lag_ms_max=0.0,
         ),
         started_at="2026-12-05T00:00:00Z",
+        energy=Energy(
+            gpus=(0, 1), by="processes", gpu_seen=True, energy_j=12.5, per_gpu_j=(5.0, 7.5)
+        ),
     )
     point = PointMeasured(attempt=1, variant="v", load="c=1", repeat=0, result=result, label="x")
     back = decode(encode(point), FRAMES)
     assert back.result.summary["ttft_ms_p50"] == 1.5
     assert math.isnan(back.result.summary["itl_ms_p50"])
     assert back.result.samples == [sample] and back.result.settings == result.settings
+    assert back.result.energy == result.energy  # read on the host, carried to the driver
     plan = parse_campaign(write_campaign(tmp_path, '[[variant]]\nname = "baseline"\n').read_text())
     group = plan.groups[0]
     spec = StartSpec(

@@ -568,7 +568,7 @@ class StartExecutor:
                 self._say(Tone.COUNTS, f"{tag} {text}: {p.done}/{p.total or '?'} requests{failed}")
 
             try:
-                result = run_point(settings, progress=counts)
+                result = run_point(settings, progress=counts, server_pids=server.pids)
             except BenchError as exc:
                 if not self._server_failed(server):
                     reason = f"could not benchmark: {self.redactor.text(str(exc))}"
