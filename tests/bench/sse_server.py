@@ -610,6 +610,14 @@ def main() -> None:
     parser.add_argument(
         "--until-close", action="store_true", help="no chunked coding: close to end the body"
     )
+    parser.add_argument(
+        "--reuse-port",
+        action="store_true",
+        help="SO_REUSEPORT: several processes share --port, the kernel spreads connections",
+    )
+    parser.add_argument(
+        "--ttft-file", default=None, help="on SIGTERM, write every request's TTFT (ms) here"
+    )
     args = parser.parse_args()
     STYLE[0] = args.sse_style
 
@@ -618,7 +626,11 @@ def main() -> None:
         _time_selects(loop)
         stats, counter = Stats(), [0]
         server = await loop.create_server(
-            lambda: Server(args, stats, counter), args.host, args.port, backlog=4096
+            lambda: Server(args, stats, counter),
+            args.host,
+            args.port,
+            backlog=4096,
+            reuse_port=args.reuse_port or None,
         )
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -626,6 +638,9 @@ def main() -> None:
         print(f"listening on {args.port}", flush=True)
         async with server:
             await stop.wait()
+        if args.ttft_file:
+            with open(args.ttft_file, "w", encoding="utf-8") as file:
+                json.dump([t * 1000 for t in stats.ttft_s], file)
         print(json.dumps(stats.to_json()), flush=True)
 
     asyncio.run(serve())

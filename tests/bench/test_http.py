@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -91,3 +94,83 @@ def test_against_the_simulator(sim: str) -> None:
     assert 0.5 <= result.summary["itl_ms_p50"] <= 50.0
     counters = result.server_metrics["counters"]
     assert counters["generation_tokens"]["delta"] == result.summary["total_output_tokens"] == 72
+
+
+def _chunked_answers(
+    *pieces: bytes, first: tuple[bytes, ...] = ()
+) -> Callable[[socket.socket, threading.Event], None]:
+    """A keep-alive HTTP/1.1 peer: every POST gets a chunked event stream written as
+    ``pieces`` (one send each, so a chunk may be cut between reads), the very first POST
+    (bench's preflight) ``first`` where given; any GET a 404."""
+    posts = [0]
+
+    def handle(conn: socket.socket, closing: threading.Event) -> None:
+        buf = b""
+        while not closing.is_set():
+            while b"\r\n\r\n" not in buf:
+                got = conn.recv(65536)
+                if not got:
+                    return
+                buf += got
+            head, _, buf = buf.partition(b"\r\n\r\n")
+            length = (
+                int(re.search(rb"(?i)content-length:\s*(\d+)", head)[1])
+                if (b"ontent-" in head)
+                else 0
+            )
+            while len(buf) < length:
+                buf += conn.recv(65536)
+            buf = buf[length:]
+            if not head.startswith(b"POST"):
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                continue
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+            )
+            posts[0] += 1
+            for piece in first if first and posts[0] == 1 else pieces:
+                conn.sendall(piece)
+
+    return handle
+
+
+def _chunk(data: bytes, size_line: bytes | None = None) -> bytes:
+    return (size_line or b"%x" % len(data)) + b"\r\n" + data + b"\r\n"
+
+
+EVENT = b'data: {"choices":[{"text":"a"}]}\r\n\r\n'  # CRLF line ends inside the chunk
+
+
+def test_chunks_with_extensions_crlf_data_and_cut_reads_count_every_token() -> None:
+    """Chunk extensions, chunk data holding CRLF, a chunk cut across two sends, and the
+    last chunk in a send of its own: each of the 3 events counted once."""
+    from tests.listeners import Listener
+
+    body = _chunk(EVENT, b"%x;ext=1" % len(EVENT)) + _chunk(EVENT) + _chunk(EVENT)
+    cut = len(body) - 9
+    with Listener(_chunked_answers(body[:cut], body[cut:], b"0\r\n\r\n")) as peer:
+        result = run_point(
+            BenchSettings(
+                url=peer.url, model="m", concurrency=1, requests=2, input_len=4, output_len=3
+            )
+        )
+    assert (result.completed, result.failed) == (2, 0), result.failure_details
+    assert [len(s.chunks_s) for s in result.samples] == [3, 3]
+
+
+@pytest.mark.parametrize("size", [b"-5", b"zz"], ids=["negative", "not-hex"])
+def test_a_bad_chunk_size_fails_the_request_as_a_bad_response(size: bytes) -> None:
+    """A chunk size that is negative or not hexadecimal: the request fails as
+    bad_response, naming the size."""
+    from tests.listeners import Listener
+
+    good = (_chunk(EVENT) + b"0\r\n\r\n",)
+    with Listener(_chunked_answers(_chunk(EVENT, size) + b"0\r\n\r\n", first=good)) as peer:
+        result = run_point(
+            BenchSettings(
+                url=peer.url, model="m", concurrency=1, requests=1, input_len=4, output_len=3
+            )
+        )
+    assert (result.completed, result.failed) == (0, 1)
+    assert "bad chunk size" in result.failure_details["bad_response"]

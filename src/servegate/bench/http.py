@@ -25,6 +25,7 @@ import asyncio
 import select
 import ssl
 from collections.abc import Callable
+from itertools import repeat
 from time import perf_counter
 from typing import Any
 from urllib.parse import urlsplit
@@ -307,6 +308,13 @@ class Connection(asyncio.Protocol):
 
     def _dechunk(self, data: bytes) -> bytes:
         """The payload bytes of ``data`` under chunked transfer coding."""
+        if not self._buf and not self._left and not self._crlf and data[-2:] == b"\r\n":
+            whole = _whole_chunks(data)
+            if whole is not None:
+                payload, last = whole
+                if last:
+                    self._state = _DONE
+                return payload
         if self._buf:
             data = self._buf + data
             self._buf = b""
@@ -336,16 +344,21 @@ class Connection(asyncio.Protocol):
                 self._buf = data[pos:]
                 break
             try:
-                size = int(data[pos:eol].split(b";", 1)[0], 16)
+                size = int(data[pos:eol], 16)
             except ValueError:
-                raise HttpFailure(
-                    "bad_response", f"bad chunk size {data[pos:eol][:20]!r}"
-                ) from None
+                size = _chunk_size(data[pos:eol])
+            if size < 0:
+                raise HttpFailure("bad_response", f"bad chunk size {data[pos:eol][:20]!r}")
             pos = eol + 2
             if size == 0:
                 self._state = _TRAILER
                 self._trailer(data[pos:])
                 break
+            end = pos + size
+            if end + 2 <= n:  # the whole chunk and its CRLF are here: one step
+                out.append(data[pos:end])
+                pos = end + 2
+                continue
             self._left = size
         return out[0] if len(out) == 1 else b"".join(out)
 
@@ -366,6 +379,42 @@ class Connection(asyncio.Protocol):
         self._state = _DONE
         if len(buf) > end:
             self._keep = False  # bytes after the response: the connection is not reused
+
+
+def _whole_chunks(data: bytes) -> tuple[bytes, bool] | None:
+    """(payload, last) when ``data`` is whole chunks, each ``SIZE CRLF DATA CRLF``, maybe
+    ended by the last chunk ``0 CRLF CRLF`` (no trailer); None for anything else, which
+    the general loop then reads (a chunk cut by the read, a CRLF inside a chunk's data,
+    a size with an extension).
+
+    The usual read of a stream: one chunk, or a burst of them. Split at CRLF, sizes and
+    data alternate; the check that every size is its data's length runs in C (``map``),
+    not in a Python loop per chunk.
+    """
+    parts = data.split(b"\r\n")
+    parts.pop()  # data ends with CRLF: the empty piece after it
+    last = len(parts) >= 2 and parts[-1] == b"" and parts[-2] == b"0"
+    if last:
+        del parts[-2:]
+    if not parts or len(parts) % 2:
+        return None
+    sizes, chunks = parts[0::2], parts[1::2]
+    try:
+        if list(map(int, sizes, repeat(16))) != list(map(len, chunks)):
+            return None
+    except ValueError:
+        return None
+    if not all(chunks):
+        return None  # a zero size before the end: the general loop decides
+    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), last
+
+
+def _chunk_size(line: bytes) -> int:
+    """The size of a chunk size line with extensions (``1a;name=value``)."""
+    try:
+        return int(line.split(b";", 1)[0], 16)
+    except ValueError:
+        raise HttpFailure("bad_response", f"bad chunk size {line[:20]!r}") from None
 
 
 def _idle_allowance(value: bytes) -> float | None:

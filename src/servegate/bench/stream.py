@@ -285,11 +285,18 @@ def _fast_count(data: bytes, end: int, p: _Patterns) -> tuple[int, int] | None:
     closed = data.count(b"}\n\n", 0, split)
     if closed != events and (closed != events - 1 or data[split - 8 : split] != b"[DONE]\n\n"):
         return None  # an event that is neither a JSON object nor the final [DONE]
-    filled = data.count(p.filled[0], 0, split) + data.count(p.filled[1], 0, split)
-    null = data.count(p.null[0], 0, split) + data.count(p.null[1], 0, split)
-    if data.count(p.key, 0, split) != filled + null:
-        return None
-    empty = data.count(p.empty[0], 0, split) + data.count(p.empty[1], 0, split)
+    keys = data.count(p.key, 0, split)
+    # the compact spelling (``"text":"``) first: where it accounts for every key, the
+    # spaced one (``"text": "``) need not be counted (three passes over the read fewer)
+    filled = data.count(p.filled[0], 0, split)
+    null = data.count(p.null[0], 0, split)
+    empty = data.count(p.empty[0], 0, split)
+    if filled + null != keys:
+        filled += data.count(p.filled[1], 0, split)
+        null += data.count(p.null[1], 0, split)
+        if filled + null != keys:
+            return None
+        empty += data.count(p.empty[1], 0, split)
     return filled - empty, split
 
 
