@@ -113,11 +113,8 @@ def _chunked_answers(
                     return
                 buf += got
             head, _, buf = buf.partition(b"\r\n\r\n")
-            length = (
-                int(re.search(rb"(?i)content-length:\s*(\d+)", head)[1])
-                if (b"ontent-" in head)
-                else 0
-            )
+            found = re.search(rb"(?i)content-length:\s*(\d+)", head)
+            length = int(found[1]) if found else 0
             while len(buf) < length:
                 buf += conn.recv(65536)
             buf = buf[length:]
