@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.campaign.helpers import SIM, query, servegate, write_campaign
@@ -132,6 +133,41 @@ def test_each_start_finds_its_capacity_and_every_probe_is_a_point(tmp_path: Path
     for start in (1, 2):
         assert found[("fast", start)]["value"] > 2 * found[("baseline", start)]["value"]
     assert 3 <= found[("baseline", 1)]["value"] <= 12
+    _the_report_compares_the_capacities(tmp_path, db, found)
+
+
+def _the_report_compares_the_capacities(
+    tmp_path: Path, db: Path, found: dict[tuple[str, int], dict[str, Any]]
+) -> None:
+    """The report (terminal, --json-file, markdown, HTML) says each start's capacity and
+    the ratio of the means over starts, with the interval over starts."""
+    out, md, page = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "r.html"
+    report = servegate(
+        "report", "--db", db, "--json-file", out, "--markdown-file", md, "--html-file", page
+    )
+    assert report.returncode == 0, report.stderr
+    capacity = json.loads(out.read_text())["capacity"]
+    (comp,) = capacity["comparisons"]
+    est = comp["estimate"]
+    means = {
+        name: (found[(name, 1)]["value"] + found[(name, 2)]["value"]) / 2
+        for name in ("baseline", "fast")
+    }
+    assert est["ratio"] == pytest.approx(means["fast"] / means["baseline"], rel=1e-4)
+    assert est["starts_baseline"] == est["starts_variant"] == 2
+    assert est["ratio_low"] <= est["ratio"] <= est["ratio_high"]
+    assert comp["call"] == "better"
+    assert comp["words"].startswith(
+        f"fast: {est['ratio']:.2f}x [{est['ratio_low']:.2f}, {est['ratio_high']:.2f}] "
+        "the baseline's capacity (concurrency) at tpot_mean<=9ms"
+    )
+    assert comp["words"] in report.stdout
+    assert [v["variant"] for v in capacity["variants"]] == ["baseline", "fast"]
+    assert comp["words"] in md.read_text()
+    assert "## Capacity under the SLO" in md.read_text()
+    html = page.read_text()
+    assert 'id="plot-capacity"' in html
+    assert "SLO tpot_mean" in html  # the bound's line (plotly escapes the <)
 
 
 CRASH = SIM + " --fail crash-after-ready --fail-at 3.5"

@@ -375,5 +375,32 @@ def test_a_database_from_before_placement_reads_and_upgrades(tmp_path: Path) -> 
         [before] = store.attempts(cid)
     with Store.open(path) as store:
         [after] = store.attempts(cid)
-        assert store.schema_steps()[-1][1] == "node and GPU model of each attempt"
+        assert "node and GPU model of each attempt" in [s[1] for s in store.schema_steps()]
     assert (before.node, before.gpu_model) == (None, None) == (after.node, after.gpu_model)
+
+
+def test_a_database_from_before_capacity_reads_none_and_upgrades(tmp_path: Path) -> None:
+    """A database from before the capacity step reads, read-only, with no capacities and
+    its points done; after the upgrade a capacity is stored, replaced for the same start,
+    and counts its search (variant, find-max, start - 1) as done."""
+    from servegate.store import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    with Store.open(path, migrations=MIGRATIONS[:5]) as store:
+        cid = store.campaign("c", "cfg", "baseline")
+        store.add_variant(cid, "baseline")
+    with Store.open(path, read_only=True) as store:
+        assert store.capacities(cid) == []
+        assert store.done_points(cid) == set()
+    with Store.open(path) as store:
+        aid = store.start_attempt(
+            cid, variant="baseline", server_key="k", command=[], env={}, host="local",
+            versions={}, git_commit=None, start=2,
+        )  # fmt: skip
+        store.record_capacity(aid, variant="baseline", start=2, data={"value": 8.0})
+        store.record_capacity(aid, variant="baseline", start=2, data={"value": 9.0})
+        [info] = store.capacities(cid)
+        assert (info.variant, info.start, info.attempt_id, info.data) == (
+            "baseline", 2, aid, {"value": 9.0},
+        )  # fmt: skip
+        assert store.done_points(cid) == {("baseline", "find-max", 1)}

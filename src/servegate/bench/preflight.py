@@ -10,6 +10,7 @@ failures, and finds out whether the server accepts ``ignore_eos``.
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import urllib.error
@@ -53,7 +54,7 @@ def discover_model(
             f"GET {url} returned HTTP {exc.code}; the server does not look OpenAI-compatible "
             "at this URL: check --url or give --model."
         ) from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise BenchError(
             f"cannot reach {base_url} ({reason}); check --url and that the server is running."
@@ -106,7 +107,7 @@ def probe(
                 f"POST {settings.endpoint} returned {answer}; the server does not serve "
                 f"the OpenAI {settings.api} API there: check --url and --api."
             ) from None
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise BenchError(
                 f"cannot reach {settings.endpoint} ({reason}); check --url and that the "

@@ -49,6 +49,12 @@ from servegate.report.bootstrap import (
     quantile,
     seeded_rng,
 )
+from servegate.report.capacity import (
+    CapacityComparison,
+    CapacityRow,
+    capacity_rows,
+    compare_capacities,
+)
 from servegate.report.data import CampaignData, tpot_ms
 from servegate.report.hierarchy import Nested, nested
 from servegate.store import (
@@ -274,6 +280,8 @@ class Report:
     generated_at: str
     min_effect: float = MIN_EFFECT
     noise_floor: tuple[NoiseFloor, ...] = ()
+    capacity_rows: tuple[CapacityRow, ...] = ()  # find_max: each variant's capacities
+    capacity: tuple[CapacityComparison, ...] = ()  # ... compared with the baseline's
 
     @property
     def baseline(self) -> str:
@@ -676,6 +684,15 @@ def compare(
         generated_at=now() if now else datetime.now(UTC).isoformat(timespec="seconds"),
         min_effect=min_effect,
         noise_floor=_noise_floor(data, base, metrics, method),
+        capacity_rows=(cap_rows := capacity_rows(data.capacities)),
+        capacity=compare_capacities(
+            cap_rows,
+            data.baseline,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+            min_effect=min_effect,
+        ),
     )
 
 

@@ -170,6 +170,8 @@ def render_console(report: Report, console: Console | None = None) -> None:
                 ),
                 soft_wrap=True,
             )
+    for line in text.capacity_lines(report):
+        out.print(Text(line), soft_wrap=True)
     for line in text.noise_lines(report):
         out.print(Text(line, style="dim" if line.startswith(" ") else ""), soft_wrap=True)
     for line in text.placement_lines(report):

@@ -23,7 +23,7 @@ from servegate._text import printable
 from servegate.bench import metrics
 from servegate.errors import UsageError
 from servegate.redact import Redactor
-from servegate.store import AttemptInfo, CampaignInfo, PointInfo, Samples, Store
+from servegate.store import AttemptInfo, CampaignInfo, CapacityInfo, PointInfo, Samples, Store
 
 _LOAD = re.compile(r"^\s*([a-z_]+)\s*=\s*([0-9.]+|inf)", re.I)
 
@@ -40,6 +40,7 @@ class CampaignData:
     points: tuple[PointInfo, ...]
     samples: dict[tuple[str, str], Samples]  # (variant, load) -> pooled samples
     point_samples: dict[int, Samples] = field(default_factory=dict)  # point id -> samples
+    capacities: tuple[CapacityInfo, ...] = ()  # find_max: each start's capacity
 
     @property
     def baseline(self) -> str:
@@ -121,6 +122,7 @@ def load_campaign(store: Store, cid: int) -> CampaignData:
         points=tuple(points),
         samples=samples,
         point_samples=per_point,
+        capacities=tuple(replace(c, variant=printable(c.variant)) for c in store.capacities(cid)),
     )
 
 

@@ -190,6 +190,53 @@ def report_json(report: Report) -> dict[str, Any]:
             }
             for c in report.startup
         ],
+        "capacity": _capacity(report),
+    }
+
+
+def _capacity(report: Report) -> dict[str, Any]:
+    """find_max: each variant's capacity per start, and each against the baseline's."""
+    from servegate.report.capacity import sentence
+
+    return {
+        "variants": [
+            {
+                "variant": row.variant,
+                "over": row.over,
+                "slo": row.slo,
+                "criterion": row.criterion,
+                "mean": _num(row.mean),
+                "starts": [
+                    {
+                        "start": s.start,
+                        "value": _num(s.value),
+                        "low": _num(s.low),
+                        "high": _num(s.high),
+                        "censored": s.censored,
+                        "below_lowest": s.below_lowest,
+                        "bounded_by_crash": s.bounded_by_crash,
+                        "crashed": list(s.crashed),
+                        "words": s.words,
+                        "probes": len(s.probes),
+                    }
+                    for s in row.starts
+                ],
+            }
+            for row in report.capacity_rows
+        ],
+        "comparisons": [
+            {
+                "variant": c.variant,
+                "reference": c.reference,
+                "over": c.over,
+                "slo": c.slo,
+                "bound": c.bound,
+                "call": c.call,
+                "words": sentence(c),
+                "estimate": _estimate(c.estimate),
+            }
+            for c in report.capacity
+        ],
     }
 
 

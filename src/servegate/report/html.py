@@ -26,6 +26,7 @@ from servegate.errors import ServegateError, UsageError
 from servegate.report import text
 from servegate.report.arrivals import arrivals_cell
 from servegate.report.bootstrap import interval, mean, seeded_rng
+from servegate.report.capacity_html import capacity_figure, capacity_section
 from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
 from servegate.report.energy import energy_section, frontier_figure
 from servegate.report.slo import slo_cell
@@ -547,6 +548,9 @@ def render_html(report: Report) -> str:
     frontier = frontier_figure(go, report.data, colour=lambda name: _colour(report, name))
     if frontier is not None:
         figures.append(("energy", frontier, 460))
+    capacity = capacity_figure(go, report, colour=lambda name: _colour(report, name))
+    if capacity is not None:
+        figures.append(("capacity", capacity, 460))
     blocks = []
     for index, (div_id, fig, height) in enumerate(figures):
         fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50})
@@ -583,6 +587,7 @@ def render_html(report: Report) -> str:
 <h2>Startup</h2>
 {blocks[3]}
 {_startup_table(report)}
+{capacity_section([f[0] for f in figures], blocks, report)}
 {energy_section([f[0] for f in figures], blocks, report.data)}
 {_latency_table(report)}
 {_noise_table(report)}

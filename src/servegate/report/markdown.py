@@ -45,6 +45,7 @@ def render_markdown(report: Report) -> str:
         *_throughput(report),
         *_latency(report),
         *_startup(report),
+        *_capacity(report),
         *_noise_floor(report),
         *_not_compared(report),
         *_not_finished(report),
@@ -147,6 +148,22 @@ def _startup(report: Report) -> list[str]:
     ]
     header = ["variant", "start", report.baseline, "variant", "change", "call"]
     return ["## Startup vs baseline", "", *_table(header, rows, right_from=2), ""]
+
+
+def _capacity(report: Report) -> list[str]:
+    """find_max: each variant's capacity per start, then against the baseline's."""
+    from servegate.report.capacity import sentence
+
+    if not report.capacity_rows:
+        return []
+    rows = [
+        [row.variant, f"{row.over} at {row.slo}", "; ".join(s.words for s in row.starts)]
+        for row in report.capacity_rows
+    ]
+    out = ["## Capacity under the SLO", ""]
+    out += _table(["variant", "search", "capacity per start"], rows, right_from=3)
+    out += [f"- {markdown_text(sentence(c))}" for c in report.capacity]
+    return [*out, ""]
 
 
 def _noise_floor(report: Report) -> list[str]:

@@ -182,6 +182,18 @@ def tail_line(report: Report, row: VariantSummary) -> str | None:
     return f"{row.name}: {', '.join(parts)} at {comp.load}"
 
 
+def capacity_lines(report: Report) -> list[str]:
+    """The capacities under the SLO (find_max): each variant's per start, then each
+    variant's against the baseline's with the interval over starts."""
+    from servegate.report.capacity import sentence, start_words
+
+    lines = [
+        f"{row.variant}: capacity ({row.over}) at {row.slo} per start: {start_words(row)}"
+        for row in report.capacity_rows
+    ]
+    return lines + [sentence(comp) for comp in report.capacity]
+
+
 def noise_lines(report: Report) -> list[str]:
     """The A/A noise floor: the baseline against itself, per load, in a few lines."""
     if not report.noise_floor:
