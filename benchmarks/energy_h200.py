@@ -360,7 +360,8 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}"
     levels = [int(c) for c in args.concurrency.split(",")]
     sampler = None if args.cpu else PowerSampler()
-    server = bench = None
+    server: subprocess.Popen[bytes] | None = None
+    bench: subprocess.Popen[bytes] | None = None
     summary: dict[str, Any] = {
         "benchmark": "energy_h200",
         "cpu_mode": args.cpu,
@@ -426,11 +427,18 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
         summary["goal_met"] = (
             bool(errors) and len(errors) == len(levels) and max(abs(e) for e in errors) <= GOAL_PCT
         )
+        if bench.returncode != 0:
+            summary["bench_stderr_tail"] = stderr.decode(errors="replace")[-2000:]
+    except Exception as exc:  # reported in the summary, which is still written
+        summary["error"] = f"{type(exc).__name__}: {exc}"
+        summary["goal_met"] = False
     finally:
         if sampler is not None:
             sampler.stop()
         _stop_session(bench)
         _stop_session(server)
+        if "error" in summary and (out / "server.log").exists():
+            summary["server_log_tail"] = (out / "server.log").read_text(errors="replace")[-2000:]
         summary["wall_s"] = round(time.monotonic() - started, 1)
     return summary
 
