@@ -99,3 +99,37 @@ def test_bad_energy_flags_exit_2_with_one_sentence(flags: tuple[str, ...], words
     assert proc.returncode == 2
     assert words in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_measured_and_unmeasured_energy_as_the_terminal_shows_them(
+    sim: Callable[..., str],
+) -> None:
+    """A real point given a measured energy: the block's energy line has the joules,
+    GPUs, mean power, J/token and cost, and the sweep table gains J/out tok and W; an
+    energy that GPUs exist for but could not be counted shows its reason instead."""
+    from dataclasses import replace
+
+    from servegate.bench import BenchSettings, run_point
+    from servegate.cli.bench import render_point, render_sweep
+    from servegate.telemetry.energy import Energy
+
+    url = sim(*SIM)
+    result = run_point(BenchSettings(url=url, requests=4, input_len=8, output_len=6))
+    measured = Energy(
+        gpus=(0, 1), by="processes", gpu_seen=True, energy_j=12000.0, mean_power_w=400.0,
+        joules_per_output_token=2.5, usd_per_million_output_tokens=1.25,
+    )  # fmt: skip
+    block = render_point(replace(result, energy=measured))
+    assert (
+        "  energy              12000.0 J on GPU 0,1 (processes), 400.0 W mean, "
+        "2.5 J/output token, $1.25 per million output tokens"
+    ) in block.splitlines()
+    shared = Energy(gpu_seen=True, reason="GPU 0 is shared with PID 7")
+    assert "  energy              not measured: GPU 0 is shared with PID 7" in (
+        render_point(replace(result, energy=shared)).splitlines()
+    )
+    table = render_sweep([replace(result, energy=measured), replace(result, energy=shared)])
+    head, first, second = table.splitlines()
+    assert head.endswith("J/out tok       W")
+    assert first.endswith("2.5   400.0")
+    assert second.endswith("-       -")
