@@ -76,11 +76,9 @@ def test_the_frontier_plots_per_gpu_against_per_user_with_the_slo(tmp_path: Path
     with Store.open(path) as store:
         report = build_report(store, "energy")
     points = [p for p in frontier_points(report.data) if p.variant == "baseline"]
-    assert [(p.load, p.per_gpu_tok_s, p.per_user_tok_s, p.met) for p in points] == [
-        ("c=1", pytest.approx(100.0), pytest.approx(100.0), True),
-        ("c=8", pytest.approx(600.0), pytest.approx(50.0), True),
-        ("c=32", pytest.approx(1200.0), pytest.approx(25.0), False),
-    ]
+    assert [(p.load, p.met) for p in points] == [("c=1", True), ("c=8", True), ("c=32", False)]
+    assert [p.per_gpu_tok_s for p in points] == pytest.approx([100.0, 600.0, 1200.0])
+    assert [p.per_user_tok_s for p in points] == pytest.approx([100.0, 50.0, 25.0])
     assert points[0].joules_per_output_token == pytest.approx(3.0)
     page = render_html(report)
     assert 'id="plot-energy"' in page
