@@ -149,6 +149,23 @@ def test_a_glog_error_line_is_the_cause_of_tritonservers_exit(tmp_path: Path) ->
     assert (verdict.kind, verdict.matched_line) == ("install", cause)
 
 
+def test_protobufs_parse_error_before_tritonservers_poll_failed_is_the_cause(
+    tmp_path: Path,
+) -> None:
+    """protobuf's own ERROR line says what in config.pbtxt failed; tritonserver's glog
+    line after it only that the model directory was skipped: the earlier is quoted."""
+    parse = (
+        "[libprotobuf ERROR /build/protobuf/src/google/protobuf/text_format.cc:335] Error "
+        "parsing text-format inference.ModelConfig: 12:3: Expected integer, got: ${"
+    )
+    poll = (
+        "E1204 10:00:00.123456 77 model_repository_manager.cc:1335] Poll failed for model "
+        "directory 'ensemble': failed to read text proto from /models/ensemble/config.pbtxt"
+    )
+    verdict = gate(tmp_path, "trtllm", [parse, poll])
+    assert (verdict.kind, verdict.matched_line) == ("model-load", parse)
+
+
 def test_a_line_a_terminal_wrapped_is_read_whole(tmp_path: Path) -> None:
     """A glog line hard-wrapped mid-word: the signature split over two lines is found
     once the lines are joined (at the exit: neither half names it on sight), and the
@@ -411,6 +428,38 @@ def test_a_shards_output_is_read_as_what_its_error_line_reports(tmp_path: Path) 
         ("RuntimeError: this kernel needs compute capability 8.0 or newer", "cuda-arch"),
         ("ValueError: 'fp9' is not a valid CacheDType", "bad-args"),
         ("RuntimeError: something nobody has a word for", "exit"),
+        # the vocabulary fitted to the blind batches 2026-12-05f..j, in other wordings
+        ("RuntimeError: Failed to load shared library '/opt/x/libllama.so'", "install"),
+        ("OSError: dlopen(libggml.dylib): Library not loaded: @rpath/libggml.dylib", "install"),
+        (
+            "pydantic_core._pydantic_core.ValidationError: 2 validation errors for ServerArgs",
+            "bad-args",
+        ),
+        (
+            "ValueError: cutlass_mla is only supported on SM100. "
+            "Please use a different attention backend.",
+            "bad-args",
+        ),
+        ("RuntimeError: FP8 GEMM is not supported on Turing architecture", "cuda-arch"),
+        ("NotImplementedError: this kernel is only supported on Hopper GPUs", "cuda-arch"),
+        ("RuntimeError: This model requires CUDA, and none was found", "cuda-error"),
+        ("AssertionError: 50 heads cannot be split evenly across 4 GPUs", "bad-args"),
+        ("ValueError: kv cache dtype fp8_e5m2 requires --enable-fp8-kv", "bad-args"),
+        ("ValueError: Marlin kernels require all the modules to be on GPU", "model-load"),
+        ("OSError: /models/m/tokenizer_config.json is not a valid JSON file.", "model-load"),
+        (
+            "safetensors_rust.SafetensorError: Error while deserializing header: "
+            "InvalidHeaderDeserialization",
+            "model-load",
+        ),
+        ("RuntimeError: unknown vocabulary type: 'plamo2'", "unsupported-model"),
+        ("OSError: the store failed to listen on 0.0.0.0, port 29500", "port-in-use"),
+        # an exception whose class has no Error in its name, ending the traceback
+        (
+            "huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co/api/"
+            "models/m: offline mode is enabled. To disable it, unset HF_HUB_OFFLINE",
+            "download",
+        ),
     ],
 )
 def test_an_exit_takes_the_kind_its_cause_names(tmp_path: Path, line: str, kind: str) -> None:

@@ -126,8 +126,10 @@ def common_fatal(
             for code in ("ncclSystemError", "ncclInternalError", "ncclRemoteError")
         ),
         # torch.distributed without NCCL: gloo's TCP transport, the rendezvous store
+        # any of gloo's TCP transport (pair.cc: a peer closed; unbound_buffer.cc: a send
+        # or receive timed out), also inside a CUDA-graph capture it broke
         Signature(
-            pattern=r"gloo/transport/tcp/pair\.cc",
+            pattern=r"gloo/transport/tcp/\w+\.cc",
             kind="distributed",
             title="a gloo connection to another rank failed",
             hint=distributed_hint,
@@ -149,6 +151,14 @@ def common_fatal(
             kind="distributed",
             title="the torch.distributed store failed (a rank did not join in time)",
             hint=distributed_hint,
+        ),
+        # the store's server could not listen on its port (EADDRINUSE, even when a
+        # paste breaks that word): before DistNetworkError, which it is raised as
+        Signature(
+            pattern=r"server socket has failed to listen",
+            kind="port-in-use",
+            title="the torch.distributed rendezvous port is in use",
+            hint=_RENDEZVOUS_HINT,
         ),
         Signature(
             pattern=r"DistNetworkError",

@@ -156,7 +156,10 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"address already in use|\bEADDRINUSE\b|port \d+ is (?:already )?in use"
         r"|(?:socket|port|address)\b.{0,80}\balready in use"
         r"|port is already (?:in use|allocated)|only one usage of each socket address"
-        r"|(?:failed to|could not|couldn't|cannot|unable to) bind",
+        r"|(?:failed to|could not|couldn't|cannot|unable to) bind"
+        # torch.distributed's store: "The server socket has failed to listen on any local
+        # network address. port: 29500, ... EADDRINUSE"
+        r"|server socket has failed to listen|failed to listen on .{0,80}\bport\b",
     ),
     Words(
         kind="model-load",
@@ -166,11 +169,33 @@ _WORDS: tuple[Words, ...] = (
         r"|GatedRepoError|RepositoryNotFound|Repository Not Found|RevisionNotFound"
         r"|(?<!Local)EntryNotFoundError",
     ),
+    # a file of the model that is there but cannot be read: a weights file cut short or
+    # corrupt (safetensors' header), a config.json that is no JSON, a folder with no
+    # configuration at all; before engine-version, whose "deserializ" safetensors shares,
+    # and before bad-args, whose enum rule "is not a valid X" would take "valid JSON"
+    Words(
+        kind="model-load",
+        title="a file of the model is damaged, incomplete or missing",
+        pattern=r"SafetensorError|safetensors_rust|Error while deserializing header"
+        r"|HeaderTooLarge|MetadataIncompleteBuffer|InvalidHeaderDeserialization"
+        r"|(?:config|configuration) file at .* is not a valid JSON|not a valid JSON file"
+        r"|no (?:supported |valid )?config(?:uration)? (?:format|file)s? (?:was |were )?found",
+    ),
     Words(
         kind="permission",
         title="permission denied",
         pattern=r"permission denied|\bEACCES\b|\bEPERM\b|operation not permitted"
         r"|access (?:is )?denied|not writable",
+    ),
+    # a message that asks for another value of an option ("... is only supported on
+    # Blackwell GPUs (SM100). Please use a different backend."): the user's choice is
+    # what must change, whatever the reason it gives (a GPU generation: cuda-arch below)
+    Words(
+        kind="bad-args",
+        title="an option's value is not accepted here: the message asks for another",
+        pattern=r"please (?:use|choose|select|pick|set|specify|try) (?:a |an )?(?:different"
+        r"|another|other) (?:[\w-]+ )?(?:backend|option|value|flag|setting|method|mode"
+        r"|dtype|argument|implementation)s?\b",
     ),
     Words(
         kind="cuda-arch",
@@ -181,7 +206,12 @@ _WORDS: tuple[Words, ...] = (
         r"|not compatible with the current pytorch installation"
         r"|(?:not supported|unsupported) (?:on|by) (?:this|your) gpu"
         r"|only supports? (?:ampere|hopper|turing|volta|blackwell)"
-        r"|minimum capability|current capability",  # vLLM's quantization methods
+        r"|minimum capability|current capability"  # vLLM's quantization methods
+        # a backend or kernel that a GPU generation cannot run ("The 'fa3' backend is not
+        # supported on Blackwell GPUs", "only supported on Hopper")
+        r"|(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:[\w()-]+ ){0,3}(?:gpus?"
+        r"|architectures?)\b|(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:the )?"
+        r"(?:nvidia )?(?:ampere|hopper|turing|volta|blackwell|ada|pascal|maxwell)\b",
     ),
     Words(
         kind="engine-version",
@@ -232,7 +262,13 @@ _WORDS: tuple[Words, ...] = (
         r"|error while loading shared libraries|symbol lookup error|wrong ELF class"
         r"|not found \(required by|No such file or directory: '(?:ninja|nvcc|gcc|g\+\+|c\+\+"
         r"|cc|clang|cmake|make|hipcc)'|forward compatibility was attempted"
-        r"|failed to find C compiler|could not select device driver|nvidia-container-cli",
+        r"|failed to find C compiler|could not select device driver|nvidia-container-cli"
+        # a package's own loader of its native library or extension (llama-cpp-python's
+        # "Shared library with base name 'llama' not found", macOS's dyld, Windows')
+        r"|(?:shared|native|dynamic) (?:library|libraries|object|extension)\b.{0,80}"
+        r"\bnot (?:be )?(?:found|loaded)|Library not loaded|DLL load failed"
+        r"|(?:could not|cannot|can't|unable to|failed to) (?:find|load|open) (?:the )?"
+        r"(?:shared|native|dynamic) (?:library|object|extension)",
     ),
     Words(
         kind="nccl",
@@ -258,7 +294,10 @@ _WORDS: tuple[Words, ...] = (
         r"|no CUDA GPUs are available|CUDA is not available|no CUDA-capable device"
         # the same for ROCm and oneAPI (their out-of-memory codes are memory's, above)
         r"|\bhip ?error|HSA_STATUS_ERROR|memory access fault|\b(?:UR_RESULT|PI|ZE_RESULT)_ERROR_"
-        r"|device lost|DEVICE_LOST|cudaGetDeviceCount",
+        r"|device lost|DEVICE_LOST|cudaGetDeviceCount"
+        # a model or kernel that needs a GPU this process does not have ("Sharded Llama
+        # requires CUDA."; a required CUDA version is install's, above)
+        r"|\brequires? (?:a )?(?:CUDA|GPU)\b(?![ -]?(?:version|toolkit|\d|>|=))",
     ),
     Words(
         kind="mpi",
@@ -286,14 +325,35 @@ _WORDS: tuple[Words, ...] = (
         r"|missing (?:required )?argument|arguments are required|no such option"
         r"|must be (?:one of|divisible by|a multiple of|greater than|less than|between"
         r"|positive)|is not divisible by|expected one argument"
-        r"|is not a valid [A-Z]\w+"  # an enum's value from a flag ('fp9' is not a valid CacheDType)
+        r"|is not a valid (?-i:[A-Z][a-z]\w*)"  # an enum's value from a flag ('fp9' is not a valid CacheDType)
         # TGI's launcher; a bound between two flags ("`max_input_tokens`(65537) must be <
         # `max_total_tokens`"); a ValueError that names the option it refuses (snake_case
         # or a flag) and what it must be; a flag given where a positional argument is
         # wanted; a dtype or a method a quantization scheme does not take
         r"|ArgumentValidation|\bmust be (?:<|>|<=|>=|at (?:least|most)|smaller|larger|less"
         r"|greater)\b|ValueError: \W?(?:--)?[a-z]+_[a-z_]+\b\W?.{0,60}\bmust\b"
-        r"|as a positional argument|not supported for quantization",
+        r"|as a positional argument|not supported for quantization"
+        # pydantic's validation of a server's settings or arguments (llama-cpp-python's
+        # Settings, a ServerArgs); a model's own ModelConfig says what in its detail lines
+        r"|validation errors? for \w*(?:Settings|Args|Arguments|Options|Params|Parameters)\b"
+        # a size that the shard / tensor-parallel count does not divide
+        r"|not (?:compatible with|divisible by) .{0,40}\b(?:shard(?:s|ing)?|tensor[ _-]parallel"
+        r"|tp[ _]size|gpus)\b|cannot be (?:split|sharded|divided) (?:evenly )?(?:over|across"
+        r"|into|by|among)\b"
+        # an option that needs another one ("V cache quantization requires flash_attn",
+        # "... requires --enable-x")
+        r"|\b(?:cache|quantization|quantized|dtype|backend|mode)\b.{0,40}\brequires? "
+        r"(?:--?[a-z][\w-]*|[a-z]+_[a-z_]+\b)(?! version)",
+    ),
+    # a model newer than the engine: a tokenizer, projector or tensor type it does not
+    # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading
+    # model"), before model-load's words of the same line
+    Words(
+        kind="unsupported-model",
+        title="the model uses a type this engine version does not know",
+        pattern=r"(?:unknown|unsupported|unrecognized) (?:pre-?tokenizer|projector"
+        r"|vocab(?:ulary)?|rope(?: scaling)?|ggml|tensor|model) type\b"
+        r"|unknown model architecture",
     ),
     Words(
         kind="model-load",
@@ -314,8 +374,11 @@ _WORDS: tuple[Words, ...] = (
         # the decoder's message without its name (pydantic's "Value error, Expecting
         # value: ..."); requests' JSONDecodeError (an HTTP body) names itself
         r"|(?<!JSONDecodeError: )\bExpecting value: line \d+ column \d+"
-        # tritonserver's model configuration file
-        r"|\bconfig\.pbtxt\b",
+        # tritonserver's model configuration file, and protobuf's parse of it
+        r"|\bconfig\.pbtxt\b|inference\.ModelConfig\b|Error parsing text-format"
+        # a quantized model placed partly off the GPU ("Found modules on cpu/disk. Using
+        # Exllama ... requires all the modules to be on GPU")
+        r"|\bmodules? (?:on|to be on) (?:the )?(?:cpu|disk|gpu)\b",
     ),
     Words(
         kind="unsupported-model",

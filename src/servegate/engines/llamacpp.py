@@ -41,6 +41,13 @@ _MODEL_HINT = (
     "check the -m / --model path and that the GGUF file is complete and was made by a "
     "llama.cpp converter of this version"
 )
+# the line before a failed context creation that says why (llama_init_from_model's own
+# refusal: "V cache quantization requires flash_attn", "n_ctx ... exceeds ..."), not
+# its INFO lines ("llama_init_from_model: n_ctx = 4096")
+_CONTEXT_WHY = (
+    r"llama_init_from_model: .*\b(?:requires?|not supported|unsupported|invalid|must|cannot"
+    r"|exceeds?|too (?:large|small|many))\b"
+)
 _ARCH_HINT = (
     "this llama.cpp build does not know the model's architecture: update llama.cpp "
     "(for llama-cpp-python, a release that vendors a newer llama.cpp)"
@@ -123,6 +130,15 @@ _FATAL: tuple[Signature, ...] = (
         pattern=r"unknown model architecture: ",
         kind="unsupported-model",
         title="llama.cpp does not know this model architecture",
+        hint=_ARCH_HINT,
+    ),
+    # a type the model uses that this build does not know yet (a tokenizer, a
+    # multimodal projector): a model newer than the engine, before the loader's
+    # "error loading model" / "failed to load model" of the same line
+    Signature(
+        pattern=r"unknown (?:pre-tokenizer|projector) type: ",
+        kind="unsupported-model",
+        title="llama.cpp does not know a type this model uses",
         hint=_ARCH_HINT,
     ),
     Signature(
@@ -244,12 +260,14 @@ _FATAL: tuple[Signature, ...] = (
         kind="model-load",
         title="the model's context could not be created",
         hint=_OOM_HINT,
+        explained_by=_CONTEXT_WHY,
     ),
     Signature(
         pattern=r"Failed to create llama_context",
         kind="model-load",
         title="the model's context could not be created",
         hint=_OOM_HINT,
+        explained_by=_CONTEXT_WHY,
     ),
     Signature(
         pattern=r"terminate called after throwing an instance of",

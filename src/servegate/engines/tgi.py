@@ -182,6 +182,9 @@ PROFILE = EngineProfile(
             title="this model (sharded) needs the flash-attention kernels, which are missing",
             hint="use the official TGI container, or install the flash-attention kernels "
             "(cd server && make install-flash-attention); or run unsharded",
+            # models/__init__.py's warning of why the import failed (a missing
+            # compiled module: "No module named 'vllm_cache_ops'") says what is missing
+            explained_by=r"Could not import Flash Attention enabled models: ",
         ),
         # the launcher's last line, its LauncherError: which part it gave up on
         Signature(

@@ -42,7 +42,9 @@ The rule, over the tail:
    import error when loading ...``) gives way to the line that explains it.
 6. With no candidate at all, a ``raise X("...")`` statement (a paste cut before its
    exception line) gives the kind its message names; it is not quoted.
-7. An exception whose words name no family takes the phase its traceback's innermost
+7. The line that ends a traceback is its exception, whatever its class is called
+   (``huggingface_hub.errors.OfflineModeIsEnabled: ...``).
+8. An exception whose words name no family takes the phase its traceback's innermost
    frame names: loading weights (``load_weights``) is ``model-load``, a warmup
    (``_wait_and_warmup``) ``engine-init``.
 
@@ -88,6 +90,9 @@ _EXCEPTION = re.compile(
 # line below it ("Value error, ..."), then a link: the detail is the exception's words
 _PYDANTIC_HEADER = re.compile(r"(?:[\w.]+\.)?ValidationError: \d+ validation errors? for \w+\s*$")
 _PYDANTIC_DETAIL = ("Value error, ", "Assertion failed, ")
+# an exception's class, dotted or not, and its message: read as one only where it ends
+# a traceback (a line "Name: message" elsewhere is a logger's or a program's)
+_CLASS_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \S")
 _PYDANTIC_LINK = "For further information visit https://errors.pydantic.dev/"
 _WHAT = re.compile(r"\s*what\(\):\s+\S")  # std::terminate's report of a C++ exception
 _CHAINED = (
@@ -327,6 +332,10 @@ def _candidate(
     normal = entry.normal
     text = normal.text
     exception = _exception(normal)
+    if exception is None and frames and _CLASS_LINE.match(text) is not None:
+        # the line that ends a traceback is its exception, whatever the class is called
+        # (huggingface_hub's OfflineModeIsEnabled: no Error in its name)
+        exception = text
     shown, panic = _inner(text)
     severity = _SEVERITY.get(normal.level or "", 0)
     relayed = normal.level == "info" and bool(frames)

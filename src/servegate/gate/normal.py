@@ -10,7 +10,8 @@ engine's logger prints a header that says the line's level: Python logging (vLLM
 file.cc:34] ``, torch's ``[W1204 ... file.cpp:56] ``), Rust tracing (TGI's
 ``2026-12-04T12:00:00.1Z ERROR text_generation_launcher: ``) and env_logger
 (``[2026-12-04T12:00:00Z ERROR target] ``), llama.cpp's ``0.01.234.567 E ``,
-TensorRT-LLM's ``[TRT-LLM] [E] `` and ``[TensorRT-LLM][ERROR] ``; and some print JSON
+TensorRT-LLM's ``[TRT-LLM] [E] `` and ``[TensorRT-LLM][ERROR] ``, protobuf's
+``[libprotobuf ERROR file.cc:335] `` (tritonserver's config.pbtxt); and some print JSON
 lines (llama.cpp's old server, TGI's ``--json-output``, docker's json-file driver) or
 logfmt (Go's slog: ``level=ERROR msg="..."``).
 
@@ -96,6 +97,7 @@ _PREFIX = re.compile(
       | (?P<l12>{_PY}):(?:[\w.]+:|\ +)                         # ERROR:root: / uvicorn
       | \[(?P<l13>{_PY}|FATAL)\]\ ?                            # [ERROR]
       | \[[\w.-]+\]:\ ?                                        # a launcher's [name]: tag
+      | \[libprotobuf\ (?P<l14>INFO|WARNING|ERROR|FATAL)\ [\w./-]+:\d+\]\ ?  # protobuf
     )
     """,
     re.VERBOSE,
@@ -116,6 +118,7 @@ _LEVEL_GROUPS: dict[str, str] = {
     "l11": "llamacpp",
     "l12": "python",
     "l13": "python",
+    "l14": "protobuf",
 }
 # C++ loggers pad their messages with spaces; no Python traceback follows their header
 _PADDED = frozenset(("c10", "glog", "trtllm"))
