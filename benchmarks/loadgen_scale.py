@@ -113,12 +113,13 @@ class Servers:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
             assert proc.stdout is not None
             if not proc.stdout.readline().startswith("listening"):
-                self.stop()
+                self.stop(0)
                 raise SystemExit("a server process did not start")
             self.procs.append(proc)
 
-    def stop(self) -> list[float]:
-        """SIGTERM every process; the server's record: every request's TTFT in ms."""
+    def stop(self, skip: int) -> list[float]:
+        """SIGTERM every process; the server's record: every request's TTFT in ms, less the
+        ``skip`` earliest (the client's probe and warmup, served before the measured ones)."""
         for proc in self.procs:
             proc.send_signal(signal.SIGTERM)
         for proc in self.procs:
@@ -127,11 +128,12 @@ class Servers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate()
-        ttfts: list[float] = []
+        rows: list[tuple[float, float]] = []
         for file in self.files:
             if file.exists():
-                ttfts.extend(json.loads(file.read_text()))
-        return ttfts
+                rows.extend((at, ms) for at, ms in json.loads(file.read_text()))
+        rows.sort()
+        return [ms for _, ms in rows[skip:]]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -146,9 +148,11 @@ def run_servegate(
         *("taskset", "-c", args.client_cores),
         *(sys.executable, "-m", "servegate", "bench", "--url", url, "--model", "test-model"),
         *("--requests", str(args.requests), "--output-len", str(args.output_len)),
-        *("--input-len", "64", "--workers", str(args.workers), "--warmup", "0"),
+        *("--input-len", "64", "--workers", str(args.workers)),
+        *("--warmup", str(args.streams if args.warmup is None else args.warmup)),
         *("--percentiles", "50,99", "--json-file", str(out), "--quiet"),
-        *(("--rate", str(rate)) if rate else ("--concurrency", str(args.streams))),
+        *(("--rate", str(rate)) if rate else ()),
+        *("--concurrency", str(args.streams)),
     ]
     started = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -198,14 +202,15 @@ def measure(args: argparse.Namespace, client: str, rate: float | None = None) ->
                 client_p50, client_p99 = pct(ttfts, 50), pct(ttfts, 99)
                 extra = {"completed": len(ttfts)}
         finally:
-            record = servers.stop()
+            warmup = args.streams if args.warmup is None else args.warmup
+            record = servers.stop(1 + warmup if client == "servegate" else 0)
     server_p50, server_p99 = pct(record, 50), pct(record, 99)
     return {
         "client": client,
         "rate": rate,
         "streams": None if rate else args.streams,
         "requests": args.requests,
-        "server_requests": len(record),  # servegate's own probe request counts here too
+        "server_requests": len(record),
         "ttft_p50_ms": round(client_p50, 2),
         "server_ttft_p50_ms": round(server_p50, 2),
         "ttft_p50_error_ms": round(client_p50 - server_p50, 2),
@@ -227,7 +232,18 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=100.0)
     parser.add_argument("--itl-ms", type=float, default=100.0)
     parser.add_argument("--output-len", type=int, default=20)
-    parser.add_argument("--rate", type=float, default=4000.0, help="the scheduled run's rate")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="uncounted requests first (default: --streams, so every connection is open)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=5000.0,
+        help="the scheduled run's rate (5,000/s of 2 s streams: about 10,000 in flight)",
+    )
     parser.add_argument("--clients", default="servegate,aiohttp,servegate")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()

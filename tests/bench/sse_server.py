@@ -116,6 +116,7 @@ class Stats:
         self.first_token_at: float | None = None
         self.last_token_at: float | None = None
         self.ttft_s: list[float] = []
+        self.ttft_at: list[float] = []  # when each first token was written
         self.itl_s: list[float] = []
         self.drafts = 0
         self.arrivals: list[float] = []
@@ -455,6 +456,7 @@ class Server(asyncio.Protocol):
             stats.tokens += min(per_chunk, tokens - k * per_chunk)
             if k == 0:
                 stats.ttft_s.append(now - arrived)
+                stats.ttft_at.append(now)
                 if stats.first_token_at is None:
                     stats.first_token_at = now
             elif last_at is not None and a.itl_ms:
@@ -473,6 +475,7 @@ class Server(asyncio.Protocol):
             transport.write(content * events + tail)
             stats.tokens += tokens
             stats.ttft_s.append(now - arrived)
+            stats.ttft_at.append(now)
             stats.first_token_at = stats.first_token_at or now
             stats.last_token_at = now
             self._done()
@@ -616,7 +619,9 @@ def main() -> None:
         help="SO_REUSEPORT: several processes share --port, the kernel spreads connections",
     )
     parser.add_argument(
-        "--ttft-file", default=None, help="on SIGTERM, write every request's TTFT (ms) here"
+        "--ttft-file",
+        default=None,
+        help="on SIGTERM, write [when, TTFT ms] of every request here (when: perf_counter)",
     )
     args = parser.parse_args()
     STYLE[0] = args.sse_style
@@ -640,7 +645,8 @@ def main() -> None:
             await stop.wait()
         if args.ttft_file:
             with open(args.ttft_file, "w", encoding="utf-8") as file:
-                json.dump([t * 1000 for t in stats.ttft_s], file)
+                pairs = zip(stats.ttft_at, stats.ttft_s, strict=True)
+                json.dump([[at, t * 1000] for at, t in pairs], file)
         print(json.dumps(stats.to_json()), flush=True)
 
     asyncio.run(serve())
