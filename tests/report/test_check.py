@@ -299,7 +299,7 @@ def mismatched(tmp_path: Path) -> Path:
         (
             ["--db", "main.db", "--max-regression", "throughput=3%"],
             "--max-regression: unknown metric 'throughput'; use one of output_throughput, "
-            "ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2el_p50, startup, startup.PHASE.",
+            "ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2el_p50, startup, startup.PHASE, capacity.",
         ),
         (
             ["--db", "main.db", "--max-regression", "ttft_p99=ten"],

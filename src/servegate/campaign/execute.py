@@ -493,7 +493,9 @@ class StartExecutor:
                     broken.add(name)
                     continue
                 if outcome.crashed is not None:
-                    return AttemptStatus.FAILED, outcome.crashed, (), measured
+                    # a crash at a load is the capacity's bound, not the variant's failure:
+                    # the attempt measured what it could, its reason says where it crashed
+                    return AttemptStatus.DONE, outcome.crashed, (), measured
                 continue
             try:
                 warm = (name, task.point.label) not in warmed

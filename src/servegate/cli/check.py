@@ -36,8 +36,10 @@ _EPILOG = (
 \b
 Metrics: output_throughput, ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2el_p50;
 startup (the whole start and each phase, cold with cold and warm with warm) and
-startup.PHASE (one phase's own threshold, e.g. startup.load_weights=5%);
-default --max-regression output_throughput=3%,ttft_p99=10%,tpot_p99=5%,startup=10%.
+startup.PHASE (one phase's own threshold, e.g. startup.load_weights=5%); capacity
+(the capacity under the SLO of a find_max campaign, one value per start; there it
+replaces the probes' loads); default --max-regression
+output_throughput=3%,ttft_p99=10%,tpot_p99=5%,startup=10%,capacity=5%.
 
 \b
 Exit codes: 0 no regression established; 1 a regression established, or a candidate
@@ -80,8 +82,9 @@ no load point in common, bad option); 3 an internal error."""
     multiple=True,
     metavar="METRIC=PERCENT,...",
     help="The largest tolerated regression per metric; the metrics named are the ones "
-    "checked; startup and startup.PHASE check the startup. "
-    "[default: output_throughput=3%,ttft_p99=10%,tpot_p99=5%,startup=10%]",
+    "checked; startup and startup.PHASE check the startup, capacity the capacity under "
+    "the SLO (find_max). "
+    "[default: output_throughput=3%,ttft_p99=10%,tpot_p99=5%,startup=10%,capacity=5%]",
 )
 @click.option(
     "--strict",

@@ -40,6 +40,8 @@ __all__ = [
     "CapacityComparison",
     "CapacityRow",
     "StartCapacity",
+    "capacity_call",
+    "capacity_estimate",
     "capacity_rows",
     "compare_capacities",
     "sentence",
@@ -172,32 +174,13 @@ def compare_capacities(
     for row in rows:
         if row.variant == baseline or row.variant in skip or not row.starts:
             continue
-        a = np.asarray([s.edge for s in base.starts], dtype=np.float64)
-        b = np.asarray([s.edge for s in row.starts], dtype=np.float64)
-        est = (
-            estimate(
-                a,
-                b,
-                stat=mean,
-                confidence=confidence,
-                resamples=resamples,
-                rng=seeded_rng(seed, row.variant, "capacity"),
-            )
-            if a.mean() > 0 and b.size and a.size
-            else None
+        est, bound = capacity_estimate(
+            base,
+            row,
+            confidence=confidence,
+            resamples=resamples,
+            rng=seeded_rng(seed, row.variant, "capacity"),
         )
-        up = row.censored_high or base.censored_low  # the ratio is at least this
-        down = row.censored_low or base.censored_high  # ... at most this
-        bound: Bound | None = "both" if up and down else "at least" if up else (
-            "at most" if down else None
-        )  # fmt: skip
-        verdict = str(call(est, "higher", min_effect))
-        if bound == "both":
-            verdict = "censored both ways"
-        elif bound == "at least" and verdict != "better" and est is not None:
-            verdict = "censored (at least)" if est.has_interval else verdict
-        elif bound == "at most" and verdict != "worse" and est is not None:
-            verdict = "censored (at most)" if est.has_interval else verdict
         out.append(
             CapacityComparison(
                 variant=row.variant,
@@ -205,11 +188,50 @@ def compare_capacities(
                 over=row.over,
                 slo=row.slo,
                 estimate=est,
-                call=verdict,
+                call=capacity_call(est, bound, min_effect),
                 bound=bound,
             )
         )
     return tuple(out)
+
+
+def capacity_estimate(
+    base: CapacityRow,
+    row: CapacityRow,
+    *,
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> tuple[Estimate | None, Bound | None]:
+    """The ratio of ``row``'s mean capacity over starts to ``base``'s, with the interval
+    over starts (``bootstrap.estimate``, one value per start), and whether censored
+    starts make it a bound."""
+    a = np.asarray([s.edge for s in base.starts], dtype=np.float64)
+    b = np.asarray([s.edge for s in row.starts], dtype=np.float64)
+    est = None
+    if a.size and b.size and a.mean() > 0:
+        est = estimate(a, b, stat=mean, confidence=confidence, resamples=resamples, rng=rng)
+    up = row.censored_high or base.censored_low  # the ratio is at least this
+    down = row.censored_low or base.censored_high  # ... at most this
+    bound: Bound | None = "both" if up and down else "at least" if up else (
+        "at most" if down else None
+    )  # fmt: skip
+    return est, bound
+
+
+def capacity_call(est: Estimate | None, bound: Bound | None, min_effect: float) -> str:
+    """The report's call (higher is better); a bound is called only the way it can be:
+    "at least" better, "at most" worse, censored both ways never."""
+    verdict = str(call(est, "higher", min_effect))
+    if est is None or not est.has_interval:
+        return verdict
+    if bound == "both":
+        return "censored both ways"
+    if bound == "at least" and verdict != "better":
+        return "censored (at least)"
+    if bound == "at most" and verdict != "worse":
+        return "censored (at most)"
+    return verdict
 
 
 def sentence(comp: CapacityComparison) -> str:

@@ -44,6 +44,12 @@ from servegate.report.bootstrap import (
     mean,
     seeded_rng,
 )
+from servegate.report.capacity import (
+    CapacityRow,
+    capacity_call,
+    capacity_estimate,
+    capacity_rows,
+)
 from servegate.report.compare import (
     METRICS,
     Metric,
@@ -65,12 +71,16 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "ttft_ms_p99": 0.10,
     "tpot_ms_p99": 0.05,
     "startup": 0.10,
+    "capacity": 0.05,
 }
 
 # ``--max-regression`` keys of the startup: the whole start (time to READY) and every
 # phase; ``startup.PHASE`` sets one phase's threshold (and, without ``startup``, checks
 # that phase only)
 STARTUP = "startup"
+# ``--max-regression capacity=5%``: the capacity under the SLO (find_max), one value per
+# start; checked where both sides searched for it
+CAPACITY = "capacity"
 _PHASE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 # a phase this short on both sides took no time worth comparing: its duration is the
 # resolution of the log lines that bound it
@@ -95,7 +105,8 @@ def _metric_by_name(name: str) -> Metric | None:
 
 def known_metric_names() -> str:
     """The metric names ``--max-regression`` takes, for an error message."""
-    return ", ".join([*(short_name(m.key) for m in METRICS), STARTUP, f"{STARTUP}.PHASE"])
+    names = [*(short_name(m.key) for m in METRICS), STARTUP, f"{STARTUP}.PHASE", CAPACITY]
+    return ", ".join(names)
 
 
 def _key_of(name: str) -> str | None:
@@ -103,8 +114,8 @@ def _key_of(name: str) -> str | None:
     m = _metric_by_name(name)
     if m is not None:
         return m.key
-    if name == STARTUP:
-        return STARTUP
+    if name in (STARTUP, CAPACITY):
+        return name
     prefix, dot, phase = name.partition(".")
     if prefix == STARTUP and dot and _PHASE_NAME.match(phase):
         return f"{STARTUP}.{phase}"
@@ -441,6 +452,12 @@ def run_check(
         thresholds={
             **{m.key: float(thresholds[m.key]) for m in metrics},
             **{k: float(v) for k, v in thresholds.items() if k.split(".")[0] == STARTUP},
+            **{
+                k: float(v)
+                for k, v in thresholds.items()
+                if k == CAPACITY
+                and any(c.metric.key == CAPACITY for v_ in checked for c in v_.checks)
+            },
         },
         confidence=confidence,
         resamples=resamples,
@@ -645,8 +662,13 @@ def _compare_pair(
     """Every checked metric at every load both measured, with the report's statistics."""
     mine = {p.load for p in data.points if p.variant == name}
     theirs = {p.load for p in base_data.points if p.variant == reference}
+    capacity = _capacity_pair(base_data, reference, data, name, thresholds)
+    if capacity is not None:
+        # the probes of a search are its own loads, not fixed load points: the answer
+        # checked is the capacity, with the startup
+        mine = theirs = set()
     common = sorted(mine & theirs, key=load_sort_key)
-    if not common:
+    if not common and capacity is None:
         raise UsageError(
             f"{name!r} of {_where(data)} (loads {', '.join(sorted(mine, key=load_sort_key))}) "
             f"and its baseline {reference!r} of {_where(base_data)} (loads "
@@ -659,7 +681,8 @@ def _compare_pair(
     # a startup comparison with one start of its temperature on a side is never called,
     # so it cannot be a false regression: only the callable ones share the confidence
     callable_startups = sum(1 for s in startup if min(len(s.a), len(s.b)) >= 2)
-    each = per_comparison_confidence(confidence, len(pairs) + callable_startups)
+    callable_capacity = int(capacity is not None and capacity.callable)
+    each = per_comparison_confidence(confidence, len(pairs) + callable_startups + callable_capacity)
     for load, m in pairs:
         a = m.nested(base_data, reference, load)
         b = m.nested(data, name, load)
@@ -695,6 +718,8 @@ def _compare_pair(
                 call=_startup_call(est, pair.threshold),
             )
         )
+    if capacity is not None:
+        checks.append(capacity.check(confidence=each, resamples=resamples, seed=seed))
     return VariantCheck(
         variant=name,
         reference=reference,
@@ -704,6 +729,86 @@ def _compare_pair(
         unmatched_loads=tuple(sorted(mine ^ theirs, key=load_sort_key)),
         interval_confidence=each,
     )
+
+
+# --- capacity: one value per start, as the report compares it ---------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _CapacityPair:
+    """The capacity comparison: each side's capacities, one per start."""
+
+    base: CapacityRow
+    row: CapacityRow
+    threshold: float
+
+    @property
+    def callable(self) -> bool:
+        """Two starts or more a side: an interval over starts, so a call."""
+        return min(len(self.base.starts), len(self.row.starts)) >= 2
+
+    def check(self, *, confidence: float, resamples: int, seed: int) -> MetricCheck:
+        """The comparison as a row of the check: a confident drop of at least the
+        threshold is a regression (the report's rule, higher is better)."""
+        est, bound = capacity_estimate(
+            self.base,
+            self.row,
+            confidence=confidence,
+            resamples=resamples,
+            rng=seeded_rng(seed, self.row.variant, "capacity"),
+        )
+        verdict = capacity_call(est, bound, self.threshold)
+        if est is not None and est.refused is None and not self.callable:
+            verdict = "needs more starts"
+        return MetricCheck(
+            load=f"{self.row.over} at {self.row.slo}",
+            metric=_capacity_metric(self.row.over),
+            threshold=self.threshold,
+            estimate=est,
+            # a bound that cannot be called lists as not estimable (never a regression)
+            call=verdict if verdict in _CALLS else "not estimable",  # type: ignore[arg-type]
+        )
+
+
+_CALLS = ("better", "worse", "no meaningful difference", "1 run, no interval", "no data",
+          "not estimable", "needs more starts")  # fmt: skip
+
+
+def _capacity_metric(over: str) -> Metric:
+    """The capacity as a metric of the check's rows (higher is better)."""
+    return Metric(
+        key=CAPACITY,
+        label=f"capacity ({over})",
+        unit="requests/s" if over == "rate" else "requests in flight",
+        direction="higher",
+        over="repeats",  # one value per start, as the startup's
+        stat=mean,
+        point_values=lambda point, samples: np.empty(0, dtype=np.float64),
+    )
+
+
+def _capacity_pair(
+    base_data: CampaignData,
+    reference: str,
+    data: CampaignData,
+    name: str,
+    thresholds: Mapping[str, float],
+) -> _CapacityPair | None:
+    """The capacity comparison when both sides searched for one (and ``capacity`` is
+    checked), else None."""
+    if CAPACITY not in thresholds:
+        return None
+    theirs = next((r for r in capacity_rows(base_data.capacities) if r.variant == reference), None)
+    mine = next((r for r in capacity_rows(data.capacities) if r.variant == name), None)
+    if theirs is None or mine is None or not theirs.starts or not mine.starts:
+        return None
+    if (theirs.over, theirs.slo) != (mine.over, mine.slo):
+        raise UsageError(
+            f"{name!r} searched for its capacity ({mine.over}) at {mine.slo} and its baseline "
+            f"{reference!r} ({theirs.over}) at {theirs.slo}; search both the same way "
+            "(find_max and [slo])."
+        )
+    return _CapacityPair(base=theirs, row=mine, threshold=float(thresholds[CAPACITY]))
 
 
 # --- startup: the whole start and each phase, cold with cold and warm with warm --------

@@ -1,0 +1,56 @@
+"""``servegate check`` on the capacity under the SLO (``find_max`` campaigns): a
+confident drop past ``--max-regression capacity=...`` is a regression; an A/A pair is
+not called."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.campaign.helpers import servegate, write_campaign
+
+BENCH = """\
+requests = 40
+find_max = "concurrency"
+max_concurrency = 64
+restarts = 2
+[slo]
+tpot_mean = "9ms\""""
+
+VARIANTS = """\
+[[variant]]
+name = "baseline"
+[[variant]]
+name = "same"
+env = { SERVEGATE_AA = "1" }
+[[variant]]
+name = "slower"
+args = "--itl-ms 8.5"
+"""
+
+
+def test_a_capacity_drop_is_a_regression_and_an_a_a_pair_is_not(tmp_path: Path) -> None:
+    """On the simulator (fast profile: TPOT 8 ms x (1 + 0.015 (c - 1)) <= 9 ms to about
+    c=9; with --itl-ms 8.5 to about c=5, a drop of about 45 %): with two starts a side
+    the slower variant's capacity is a regression past 5 % (exit 1), and the A/A
+    variant (the baseline's command, a server of its own) is not called."""
+    path = write_campaign(tmp_path, VARIANTS, bench=BENCH)
+    path.write_text(path.read_text().replace("output_len = 4", "output_len = 16"))
+    db = tmp_path / "c.db"
+    run = servegate("run", path, "--db", db, timeout=400)
+    assert run.returncode == 0, run.stderr
+    out = tmp_path / "check.json"
+    check = servegate(
+        "check", "t", "--db", db, "--max-regression", "capacity=5%", "--json-file", out
+    )
+    assert check.returncode == 1, check.stdout + check.stderr
+    result = json.loads(out.read_text())
+    rows = {v["variant"]: v["checks"] for v in result["variants"]}
+    (slower,) = rows["slower"]
+    (same,) = rows["same"]
+    assert slower["metric"] == same["metric"] == "capacity"
+    assert slower["result"] == "regression"
+    assert slower["change_high"] < -0.05
+    assert slower["starts_baseline"] == slower["starts_candidate"] == 2
+    assert same["result"] != "regression"
+    assert "capacity" in check.stdout and "REGRESSION" in check.stdout
