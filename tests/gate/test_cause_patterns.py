@@ -445,6 +445,8 @@ def test_a_shards_output_is_read_as_what_its_error_line_reports(tmp_path: Path) 
         ("RuntimeError: This model requires CUDA, and none was found", "cuda-error"),
         ("AssertionError: 50 heads cannot be split evenly across 4 GPUs", "bad-args"),
         ("ValueError: kv cache dtype fp8_e5m2 requires --enable-fp8-kv", "bad-args"),
+        # an option that needs a package: the package is missing, not the flag wrong
+        ("RuntimeError: fp8 kv cache requires flashinfer_python to be installed", "install"),
         ("ValueError: Marlin kernels require all the modules to be on GPU", "model-load"),
         ("OSError: /models/m/tokenizer_config.json is not a valid JSON file.", "model-load"),
         (

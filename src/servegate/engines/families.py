@@ -210,7 +210,7 @@ _WORDS: tuple[Words, ...] = (
         # a backend or kernel that a GPU generation cannot run ("The 'fa3' backend is not
         # supported on Blackwell GPUs", "only supported on Hopper")
         r"|(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:[\w()-]+ ){0,3}(?:gpus?"
-        r"|architectures?)\b|(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:the )?"
+        r"|(?<!model )architectures?)\b|(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:the )?"
         r"(?:nvidia )?(?:ampere|hopper|turing|volta|blackwell|ada|pascal|maxwell)\b",
     ),
     Words(
@@ -263,6 +263,7 @@ _WORDS: tuple[Words, ...] = (
         r"|not found \(required by|No such file or directory: '(?:ninja|nvcc|gcc|g\+\+|c\+\+"
         r"|cc|clang|cmake|make|hipcc)'|forward compatibility was attempted"
         r"|failed to find C compiler|could not select device driver|nvidia-container-cli"
+        r"|\bto be installed\b"
         # a package's own loader of its native library or extension (llama-cpp-python's
         # "Shared library with base name 'llama' not found", macOS's dyld, Windows')
         r"|(?:shared|native|dynamic) (?:library|libraries|object|extension)\b.{0,80}"
@@ -297,7 +298,7 @@ _WORDS: tuple[Words, ...] = (
         r"|device lost|DEVICE_LOST|cudaGetDeviceCount"
         # a model or kernel that needs a GPU this process does not have ("Sharded Llama
         # requires CUDA."; a required CUDA version is install's, above)
-        r"|\brequires? (?:a )?(?:CUDA|GPU)\b(?![ -]?(?:version|toolkit|\d|>|=))",
+        r"|\brequires? (?:a )?(?:CUDA|GPU)\b(?![ -]?(?:version|toolkit|memory|\d|>|=))",
     ),
     Words(
         kind="mpi",
