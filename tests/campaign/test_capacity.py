@@ -101,6 +101,7 @@ restarts = 2
 tpot_mean = "9ms\""""
 
 
+@pytest.mark.slow
 def test_each_start_finds_its_capacity_and_every_probe_is_a_point(tmp_path: Path) -> None:
     """On the simulator (fast profile: TPOT 8 ms x (1 + 0.015 (c - 1)), so tpot_mean <= 9 ms
     holds to about c=9; with --itl-ms 6 to about c=34): two starts a side, each with its
@@ -216,3 +217,31 @@ def test_a_crash_while_probing_bounds_the_capacity_with_its_kind_and_cause(
         assert len(attempts) == 1
         assert data["bounded_by_crash"]
         assert max(loads) == crash["load"]
+
+
+@pytest.mark.slow
+def test_a_rate_search_per_start_and_its_censored_top(tmp_path: Path) -> None:
+    """find_max = "rate" from rate = 8.0 up to max_rate, probes of 3 s: the fast
+    profile's tpot_mean <= 9 ms holds to some tens of requests per second (about c=9 in
+    flight), found between two probes; with --itl-ms 4 the top passes: ">= rate=256",
+    censored, and the ratio a lower bound."""
+    bench = (
+        'find_max = "rate"\nrate = 8.0\nmax_rate = 256.0\nduration_s = 3\n[slo]\ntpot_mean = "9ms"'
+    )
+    variants = '[[variant]]\nname = "baseline"\n[[variant]]\nname = "fast"\nargs = "--itl-ms 4"\n'
+    path = write_campaign(tmp_path, variants, bench=bench)
+    path.write_text(path.read_text().replace("output_len = 4", "output_len = 8"))
+    db = tmp_path / "c.db"
+    run = servegate("run", path, "--db", db, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rows = query(db, "SELECT v.name, c.json FROM capacity c JOIN variant v ON v.id = c.variant_id")
+    found = {str(name): json.loads(str(text)) for name, text in rows}
+    base, fast = found["baseline"], found["fast"]
+    assert base["over"] == "rate" and not base["censored"]
+    assert 16 <= base["value"] <= 200, base["words"]
+    # rate probes are fitted at the rate their schedule held, not the nominal one
+    assert all(p["load"] >= 8.0 for p in base["probes"])
+    assert base["low"] <= base["value"] <= base["high"]
+    assert fast["censored"] and fast["value"] == 256.0
+    assert fast["words"].startswith(">= rate=256/s (the top load passed; raise max_rate)")
+    assert ">= " in run.stdout and "the baseline's capacity (rate)" in run.stdout

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.campaign.helpers import servegate, write_campaign
 
 BENCH = """\
@@ -29,6 +30,7 @@ args = "--itl-ms 8.5"
 """
 
 
+@pytest.mark.slow
 def test_a_capacity_drop_is_a_regression_and_an_a_a_pair_is_not(tmp_path: Path) -> None:
     """On the simulator (fast profile: TPOT 8 ms x (1 + 0.015 (c - 1)) <= 9 ms to about
     c=9; with --itl-ms 8.5 to about c=5, a drop of about 45 %): with two starts a side

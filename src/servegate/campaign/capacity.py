@@ -81,6 +81,7 @@ class SearchState:
         data = fit.to_json()
         data["crashed"] = list(self.crashes)
         data["bounded_by_crash"] = False
+        data["words"] = data["words"].replace("raise --max-", "raise max_")  # the file's key
         if not self.crashes:
             return data
         crash = min(self.crashes, key=lambda c: float(c["load"]))

@@ -32,7 +32,9 @@ from servegate.report.bootstrap import (
     Estimate,
     call,
     estimate,
+    interval,
     mean,
+    per_start,
     seeded_rng,
 )
 
@@ -44,6 +46,7 @@ __all__ = [
     "capacity_estimate",
     "capacity_rows",
     "compare_capacities",
+    "mean_interval",
     "sentence",
 ]
 
@@ -232,6 +235,23 @@ def capacity_call(est: Estimate | None, bound: Bound | None, min_effect: float) 
     if bound == "at most" and verdict != "worse":
         return "censored (at most)"
     return verdict
+
+
+def mean_interval(
+    row: CapacityRow, *, confidence: float, resamples: int, seed: int
+) -> tuple[float, float] | None:
+    """The interval of the mean capacity over starts: each start one value, the bootstrap
+    over starts widened to Student's t (``bootstrap.interval``); None below two starts."""
+    values = np.asarray([s.edge for s in row.starts], dtype=np.float64)
+    if values.size < 2:
+        return None
+    return interval(
+        per_start(values),
+        stat=mean,
+        confidence=confidence,
+        resamples=resamples,
+        rng=seeded_rng(seed, row.variant, "capacity interval"),
+    )
 
 
 def sentence(comp: CapacityComparison) -> str:

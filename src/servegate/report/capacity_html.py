@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from servegate.report.bootstrap import interval, mean, seeded_rng
-from servegate.report.capacity import sentence
+from servegate.report.capacity import mean_interval, sentence
 
 if TYPE_CHECKING:
     from servegate.report.compare import Report
@@ -65,7 +64,9 @@ def capacity_figure(go: Any, report: Report, *, colour: Callable[[str], str]) ->
         values = np.asarray([s.edge for s in row.starts], dtype=np.float64)
         if values.size:
             centre = float(values.mean())
-            band = interval(values, stat=mean, rng=seeded_rng(report.seed, row.variant, "cap"))
+            band = mean_interval(
+                row, confidence=report.confidence, resamples=report.resamples, seed=report.seed
+            )
             if band is not None and band[1] > band[0]:
                 fig.add_vrect(
                     x0=band[0], x1=band[1], fillcolor=_translucent(shade, 0.15), line_width=0

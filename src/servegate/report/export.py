@@ -196,7 +196,13 @@ def report_json(report: Report) -> dict[str, Any]:
 
 def _capacity(report: Report) -> dict[str, Any]:
     """find_max: each variant's capacity per start, and each against the baseline's."""
-    from servegate.report.capacity import sentence
+    from servegate.report.capacity import mean_interval, sentence
+
+    def band(row: Any) -> list[float | None] | None:
+        found = mean_interval(
+            row, confidence=report.confidence, resamples=report.resamples, seed=report.seed
+        )
+        return None if found is None else [_num(found[0]), _num(found[1])]
 
     return {
         "variants": [
@@ -206,6 +212,8 @@ def _capacity(report: Report) -> dict[str, Any]:
                 "slo": row.slo,
                 "criterion": row.criterion,
                 "mean": _num(row.mean),
+                "interval": band(row),  # of the mean over starts; None below two starts
+                "censored": row.censored_high or row.censored_low,
                 "starts": [
                     {
                         "start": s.start,
