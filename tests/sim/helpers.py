@@ -16,8 +16,9 @@ from types import TracebackType
 class Sim:
     """``python -m servegate sim ARGS --port PORT``; stdout split on ``\\r`` and ``\\n``."""
 
-    def __init__(self, port: int, *args: str) -> None:
+    def __init__(self, port: int, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = port
+        self.env = None if env is None else {**os.environ, **env}
         self.url = f"http://127.0.0.1:{port}"
         self.argv = [sys.executable, "-m", "servegate", "sim", "--port", str(port), *args]
         self.lines: list[tuple[float, str]] = []
@@ -29,7 +30,9 @@ class Sim:
 
     def __enter__(self) -> Sim:
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env
+        )
         threading.Thread(target=self._read, daemon=True).start()
         return self
 

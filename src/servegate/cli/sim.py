@@ -43,6 +43,7 @@ class _SimulatedEngine(click.Choice[str]):
         "servegate sim --port 30000 --regimes 1.0:0.7,0.85:0.3 --start-counter starts.txt",
         "servegate sim --engine vllm --phase jit_compile=40 --work jit_compile=cpu",
         "servegate sim --phase download=20 --work download=disk --fail hang --fail-at kv_cache",
+        "servegate sim --mem-fraction-static 0.94 --quantization fp8 --attention-backend fa3",
     ),
 )
 @click.option(
@@ -207,6 +208,47 @@ class _SimulatedEngine(click.Choice[str]):
     type=click.Path(exists=True, path_type=Path),
     help="A tokenizer.json (or its folder, with tokenizer_config.json's chat_template) for "
     "prompt counts and /tokenize; needs servegate[tokens] [default: one token per word]",
+)
+@click.option(
+    "--mem-fraction-static",
+    type=float,
+    help="SGLang's share of GPU memory for weights and KV cache: higher holds more requests "
+    "at once, too high fails out of memory while capturing CUDA graphs (docs/sim.md, the "
+    "tuning surface) [default: 0.88 once a tuning flag is given]",
+)
+@click.option(
+    "--cuda-graph-max-bs",
+    type=int,
+    metavar="N",
+    help="CUDA graphs up to batch N: faster decode steps up to N running, a longer "
+    "capture at startup, more memory [default: 160 once a tuning flag is given]",
+)
+@click.option(
+    "--chunked-prefill-size",
+    type=int,
+    metavar="TOKENS",
+    help="Prefill chunk: smaller gives a slower first token, larger slower decode steps "
+    "[default: 8192 once a tuning flag is given]",
+)
+@click.option(
+    "--attention-backend",
+    help="fa3, flashinfer, triton or torch_native: each its own speed; flashinfer and "
+    "triton JIT-compile on a cold cache [default: flashinfer once a tuning flag is given]",
+)
+@click.option(
+    "--quantization",
+    help="fp8 halves the weights and the activation memory, a little faster, a slower "
+    "load [default: none]",
+)
+@click.option(
+    "--model-params-b",
+    type=float,
+    help="Simulated model size, billions of parameters, for the tuning flags' memory [default: 8]",
+)
+@click.option(
+    "--gpu-memory-gb",
+    type=float,
+    help="Simulated GPU memory (GiB) for the tuning flags [default: 80]",
 )
 @click.option("--list-profiles", is_flag=True, help="Print the shipped profiles and exit.")
 def sim(

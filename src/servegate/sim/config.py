@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from servegate.engines import get_profile
 from servegate.errors import ConfigError, UsageError
+from servegate.sim.surface import FIXED_PHASES, JIT_CACHES, Flags, evaluate
 
 __all__ = [
     "AFTER_READY_FAILURES",
@@ -157,6 +158,12 @@ class SimConfig:
     block_size: int = 16  # the prefix cache's block; SGLang's radix cache matches per token
     prefix_cache: bool = True
     tokenizer: Path | None = None  # a tokenizer.json; None: the built-in word tokenizer
+    # SGLang's tuning flags (--mem-fraction-static ...), None when none was given; their
+    # effects are already in the fields above (sim/surface.py)
+    tuning: Flags | None = None
+    graph_max_bs: int = 0  # decode steps of at most this many requests replay a CUDA graph
+    graph_speedup: float = 1.0  # ... and take this fraction of the time
+    jit_cache: Path | None = None  # the JIT cache entry written when jit_compile ends
 
     @property
     def startup_s(self) -> float:
@@ -335,6 +342,7 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
     values.update(given)
 
     engine = check_engine(values["engine"])
+    tuning = _tuning(engine, values)
     # a profile may be used with any engine: its phases that this engine lacks are ignored
     known = {name for name, _ in PHASES[engine]}
     profile_phases = {PHASE_ALIASES.get(k, k): v for k, v in profile_phases.items()}
@@ -387,6 +395,27 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port}: choose a port between 1 and 65535.")
 
+    jit_cache: Path | None = None
+    graph = (0, 1.0)
+    if tuning is not None:
+        jit_cache = _jit_cache(tuning)
+        outcome = evaluate(
+            tuning,
+            itl_ms=float(values["itl_ms"]),
+            ttft_ms=float(values["ttft_ms"]),
+            max_running=int(values["max_running"]),
+            warm=jit_cache is None or jit_cache.exists(),
+        )
+        values["itl_ms"] = outcome.itl_ms
+        values["ttft_ms"] = outcome.ttft_ms
+        values["max_running"] = outcome.max_running
+        if not values.get("kv_blocks"):
+            kv_blocks = max(1, -(-outcome.kv_tokens // block))
+        phases = {**FIXED_PHASES, **outcome.phases, **phases}
+        values["startup"] = sum(phases.values())
+        graph = (outcome.graph_max_bs, outcome.graph_speedup)
+        if outcome.oom_phase is not None and values.get("fail") is None:
+            values["fail"], values["fail_at"] = "oom", outcome.oom_phase
     timeline = _timeline(engine, values["startup"], phases, values["time_scale"])
     fail, fail_phase, fail_at_s = _failure(
         engine, values.get("fail"), values.get("fail_at"), timeline, values["time_scale"]
@@ -424,7 +453,58 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         block_size=int(block),
         prefix_cache=bool(values["prefix_cache"]),
         tokenizer=tokenizer,
+        tuning=tuning,
+        graph_max_bs=graph[0],
+        graph_speedup=graph[1],
+        jit_cache=jit_cache,
     )
+
+
+TUNING_KEYS = (
+    "mem_fraction_static",
+    "cuda_graph_max_bs",
+    "chunked_prefill_size",
+    "attention_backend",
+    "quantization",
+)
+
+
+def _tuning(engine: str, values: Mapping[str, Any]) -> Flags | None:
+    """SGLang's tuning flags when one was given (the model's size and GPU with them)."""
+    given = {k: values[k] for k in TUNING_KEYS if values.get(k) is not None}
+    if not given:
+        return None
+    if engine != "sglang":
+        flag = "--" + next(iter(given)).replace("_", "-")
+        raise UsageError(f"{flag} is one of SGLang's flags; use --engine sglang.")
+    for key in ("model_params_b", "gpu_memory_gb"):
+        if values.get(key) is not None:
+            given[key] = values[key]
+    from servegate.sim.surface import check
+
+    try:
+        return check(Flags(**given))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _jit_cache(tuning: Flags) -> Path | None:
+    """The JIT cache entry of the attention backend's kernels; None when it has none.
+
+    The folder is the one the backend really uses (servegate.startup.caches reads the
+    same ones), so a start with a warm cache is warm for servegate too.
+    """
+    import os
+
+    where = JIT_CACHES.get(tuning.attention_backend)
+    if where is None:
+        return None
+    env, folder = where
+    name = f"servegate-sim-{tuning.attention_backend}-{tuning.quantization}.so"
+    if tuning.attention_backend == "triton" and os.environ.get("TRITON_CACHE_DIR"):
+        return Path(os.environ["TRITON_CACHE_DIR"]) / name
+    base = os.environ.get(env) or os.path.expanduser("~")
+    return Path(base) / folder / name
 
 
 def parse_work(text: str) -> tuple[str, str]:

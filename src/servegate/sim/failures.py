@@ -28,6 +28,15 @@ OOM = (
     "documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html"
     "#environment-variables)"
 )
+# SGLang's advice after a failed CUDA-graph capture (cuda_graph_runner.py)
+CAPTURE_FAILED = (
+    "Possible solutions:",
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
+    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)",
+    "3. disable torch compile by not using --enable-torch-compile",
+    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)",
+    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose ",
+)
 NCCL = (
     "torch.distributed.DistBackendError: NCCL error in: "
     "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, unhandled cuda error "
@@ -268,6 +277,26 @@ def _sglang(config: SimConfig, log: LogFormat, kind: str, phase: str | None) -> 
         # NCCL abort), nothing is printed and the HTTP process lives on.
         return Failure(lines=(), end="child-death", child="scheduler_TP0")
     tb = _frames(_sglang_stack(phase)) + _root_cause(kind, phase)
+    if kind == "oom" and phase == "capture_cuda_graphs":
+        # SGLang wraps the capture's out-of-memory error with its advice
+        tb = _frames(
+            [
+                *_sglang_stack(phase),
+                (
+                    f"{SITE}/sglang/srt/model_executor/cuda_graph_runner.py",
+                    380,
+                    "__init__",
+                    "raise Exception(",
+                ),
+            ]
+        )
+        tb += [
+            "Exception: Capture cuda graph failed: " + OOM.removeprefix("torch.OutOfMemoryError: "),
+            *CAPTURE_FAILED,
+        ]
+    elif kind == "oom" and phase == "kv_cache" and config.tuning is not None:
+        fraction = f"mem_fraction_static={config.tuning.mem_fraction_static:g}"
+        tb[-1] = tb[-1].replace("mem_fraction_static=0.88", fraction)
     lines = []
     if kind == "cuda-arch":
         lines.append(ARCH_WARNING)

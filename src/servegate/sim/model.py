@@ -140,6 +140,8 @@ class PerfModel:
     def step_s(self, running: int) -> float:
         """Seconds of one decode step while ``running`` requests share the batch."""
         seconds = self.itl_s * (1.0 + self.config.batch_slowdown * max(0, running - 1))
+        if running <= self.config.graph_max_bs:
+            seconds *= self.config.graph_speedup  # a captured CUDA graph replayed
         if self.config.jitter:
             return seconds * self.run_factor * self._noise(self.config.jitter)
         return seconds

@@ -148,13 +148,22 @@ def build_script(config: SimConfig, ctx: ScriptContext) -> dict[str, list[Event]
 def _sglang(config: SimConfig, d: dict[str, float], log: LogFormat) -> dict[str, list[Event]]:
     ranks = range(config.tp)
     spec = "'EAGLE'" if config.spec_enabled else "None"
+    tuning = config.tuning
+    fraction = tuning.mem_fraction_static if tuning is not None else 0.88
+    backend = tuning.attention_backend if tuning is not None else "flashinfer"
+    chunk = tuning.chunked_prefill_size if tuning is not None else 8192
+    tuned = ""
+    if tuning is not None:
+        quant = "None" if tuning.quantization == "none" else f"'{tuning.quantization}'"
+        tuned = f"cuda_graph_max_bs={tuning.cuda_graph_max_bs}, quantization={quant}, "
     args = (
         f"server_args=ServerArgs(model_path='{config.model}', tokenizer_path='{config.model}', "
-        f"host='{config.host}', port={config.port}, mem_fraction_static=0.88, "
+        f"host='{config.host}', port={config.port}, mem_fraction_static={fraction:g}, "
         f"max_running_requests={config.max_running}, tp_size={config.tp}, "
         f"context_length={config.max_model_len}, speculative_algorithm={spec}, "
         f"speculative_num_draft_tokens={config.spec_draft_tokens + 1 if config.spec_enabled else None}, "
-        "attention_backend='flashinfer', enable_metrics=True)"
+        f"chunked_prefill_size={chunk}, {tuned}"
+        f"attention_backend='{backend}', enable_metrics=True)"
     )
     s: dict[str, list[Event]] = {}
     s["dist_init"] = [Event(at=0.0, text=log.main(args))]
@@ -187,7 +196,7 @@ def _sglang(config: SimConfig, d: dict[str, float], log: LogFormat) -> dict[str,
         )
         for r in ranks
     ]
-    kv_tokens = 417_792
+    kv_tokens = 417_792 if tuning is None else config.kv_blocks * config.block_size
     s["kv_cache"] = [
         Event(at=0.2, text=log.rank(0, "Using KV cache dtype: torch.bfloat16")),
         Event(
@@ -209,6 +218,9 @@ def _sglang(config: SimConfig, d: dict[str, float], log: LogFormat) -> dict[str,
     s["jit_compile"] = []  # FlashInfer / DeepGEMM JIT on a cold cache: nothing is printed
     g = d["capture_cuda_graphs"]
     sizes = [1, 2, 4, 8, 16, 24, 32]
+    if tuning is not None:  # SGLang's list: 1, 2, 4, then multiples of 8 up to the max
+        top = tuning.cuda_graph_max_bs
+        sizes = [b for b in (1, 2, 4) if b <= top] + list(range(8, top + 1, 8)) or [1]
     s["capture_cuda_graphs"] = [
         Event(
             at=0.0,
@@ -260,7 +272,7 @@ def _sglang(config: SimConfig, d: dict[str, float], log: LogFormat) -> dict[str,
             text=log.rank(
                 0,
                 (
-                    f"max_total_num_tokens={kv_tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+                    f"max_total_num_tokens={kv_tokens}, chunked_prefill_size={chunk}, max_prefill_tokens=16384, "
                     f"max_running_requests={config.max_running}, context_len={config.max_model_len}, "
                     "available_gpu_mem=10.65 GB"
                 ),
