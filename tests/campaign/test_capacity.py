@@ -245,3 +245,15 @@ def test_a_rate_search_per_start_and_its_censored_top(tmp_path: Path) -> None:
     assert fast["censored"] and fast["value"] == 256.0
     assert fast["words"].startswith(">= rate=256/s (the top load passed; raise max_rate)")
     assert ">= " in run.stdout and "the baseline's capacity (rate)" in run.stdout
+
+
+def test_dry_run_says_each_start_searches(tmp_path: Path) -> None:
+    """--dry-run names the search instead of load points and repeats."""
+    bench = 'find_max = "concurrency"\nmax_concurrency = 64\n[slo]\nttft_p99 = "500ms"'
+    path = write_campaign(tmp_path, '[[variant]]\nname = "baseline"\n', bench=bench)
+    run = servegate("run", path, "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert (
+        "variant baseline: capacity search per start (concurrency 1 to 64, at most 15 "
+        "probes, ttft_p99<=500ms)" in run.stdout
+    )

@@ -360,6 +360,14 @@ def _print_plan(campaign: Campaign, *, restarts: int, seed: int, ray: str | None
         for variant in group.variants:
             bench = variant.bench
             loads = ", ".join(p.label for p in bench.points)
+            search = bench.search
+            if search is not None:
+                click.echo(
+                    f"  variant {variant.name}: capacity search per start ({search.over} "
+                    f"{search.low:g} to {search.high:g}, at most {search.max_probes} probes, "
+                    f"{', '.join(t.text for t in bench.slo)}) ({bench.api})"
+                )
+                continue
             click.echo(f"  variant {variant.name}: {loads} x {bench.repeats} repeats ({bench.api})")
     if restarts > 1:
         click.echo(f"{restarts} starts per server, in this order (seed {seed}):")
