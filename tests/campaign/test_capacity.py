@@ -257,3 +257,14 @@ def test_dry_run_says_each_start_searches(tmp_path: Path) -> None:
         "variant baseline: capacity search per start (concurrency 1 to 64, at most 15 "
         "probes, ttft_p99<=500ms)" in run.stdout
     )
+
+
+def test_until_precision_is_refused_for_a_search(tmp_path: Path) -> None:
+    """--until-precision narrows load points' intervals: one sentence, exit 2."""
+    bench = 'find_max = "concurrency"\nmax_concurrency = 64\n[slo]\nttft_p99 = "500ms"'
+    path = write_campaign(tmp_path, '[[variant]]\nname = "baseline"\n', bench=bench)
+    run = servegate(
+        "run", path, "--db", tmp_path / "c.db", "--until-precision", "2%", "--max-starts", "5"
+    )
+    assert run.returncode == 2, run.stderr
+    assert "a find_max campaign's answer is its capacity per start: set restarts" in run.stderr

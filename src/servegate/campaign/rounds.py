@@ -288,6 +288,11 @@ def run_campaign(
     campaign; server crashes, timeouts, failed preflights and unreachable servers are
     recorded and the campaign goes on.
     """
+    if options.until_precision is not None and any(v.bench.search for v in campaign.variants):
+        raise UsageError(
+            "--until-precision narrows the load points' intervals; a find_max campaign's "
+            "answer is its capacity per start: set restarts (or --restarts) instead."
+        )
     if is_local(campaign.host):  # a host's programs are checked there, at each start
         check_programs(campaign)
     return _Runner(campaign, store, options, progress, interrupts, cluster=cluster).run()
