@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     )
     from servegate.campaign.schema import MAX_RESTARTS
     from servegate.campaign.session import CampaignRun, run
+    from servegate.campaign.tune import Trial, TuneOptions, TuneOutcome, run_tune
 
 # public name -> the module that defines it
 _WHERE = {
@@ -65,6 +66,10 @@ _WHERE = {
     "start_order": "rounds",
     "CampaignRun": "session",
     "run": "session",
+    "Trial": "tune",
+    "TuneOptions": "tune",
+    "TuneOutcome": "tune",
+    "run_tune": "tune",
 }
 
 __all__ = [
@@ -79,6 +84,9 @@ __all__ = [
     "RunOptions",
     "RunOutcome",
     "ServerGroup",
+    "Trial",
+    "TuneOptions",
+    "TuneOutcome",
     "Variant",
     "check_programs",
     "demo_text",
@@ -88,6 +96,7 @@ __all__ = [
     "prepare_demo",
     "run",
     "run_campaign",
+    "run_tune",
     "start_order",
 ]
 

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("servegate.cli.check:check", "Gate CI: exit 1 on a regression against a baseline."),
     "compare": ("servegate.cli.compare:compare", "Compare bench result files B against A."),
     "demo": ("servegate.cli.campaign:demo", "Run a whole campaign on the simulated engine."),
+    "tune": ("servegate.cli.tune:tune", "Search server flags with Optuna: each trial an attempt."),
     "sim": ("servegate.cli.sim:sim", "Serve a simulated inference engine."),
     "remote": ("servegate.cli.remote:remote", "Install servegate on a host reached over SSH."),
 }

@@ -1,0 +1,837 @@
+"""``servegate tune``: a flag search with Optuna, each trial a normal attempt of the campaign.
+
+A campaign file with a ``[search]`` table (parameters in the ``[matrix]`` grammar: args,
+env, command and name templates whose placeholders are the parameters) is searched:
+Optuna's sampler proposes a configuration, the campaign runs it as one variant (the same
+preflight, launch, gate, benchmark and store as ``servegate run``), and the objective is
+read back from the store. The store is the only record: ``--resume`` rebuilds the study
+from the variants stored under the campaign, their names parsed with the name template.
+
+- A trial whose server crashed or timed out is infeasible: told to Optuna through its
+  constraints (``TPESampler(constraints_func=...)``), never as a score.
+- A parameter declared ``memory = "increasing"`` lets a configuration be skipped without
+  a start when it is at least an out-of-memory one (an OOM while starting) in every such
+  parameter and equal in all others; it is told to Optuna as infeasible too.
+- Budgets: ``max_trials`` and ``gpu_hours`` (a trial costs its attempts' wall time, start
+  to stop, times ``max(gpus, 1)``).
+
+    outcome = run_tune(Path("search.toml"), Path("servegate.db"), TuneOptions(max_trials=20))
+
+The library prints nothing: each trial is told to ``on_trial`` and every attempt's
+events go to the ``CampaignProgress`` given, as for a campaign.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import tomllib
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from servegate.campaign.config import Campaign
+from servegate.campaign.interrupt import Interrupted, Interrupts
+from servegate.campaign.progress import CampaignProgress
+from servegate.campaign.rounds import RunOptions, run_campaign
+from servegate.errors import ConfigError, UsageError
+from servegate.store import Store
+
+__all__ = [
+    "OBJECTIVES",
+    "Param",
+    "SearchSpace",
+    "Trial",
+    "TuneOptions",
+    "TuneOutcome",
+    "dominated",
+    "load_search",
+    "run_tune",
+]
+
+OBJECTIVES = ("capacity", "goodput", "throughput")
+SAMPLERS = ("tpe", "random")
+_PARAM_KEYS = {"choices", "low", "high", "log", "step", "when", "memory", "type"}
+_SEARCH_KEYS = {"name", "args", "env", "command", "objective", "sampler", "params"}
+NONE = "none"  # a parameter whose condition is not met, in names
+STARTUP_TRIALS = 5  # TPE's first trials are drawn at random (seeded), then it models
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Param:
+    """One searched parameter: choices, or an int or float range."""
+
+    name: str
+    choices: tuple[Any, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    log: bool = False
+    step: float | None = None
+    when: tuple[tuple[str, Any], ...] = ()  # present only when these have these values
+    memory: bool = False  # memory = "increasing": larger values use more memory
+
+    def active(self, values: Mapping[str, Any]) -> bool:
+        """Whether this parameter is set, given the values chosen before it."""
+        return all(values.get(name) == value for name, value in self.when)
+
+    def parse(self, text: str) -> Any:
+        """The value that ``text`` (a stored name's part) stands for."""
+        if self.choices:
+            for choice in self.choices:
+                if _text(choice) == text:
+                    return choice
+            raise ValueError(text)
+        return int(text) if self.integer else float(text)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchSpace:
+    """The ``[search]`` table, checked."""
+
+    params: tuple[Param, ...]
+    name: str  # the variant name template: every parameter's placeholder
+    args: str | list[str]
+    env: dict[str, Any]
+    command: str | None
+    objective: str
+    sampler: str
+
+    def name_of(self, values: Mapping[str, Any]) -> str:
+        """The variant name of a configuration (an inactive parameter reads ``none``)."""
+        filled = {p.name: _text(values[p.name]) if p.name in values else NONE for p in self.params}
+        return _fill(self.name, filled)
+
+    def values_of(self, name: str) -> dict[str, Any] | None:
+        """The configuration a stored variant name stands for; None for another name."""
+        pattern = ""
+        pos = 0
+        for found in re.finditer(r"\{(\w+)\}", self.name):
+            pattern += re.escape(self.name[pos : found.start()])
+            pattern += f"(?P<{found.group(1)}>.+?)"
+            pos = found.end()
+        pattern += re.escape(self.name[pos:])
+        match = re.fullmatch(pattern, name)
+        if match is None:
+            return None
+        values: dict[str, Any] = {}
+        try:
+            for param in self.params:
+                text = match.group(param.name)
+                if text == NONE and not param.active(values):
+                    continue
+                values[param.name] = param.parse(text)
+        except ValueError:
+            return None
+        return values
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TuneOptions:
+    """How long to search, and how."""
+
+    max_trials: int | None = None
+    gpu_hours: float | None = None
+    resume: bool = False
+    seed: int = 0
+    log_dir: Path | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trial:
+    """One trial: a configuration measured, infeasible, or skipped without a start."""
+
+    number: int  # 0: the baseline
+    name: str
+    values: dict[str, Any]
+    state: str  # "feasible", "infeasible" (crash, timeout), "skipped" (memory), "reused"
+    value: float | None  # the objective; None unless feasible
+    kind: str | None = None  # the crash kind (oom, ...) or "timeout"
+    cause: str | None = None
+    cost_s: float = 0.0  # wall seconds of its attempts, start to stop
+    skipped_by: str | None = None  # the OOM-ed trial that dominates it
+    resumed: bool = False  # read back from the store, not measured by this run
+
+    def to_json(self) -> dict[str, Any]:
+        """One line of ``--events``: the trial as scripts read it."""
+        return {
+            "trial": self.number,
+            "variant": self.name,
+            "params": self.values,
+            "state": self.state,
+            "value": self.value,
+            "kind": self.kind,
+            "cause": self.cause,
+            "cost_s": round(self.cost_s, 3),
+            "skipped_by": self.skipped_by,
+            "resumed": self.resumed,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TuneOutcome:
+    """What the search found, and the exit code that follows."""
+
+    campaign: str
+    objective: str
+    trials: tuple[Trial, ...]
+    gpu_hours: float
+    signum: int | None = None
+    stopped_by: str = ""  # one sentence: the budget that ended it
+
+    @property
+    def best(self) -> Trial | None:
+        """The feasible trial with the highest objective (ties: the earliest)."""
+        feasible = [t for t in self.trials if t.state == "feasible" and t.value is not None]
+        return max(feasible, key=lambda t: (t.value, -t.number), default=None)
+
+    @property
+    def exit_code(self) -> int:
+        """0 with a best; 1 when every trial was infeasible; 128 + signal interrupted."""
+        if self.signum is not None:
+            return 128 + self.signum
+        return 0 if self.best is not None else 1
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` document."""
+        best = self.best
+        return {
+            "schema": "servegate.tune/1",
+            "campaign": self.campaign,
+            "objective": self.objective,
+            "best": None if best is None else best.to_json(),
+            "trials": [t.to_json() for t in self.trials],
+            "infeasible": sum(t.state == "infeasible" for t in self.trials),
+            "skipped": sum(t.state == "skipped" for t in self.trials),
+            "gpu_hours": round(self.gpu_hours, 6),
+            "stopped_by": self.stopped_by,
+            "interrupted": self.signum is not None,
+            "exit_code": self.exit_code,
+        }
+
+
+# --- the file ------------------------------------------------------------------------------
+
+
+def load_search(path: Path) -> tuple[dict[str, Any], SearchSpace, str]:
+    """The campaign file's tables without ``[search]``, the search, and the text."""
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such campaign file; check the path.", path=where) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{where}: TOML syntax error: {exc}; fix that line.", path=where
+        ) from None
+    raw = data.pop("search", None)
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{where}: servegate tune needs a [search] table; add one with a parameter, e.g. "
+            '[search.params.fraction] low = 0.8, high = 0.95 and args = "--x {fraction}".',
+            path=where,
+            key="search",
+        )
+    if data.get("matrix") is not None:
+        raise ConfigError(
+            f"{where}: [matrix] and [search] do not mix; run the grid with servegate run and "
+            "remove [matrix] here.",
+            path=where,
+            key="matrix",
+        )
+    space = _space(raw, where)
+    data.setdefault("variant", [])
+    baseline = data.get("campaign", {}).get("baseline")
+    if baseline is not None and not any(v.get("name") == baseline for v in data["variant"]):
+        data["variant"].append({"name": baseline})  # the command as written: trial 0
+    _campaign_of(data, text, path, None)  # every mistake of the rest, before a start
+    return data, space, text
+
+
+def _space(raw: dict[str, Any], where: str) -> SearchSpace:
+    def bad(key: str, fix: str) -> ConfigError:
+        return ConfigError(f"{where}: [search] {key}: {fix}", path=where, key=f"search.{key}")
+
+    for key in raw:
+        if key not in _SEARCH_KEYS:
+            raise bad(key, f"unknown key; use {', '.join(sorted(_SEARCH_KEYS))}.")
+    params_raw = raw.get("params")
+    if not isinstance(params_raw, dict) or not params_raw:
+        raise bad("params", "add at least one parameter, e.g. [search.params.fraction].")
+    params: list[Param] = []
+    for name, spec in params_raw.items():
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise bad(f"params.{name}", "a parameter's name is a placeholder: letters, digits, _.")
+        if not isinstance(spec, dict):
+            raise bad(f"params.{name}", "write a table, e.g. { choices = [1, 2] }.")
+        params.append(_param(name, spec, bad, [p.name for p in params]))
+    objective = raw.get("objective", "capacity")
+    if objective not in OBJECTIVES:
+        raise bad("objective", f"{objective!r} is not one; choose {', '.join(OBJECTIVES)}.")
+    sampler = raw.get("sampler", "tpe")
+    if sampler not in SAMPLERS:
+        raise bad("sampler", f"{sampler!r} is not one; choose {', '.join(SAMPLERS)}.")
+    names = [p.name for p in params]
+    template = raw.get("name") or ",".join(f"{n}={{{n}}}" for n in names)
+    used = set(re.findall(r"\{(\w+)\}", template))
+    missing = [n for n in names if n not in used]
+    if missing:
+        raise bad(
+            "name",
+            f"the name template must name every parameter (resume reads trials back from "
+            f"it); add {', '.join('{' + n + '}' for n in missing)}.",
+        )
+    args = raw.get("args", "")
+    command = raw.get("command")
+    env = raw.get("env", {})
+    texts = [args if isinstance(args, str) else " ".join(map(str, args)), command or ""]
+    texts += [str(v) for v in env.values()]
+    if not any(f"{{{n}}}" in t for n in names for t in texts):
+        raise bad("args", "no parameter is used; put {NAME} in args, env or command.")
+    return SearchSpace(
+        params=tuple(params),
+        name=template,
+        args=args,
+        env=dict(env),
+        command=command,
+        objective=objective,
+        sampler=sampler,
+    )
+
+
+def _param(
+    name: str, spec: dict[str, Any], bad: Callable[[str, str], ConfigError], before: Sequence[str]
+) -> Param:
+    key = f"params.{name}"
+    for k in spec:
+        if k not in _PARAM_KEYS:
+            raise bad(f"{key}.{k}", f"unknown key; use {', '.join(sorted(_PARAM_KEYS))}.")
+    memory = spec.get("memory")
+    if memory not in (None, "increasing"):
+        raise bad(f"{key}.memory", 'the one value is "increasing" (larger uses more memory).')
+    when = spec.get("when", {})
+    if not isinstance(when, dict) or any(n not in before for n in when):
+        raise bad(
+            f"{key}.when",
+            'name parameters declared before this one, e.g. when = { backend = "fa3" }.',
+        )
+    if "choices" in spec:
+        choices = spec["choices"]
+        if not isinstance(choices, list) or not choices or "low" in spec or "high" in spec:
+            raise bad(f"{key}.choices", "give a non-empty list, without low and high.")
+        if memory and not all(
+            isinstance(c, int | float) and not isinstance(c, bool) for c in choices
+        ):
+            raise bad(f"{key}.memory", "a memory parameter's choices must be numbers.")
+        return Param(
+            name=name, choices=tuple(choices), when=tuple(when.items()), memory=bool(memory)
+        )
+    low, high = _number(spec.get("low")), _number(spec.get("high"))
+    if low is None or high is None or low >= high:
+        raise bad(key, "give choices = [...], or low and high numbers with low < high.")
+    whole = isinstance(spec.get("low"), int) and isinstance(spec.get("high"), int)
+    integer = spec.get("type", "int" if whole else "float")
+    if integer not in ("int", "float"):
+        raise bad(f"{key}.type", 'choose "int" or "float".')
+    log = bool(spec.get("log", False))
+    if log and low <= 0:
+        raise bad(f"{key}.log", "a log range needs low > 0.")
+    step = spec.get("step")
+    if step is not None and (_number(step) is None or step <= 0 or log):
+        raise bad(f"{key}.step", "a step is a number > 0, and a log range takes none.")
+    return Param(
+        name=name,
+        low=low,
+        high=high,
+        integer=integer == "int",
+        log=log,
+        step=step,
+        when=tuple(when.items()),
+        memory=bool(memory),
+    )
+
+
+def _number(value: Any) -> float | None:
+    """A finite TOML number as a float; None for anything else (true is no number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _campaign_of(
+    data: dict[str, Any], text: str, path: Path, variant: dict[str, Any] | None
+) -> Campaign:
+    """The campaign of the file's tables, with the trial's variant added."""
+    from pydantic import ValidationError
+
+    from servegate.campaign.config import _resolve
+    from servegate.campaign.schema import CampaignFile, config_error
+
+    data = copy.deepcopy(data)
+    if variant is not None:
+        data["variant"] = [*data["variant"], variant]
+    try:
+        model = CampaignFile.model_validate(data)
+    except ValidationError as exc:
+        raise config_error(exc, data, text, str(path)) from None
+    return _resolve(model, text=text, path=path, where=str(path))
+
+
+def _trial_variant(space: SearchSpace, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The trial's ``[[variant]]`` table: the templates with the values as vars."""
+    filled = {p.name: _text(values[p.name]) if p.name in values else "" for p in space.params}
+    table: dict[str, Any] = {"name": space.name_of(values), "args": space.args, "vars": filled}
+    if space.env:
+        table["env"] = space.env
+    if space.command is not None:
+        table["command"] = space.command
+    return table
+
+
+# --- the memory skip -----------------------------------------------------------------------
+
+
+def dominated(space: SearchSpace, values: Mapping[str, Any], oom: Sequence[Trial]) -> Trial | None:
+    """The OOM-at-start trial that ``values`` is at least as large as in every memory
+    parameter and equal to in all others; None when there is none."""
+    memory = [p for p in space.params if p.memory]
+    if not memory:
+        return None
+    for trial in oom:
+        if set(trial.values) != set(values):
+            continue
+        same = all(
+            values[p.name] == trial.values[p.name]
+            for p in space.params
+            if not p.memory and p.name in values
+        )
+        larger = all(values[p.name] >= trial.values[p.name] for p in memory if p.name in values)
+        if same and larger:
+            return trial
+    return None
+
+
+# --- the search ----------------------------------------------------------------------------
+
+
+def run_tune(
+    path: Path,
+    db: Path,
+    options: TuneOptions,
+    *,
+    progress: CampaignProgress | None = None,
+    on_trial: Callable[[Trial, TuneOutcome], None] | None = None,
+) -> TuneOutcome:
+    """Search the ``[search]`` space of the campaign file at ``path`` into ``db``.
+
+    Trial 0 is the campaign's baseline (measured first, not part of the study). Raises
+    UsageError / ConfigError before anything starts for bad input; crashes and timeouts
+    of servers are trials, not errors.
+    """
+    try:
+        import optuna
+    except ImportError:
+        raise UsageError("servegate tune needs Optuna; pip install 'servegate[tune]'.") from None
+
+    if options.max_trials is None and options.gpu_hours is None:
+        raise UsageError("servegate tune needs a budget; add --max-trials N or --gpu-hours H.")
+    if db.is_dir():
+        raise UsageError(f"--db {db} is a folder; pass a database file such as {db}/servegate.db.")
+    data, space, text = load_search(path)
+    base = _campaign_of(data, text, path, None)
+    progress = progress or CampaignProgress()
+    search = _Search(optuna, space, options, base=base, gpus=max(base.gpus, 1))
+    with Store.open(db) as store:
+        info = store.find_campaign(base.name)
+        stored = [] if info is None else _stored_trials(store, info.id, space, base)
+    if stored and not options.resume:
+        raise UsageError(
+            f"campaign {base.name!r} already has trials in {db}; continue with --resume, or "
+            "rename [campaign] name for a new search."
+        )
+    for earlier in stored:
+        search.restore(earlier)
+    with Interrupts(notify=progress.notice) as interrupts:
+        try:
+            return _trials(
+                search,
+                data=data,
+                text=text,
+                path=path,
+                db=db,
+                interrupts=interrupts,
+                progress=progress,
+                on_trial=on_trial,
+            )
+        except Interrupted as exc:  # between two trials: nothing was in flight
+            search.abandon()
+            return search.outcome(signum=exc.signum)
+
+
+def _trials(
+    search: _Search,
+    *,
+    data: dict[str, Any],
+    text: str,
+    path: Path,
+    db: Path,
+    interrupts: Interrupts,
+    progress: CampaignProgress,
+    on_trial: Callable[[Trial, TuneOutcome], None] | None,
+) -> TuneOutcome:
+    """Trial after trial until the budget is spent or a signal stops the run."""
+    space, base, options = search.space, search.base, search.options
+    while (why := search.spent_why()) is None:
+        values = search.next_values()
+        name = base.baseline if values is None else space.name_of(values)
+        found = search.without_start(name, values or {})
+        if found is None:
+            variant = None if values is None else _trial_variant(space, values)
+            campaign = _campaign_of(data, text, path, variant).only([name])
+            run_options = RunOptions(resume=True, log_dir=options.log_dir)
+            with Store.open(db) as store:
+                ran = run_campaign(
+                    campaign,
+                    store,
+                    options=run_options,
+                    progress=progress,
+                    interrupts=interrupts,
+                )
+                if ran.signum is not None:
+                    search.abandon()
+                    return search.outcome(signum=ran.signum)
+                found = _read_trial(store, ran.campaign_id, space, base, name)
+            if found is None or found.state == "in-flight":
+                found = Trial(
+                    number=0,
+                    name=name,
+                    values=values or {},
+                    state="infeasible",
+                    value=None,
+                    kind="unmeasured",
+                    cause="nothing was measured",
+                )
+        trial = search.record(found)
+        if on_trial is not None:
+            on_trial(trial, search.outcome())
+    return search.outcome(stopped_by=why)
+
+
+class _Search:
+    """The study and the trials, with the budget."""
+
+    def __init__(
+        self, optuna: Any, space: SearchSpace, options: TuneOptions, *, base: Campaign, gpus: int
+    ) -> None:
+        self.optuna = optuna
+        self.space = space
+        self.options = options
+        self.base = base
+        self.gpus = gpus
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.study = optuna.create_study(direction="maximize", sampler=self._sampler())
+        self.trials: list[Trial] = []
+        self.pending: list[dict[str, Any]] = []  # in flight when the last run stopped
+        self.asked: Any = None
+
+    def _sampler(self) -> Any:
+        samplers = self.optuna.samplers
+        if self.space.sampler == "random":
+            return samplers.RandomSampler(seed=self.options.seed)
+        with warnings.catch_warnings():  # experimental (group) and, in Optuna 5, deprecated
+            warnings.simplefilter("ignore")
+            return samplers.TPESampler(
+                seed=self.options.seed,
+                constraints_func=_constraints,
+                n_startup_trials=STARTUP_TRIALS,
+                multivariate=True,
+                group=True,
+            )
+
+    def _distributions(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        dist = self.optuna.distributions
+        out: dict[str, Any] = {}
+        for p in self.space.params:
+            if p.name not in values:
+                continue
+            if p.choices:
+                out[p.name] = dist.CategoricalDistribution(list(p.choices))
+            elif p.integer:
+                step = int(p.step or 1)
+                out[p.name] = dist.IntDistribution(
+                    int(p.low or 0), int(p.high or 0), log=p.log, step=step
+                )
+            else:
+                out[p.name] = dist.FloatDistribution(
+                    p.low or 0.0, p.high or 0.0, log=p.log, step=p.step
+                )
+        return out
+
+    # --- the store's trials ---
+
+    def restore(self, trial: Trial) -> None:
+        """A trial read back from the store: into the study, or redone when in flight."""
+        if trial.state == "in-flight":
+            if trial.number > 0:
+                self.pending.append(trial.values)
+                self.study.enqueue_trial(trial.values)
+            return
+        self.trials.append(trial)
+        if trial.number == 0:
+            return
+        feasible = trial.state == "feasible"
+        self.study.add_trial(
+            self.optuna.trial.create_trial(
+                params=trial.values,
+                distributions=self._distributions(trial.values),
+                value=trial.value if feasible else 0.0,
+                system_attrs={CONSTRAINTS_KEY: [0.0 if feasible else 1.0]},
+                user_attrs={"constraint": 0.0 if feasible else 1.0},
+            )
+        )
+
+    # --- the loop ---
+
+    def done(self) -> list[Trial]:
+        return [t for t in self.trials if t.number > 0]
+
+    def gpu_hours(self) -> float:
+        return sum(t.cost_s for t in self.trials) / 3600.0 * self.gpus
+
+    def spent_why(self) -> str | None:
+        """Why the budget is spent, or None while trials are left."""
+        most = self.options.max_trials
+        if most is not None and len(self.done()) >= most:
+            return f"--max-trials {most} reached"
+        hours = self.options.gpu_hours
+        if hours is not None and self.gpu_hours() >= hours:
+            return f"--gpu-hours {hours:g} spent ({self.gpu_hours():.4f} GPU-hours)"
+        return None
+
+    def next_values(self) -> dict[str, Any] | None:
+        """The next configuration (None: the baseline, first)."""
+        if not any(t.number == 0 for t in self.trials):
+            self.asked = None
+            return None
+        self.asked = self.study.ask()
+        values: dict[str, Any] = {}
+        for p in self.space.params:
+            if not p.active(values):
+                continue
+            if p.choices:
+                values[p.name] = self.asked.suggest_categorical(p.name, list(p.choices))
+            elif p.integer:
+                values[p.name] = self.asked.suggest_int(
+                    p.name, int(p.low or 0), int(p.high or 0), log=p.log, step=int(p.step or 1)
+                )
+            else:
+                values[p.name] = self.asked.suggest_float(
+                    p.name, p.low or 0.0, p.high or 0.0, log=p.log, step=p.step
+                )
+        if self.pending and values == self.pending[0]:
+            self.pending.pop(0)
+        return values
+
+    def without_start(self, name: str, values: dict[str, Any]) -> Trial | None:
+        """The trial when it needs no start: measured before, or memory-dominated."""
+        if self.asked is None:
+            return None
+        earlier = next((t for t in self.done() if t.name == name and t.state != "skipped"), None)
+        if earlier is not None:
+            return Trial(
+                number=0,
+                name=name,
+                values=values,
+                state="reused",
+                value=earlier.value,
+                kind=earlier.kind,
+                cause=f"measured as trial {earlier.number}",
+            )
+        oom = [t for t in self.trials if t.kind == "oom" and t.state == "infeasible"]
+        by = dominated(self.space, values, oom)
+        if by is None:
+            return None
+        return Trial(
+            number=0,
+            name=name,
+            values=values,
+            state="skipped",
+            value=None,
+            kind="oom",
+            skipped_by=by.name,
+            cause=f"at least {by.name} in every memory parameter, which ran out of memory "
+            "while starting",
+        )
+
+    def record(self, trial: Trial) -> Trial:
+        """Number the trial, tell the study, keep it."""
+        number = 0 if self.asked is None else len(self.done()) + 1
+        trial = Trial(**{**_fields(trial), "number": number})
+        if self.asked is not None:
+            feasible = trial.value is not None and trial.state in ("feasible", "reused")
+            if trial.state == "reused" and trial.value is None:
+                feasible = False
+            self.asked.set_user_attr("constraint", 0.0 if feasible else 1.0)
+            self.study.tell(self.asked, trial.value if feasible else 0.0)
+            self.asked = None
+        self.trials.append(trial)
+        return trial
+
+    def abandon(self) -> None:
+        """The trial in flight when the run was interrupted: failed for the study."""
+        if self.asked is not None:
+            self.study.tell(self.asked, state=self.optuna.trial.TrialState.FAIL)
+            self.asked = None
+
+    def outcome(self, *, signum: int | None = None, stopped_by: str = "") -> TuneOutcome:
+        return TuneOutcome(
+            campaign=self.base.name,
+            objective=self.space.objective,
+            trials=tuple(self.trials),
+            gpu_hours=self.gpu_hours(),
+            signum=signum,
+            stopped_by=stopped_by,
+        )
+
+
+CONSTRAINTS_KEY = "constraints"  # where Optuna's samplers read a trial's constraints
+
+
+def _constraints(trial: Any) -> list[float]:
+    """Optuna's constraints of a trial: > 0 infeasible (a crash, a timeout, a skip)."""
+    return [float(trial.user_attrs.get("constraint", 0.0))]
+
+
+def _fields(trial: Trial) -> dict[str, Any]:
+    return {name: getattr(trial, name) for name in Trial.__dataclass_fields__}
+
+
+# --- reading trials back -------------------------------------------------------------------
+
+
+def _stored_trials(store: Store, cid: int, space: SearchSpace, base: Campaign) -> list[Trial]:
+    """Every trial of the campaign in the store, in the order they were first started."""
+    attempts = store.attempts(cid)
+    first: dict[str, int] = {}
+    for attempt in attempts:
+        first.setdefault(attempt.variant, attempt.id)
+    out = []
+    for name in sorted(first, key=lambda n: first[n]):
+        trial = _read_trial(store, cid, space, base, name)
+        if trial is not None:
+            out.append(Trial(**{**_fields(trial), "resumed": True}))
+    number = 0
+    numbered = []
+    for trial in out:
+        if trial.number > 0 and trial.state != "in-flight":
+            number += 1
+            numbered.append(Trial(**{**_fields(trial), "number": number}))
+        else:
+            numbered.append(trial)
+    return numbered
+
+
+def _read_trial(
+    store: Store, cid: int, space: SearchSpace, base: Campaign, name: str
+) -> Trial | None:
+    """The trial stored as variant ``name``; None for a variant that is none."""
+    if name == base.baseline:
+        values: dict[str, Any] | None = {}
+        number = 0
+    else:
+        values = space.values_of(name)
+        number = 1  # renumbered by the caller
+    if values is None:
+        return None
+    attempts = [a for a in store.attempts(cid) if a.variant == name]
+    cost = sum(_wall_s(a.started_at, a.ended_at) for a in attempts)
+    for attempt in attempts:
+        verdict = attempt.verdict or {}
+        if str(attempt.status) in ("crash", "timeout"):
+            return Trial(
+                number=number,
+                name=name,
+                values=values,
+                state="infeasible",
+                value=None,
+                kind=verdict.get("kind") or str(attempt.status),
+                cause=verdict.get("reason") or attempt.reason,
+                cost_s=cost,
+            )
+    value = _objective(store, cid, space.objective, name)
+    if value is not None:
+        return Trial(
+            number=number,
+            name=name,
+            values=values,
+            state="feasible",
+            value=value,
+            cost_s=cost,
+        )
+    failed = [a for a in attempts if str(a.status) == "failed"]
+    if failed:
+        return Trial(
+            number=number,
+            name=name,
+            values=values,
+            state="infeasible",
+            value=None,
+            kind="failed",
+            cause=failed[0].reason,
+            cost_s=cost,
+        )
+    return Trial(
+        number=number, name=name, values=values, state="in-flight", value=None, cost_s=cost
+    )
+
+
+def _objective(store: Store, cid: int, objective: str, name: str) -> float | None:
+    """The trial's objective from the store: the mean over its starts or points."""
+    if objective == "capacity":
+        rows = [c.data for c in store.capacities(cid) if c.variant == name]
+        if not rows:
+            return None
+        return sum(float(r.get("value") or 0.0) for r in rows) / len(rows)
+    points = [p for p in store.points(cid) if p.variant == name]
+    if not points:
+        return None
+    if objective == "throughput":
+        found = [p.summary.get("output_throughput") for p in points]
+    else:
+        found = [
+            ((p.detail.get("slo") or {}).get("goodput") or {}).get("output_tokens_per_s")
+            for p in points
+        ]
+    numbers = [float(v) for v in found if v is not None]
+    return sum(numbers) / len(numbers) if numbers else 0.0
+
+
+def _wall_s(started: str, ended: str | None) -> float:
+    """Seconds between two stored timestamps (0 when it has not ended)."""
+    if ended is None:
+        return 0.0
+    try:
+        return max(
+            0.0, (datetime.fromisoformat(ended) - datetime.fromisoformat(started)).total_seconds()
+        )
+    except ValueError:
+        return 0.0
+
+
+def _text(value: Any) -> str:
+    """A value as a placeholder holds it (TOML's spelling of numbers and booleans)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}" if float(f"{value:g}") == value else repr(value)
+    return str(value)
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)

@@ -1,0 +1,258 @@
+"""servegate tune: a flag search on the simulator's tuning surface, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servegate.campaign.tune import Param, SearchSpace, Trial, dominated
+from servegate.sim.surface import Flags, evaluate
+from servegate.store import Store
+
+pytest.importorskip("optuna")
+
+# an 8B model on 80 GiB: 0.94 without fp8 and 0.96 with graphs up to 128 or more run out of
+# memory while capturing CUDA graphs; 0.94 with fp8 starts
+CAMPAIGN = """
+[campaign]
+name = "tune-sim"
+baseline = "baseline"
+
+[server]
+engine = "sglang"
+command = "{{python}} -m servegate sim --engine sglang --port {{port}} --time-scale 0.005 {extra}"
+port = "auto"
+timeout_s = 60
+env = {{ FLASHINFER_WORKSPACE_BASE = "{cache}" }}
+
+[bench]
+concurrency = 8
+requests = {requests}
+input_len = 16
+output_len = 8
+repeats = 1
+
+[search]
+name = "f{{fraction}}-bs{{bs}}-{{quant}}"
+args = [
+  "--mem-fraction-static", "{{fraction}}", "--cuda-graph-max-bs", "{{bs}}",
+  "--quantization", "{{quant}}", "--attention-backend", "fa3", "--chunked-prefill-size", "4096",
+]
+objective = "throughput"
+
+[search.params.fraction]
+choices = [0.91, 0.94, 0.96]
+memory = "increasing"
+
+[search.params.bs]
+choices = [64, 128, 160]
+memory = "increasing"
+
+[search.params.quant]
+choices = ["none", "fp8"]
+"""
+
+
+def write(tmp_path: Path, *, requests: int = 16, extra: str = "", text: str = CAMPAIGN) -> Path:
+    path = tmp_path / "search.toml"
+    cache = tmp_path / "cache"
+    path.write_text(text.format(requests=requests, extra=extra, cache=cache))
+    return path
+
+
+def tune(path: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    db = path.parent / "t.db"
+    return subprocess.run(
+        [sys.executable, "-m", "servegate", "tune", str(path), "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def surface_oom(params: dict[str, Any]) -> bool:
+    """Whether the simulator's surface says this configuration runs out of memory."""
+    flags = Flags(
+        mem_fraction_static=float(str(params["fraction"])),
+        cuda_graph_max_bs=int(str(params["bs"])),
+        chunked_prefill_size=4096,
+        attention_backend="fa3",
+        quantization=str(params["quant"]),
+    )
+    return evaluate(flags).oom_phase is not None
+
+
+def test_a_tune_finds_a_feasible_best_and_keeps_ooms_infeasible(tmp_path: Path) -> None:
+    """A small budget on the surface: the best is feasible, the OOM-ed trials are
+    infeasible with kind oom (never scored), and each matches the surface; every trial is
+    an attempt of the campaign in the store."""
+    path = write(tmp_path)
+    log = tmp_path / "trials.jsonl"
+    done = tune(path, "--max-trials", "8", "--events", str(log), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    trials = events(log)
+    assert [t["trial"] for t in trials] == list(range(9))  # the baseline, then 8
+    assert result["best"]["state"] == "feasible"
+    assert not surface_oom(result["best"]["params"])
+    infeasible = [t for t in trials if t["state"] == "infeasible"]
+    assert infeasible, "the seeded draws include a configuration that runs out of memory"
+    for trial in trials[1:]:
+        if trial["state"] in ("infeasible", "skipped"):
+            assert trial["kind"] == "oom"
+            assert trial["value"] is None  # never scored
+            assert surface_oom(trial["params"])  # a skip too: it really would have crashed
+        elif trial["state"] == "feasible":
+            assert not surface_oom(trial["params"])
+    with Store.open(tmp_path / "t.db") as store:
+        info = store.find_campaign("tune-sim")
+        assert info is not None
+        attempts = store.attempts(info.id)
+    started = {a.variant for a in attempts}
+    for trial in trials:
+        if trial["state"] == "skipped":
+            assert trial["variant"] not in started  # skipped without a start
+        elif trial["state"] in ("feasible", "infeasible"):
+            assert trial["variant"] in started
+    for attempt in attempts:
+        if attempt.variant in {t["variant"] for t in infeasible}:
+            assert attempt.verdict is not None and attempt.verdict["kind"] == "oom"
+
+
+def space() -> SearchSpace:
+    return SearchSpace(
+        params=(
+            Param(name="fraction", choices=(0.91, 0.94, 0.96), memory=True),
+            Param(name="bs", choices=(64, 128, 160), memory=True),
+            Param(name="quant", choices=("none", "fp8")),
+        ),
+        name="f{fraction}-bs{bs}-{quant}",
+        args="",
+        env={},
+        command=None,
+        objective="throughput",
+        sampler="tpe",
+    )
+
+
+def test_the_memory_skip_skips_exactly_the_dominated_configurations() -> None:
+    """Skipped: at least the OOM-ed trial in every memory parameter and equal in the
+    others. Not skipped: smaller in one, or another quantization (fp8 lowers memory: the
+    surface starts it)."""
+    oom = Trial(
+        number=1,
+        name="f0.94-bs128-none",
+        values={"fraction": 0.94, "bs": 128, "quant": "none"},
+        state="infeasible",
+        value=None,
+        kind="oom",
+    )
+    grid = [
+        {"fraction": f, "bs": b, "quant": q}
+        for f in (0.91, 0.94, 0.96)
+        for b in (64, 128, 160)
+        for q in ("none", "fp8")
+    ]
+    skipped = [v for v in grid if dominated(space(), v, [oom]) is not None]
+    assert skipped == [
+        {"fraction": 0.94, "bs": 128, "quant": "none"},
+        {"fraction": 0.94, "bs": 160, "quant": "none"},
+        {"fraction": 0.96, "bs": 128, "quant": "none"},
+        {"fraction": 0.96, "bs": 160, "quant": "none"},
+    ]
+    assert all(surface_oom(dict(v)) for v in skipped)
+    assert not surface_oom({"fraction": 0.94, "bs": 128, "quant": "fp8"})
+
+
+def test_a_resume_after_sigint_measures_no_finished_trial_twice(tmp_path: Path) -> None:
+    """Ctrl-C mid-search: exit 130; --resume goes on to the budget, redoing only the trial
+    in flight; no configuration is measured to the end twice."""
+    path = write(tmp_path, requests=400, extra="--itl-ms 20")
+    log = tmp_path / "trials.jsonl"
+    db = tmp_path / "t.db"
+    argv = [sys.executable, "-m", "servegate", "tune", str(path), "--db", str(db)]
+    argv += ["--max-trials", "5", "--events", str(log), "-q"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until two trials (baseline and one) ended
+            if log.exists() and len(log.read_text().splitlines()) >= 2:
+                break
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            time.sleep(0.1)
+        time.sleep(0.5)  # into the next trial's start or benchmark
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-3000:]
+    before = events(log)
+    assert "--resume" in err
+    again = tune(path, "--max-trials", "5", "--events", str(log), "--resume", "-q")
+    assert again.returncode == 0, again.stderr[-3000:]
+    after = events(log)[len(before) :]
+    assert max(int(str(t["trial"])) for t in after) == 5
+    with Store.open(db) as store:
+        info = store.find_campaign("tune-sim")
+        assert info is not None
+        attempts = store.attempts(info.id)
+    ended = Counter(a.variant for a in attempts if str(a.status) in ("done", "crash", "timeout"))
+    assert ended and max(ended.values()) == 1, ended  # nothing measured to the end twice
+    for trial in before:
+        measured = [a for a in attempts if a.variant == trial["variant"]]
+        assert len(measured) == 1, (trial, measured)  # a finished trial was not started again
+
+
+@pytest.mark.parametrize(
+    ("search", "words"),
+    [
+        ('[search]\nargs = "--x {a}"\n[search.params.a]\nlow = 5\nhigh = 1\n', "low < high"),
+        (
+            '[search]\nargs = "--x {a}"\nobjective = "speed"\n[search.params.a]\nchoices = [1]\n',
+            "objective",
+        ),
+        (
+            '[search]\nargs = "--x {a}"\n[search.params.a]\nchoices = ["x"]\n'
+            'memory = "increasing"\n',
+            "memory",
+        ),
+        (
+            '[search]\nargs = "--x {a}"\n[search.params.a]\nchoices = [1]\nwhen = { b = 1 }\n',
+            "when",
+        ),
+        (
+            '[search]\nname = "only-{a}"\nargs = "--x {a} {b}"\n'
+            "[search.params.a]\nchoices = [1]\n[search.params.b]\nchoices = [2]\n",
+            "name template",
+        ),
+        ("", "needs a [search] table"),
+    ],
+)
+def test_bad_search_input_is_exit_2_with_one_sentence(
+    tmp_path: Path, search: str, words: str
+) -> None:
+    """A mistake in [search] is exit 2 before anything starts, one sentence naming it."""
+    head = CAMPAIGN.split("[search]", maxsplit=1)[0].format(requests=16, extra="", cache=tmp_path)
+    path = tmp_path / "bad.toml"
+    path.write_text(head + search)
+    done = tune(path, "--max-trials", "3")
+    assert done.returncode == 2, done.stderr
+    assert words in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "t.db").exists()
