@@ -4,7 +4,7 @@ Every configuration of the documented grid (src/servegate/sim/surface.py ``GRID`
 configurations of ``--mem-fraction-static``, ``--cuda-graph-max-bs``,
 ``--chunked-prefill-size``, ``--attention-backend`` and ``--quantization``) is evaluated
 by the surface's model (memory, speeds, startup), and its capacity under the documented
-SLO (TTFT <= 45 ms, TPOT <= 30 ms, 8B model on an 80 GiB GPU, ``--itl-ms 10 --ttft-ms 20
+SLO (TTFT <= 100 ms, TPOT <= 30 ms, 8B model on an 80 GiB GPU, ``--itl-ms 10 --ttft-ms 40
 --batch-slowdown 0.02``) is computed here again, independently of ``surface.capacity``:
 the concurrency is scanned from the running limit down, each step time from the formula
 (graphs replay up to N), and the two must agree for every configuration.

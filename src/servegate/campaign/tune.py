@@ -44,6 +44,7 @@ from servegate.store import Store
 __all__ = [
     "OBJECTIVES",
     "Param",
+    "Search",
     "SearchSpace",
     "Trial",
     "TuneOptions",
@@ -59,6 +60,7 @@ _PARAM_KEYS = {"choices", "low", "high", "log", "step", "when", "memory", "type"
 _SEARCH_KEYS = {"name", "args", "env", "command", "objective", "sampler", "params"}
 NONE = "none"  # a parameter whose condition is not met, in names
 STARTUP_TRIALS = 5  # TPE's first trials are drawn at random (seeded), then it models
+IDLE_PROPOSALS = 50  # proposals in a row needing no start (reused, skipped) end the search
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -446,7 +448,7 @@ def run_tune(
     data, space, text = load_search(path)
     base = _campaign_of(data, text, path, None)
     progress = progress or CampaignProgress()
-    search = _Search(optuna, space, options, base=base, gpus=max(base.gpus, 1))
+    search = Search(optuna, space, options, campaign=base.name, gpus=max(base.gpus, 1))
     with Store.open(db) as store:
         info = store.find_campaign(base.name)
         stored = [] if info is None else _stored_trials(store, info.id, space, base)
@@ -475,7 +477,7 @@ def run_tune(
 
 
 def _trials(
-    search: _Search,
+    search: Search,
     *,
     data: dict[str, Any],
     text: str,
@@ -486,7 +488,8 @@ def _trials(
     on_trial: Callable[[Trial, TuneOutcome], None] | None,
 ) -> TuneOutcome:
     """Trial after trial until the budget is spent or a signal stops the run."""
-    space, base, options = search.space, search.base, search.options
+    space, options = search.space, search.options
+    base = _campaign_of(data, text, path, None)
     while (why := search.spent_why()) is None:
         values = search.next_values()
         name = base.baseline if values is None else space.name_of(values)
@@ -523,22 +526,31 @@ def _trials(
     return search.outcome(stopped_by=why)
 
 
-class _Search:
-    """The study and the trials, with the budget."""
+class Search:
+    """The study and the trials, with the budget: what ``run_tune`` drives with real
+    starts, and a study of the search itself (benchmarks/tune_study.py) with a model's.
+
+        search = Search(optuna, space, TuneOptions(max_trials=20), campaign="c")
+        while search.spent_why() is None:
+            values = search.next_values()          # None first: the baseline, trial 0
+            trial = search.without_start(name, values or {}) or measure(values)
+            search.record(trial)
+    """
 
     def __init__(
-        self, optuna: Any, space: SearchSpace, options: TuneOptions, *, base: Campaign, gpus: int
+        self, optuna: Any, space: SearchSpace, options: TuneOptions, *, campaign: str, gpus: int = 1
     ) -> None:
         self.optuna = optuna
         self.space = space
         self.options = options
-        self.base = base
+        self.campaign = campaign
         self.gpus = gpus
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.study = optuna.create_study(direction="maximize", sampler=self._sampler())
         self.trials: list[Trial] = []
         self.pending: list[dict[str, Any]] = []  # in flight when the last run stopped
         self.asked: Any = None
+        self.idle = 0  # proposals in a row that needed no start
 
     def _sampler(self) -> Any:
         samplers = self.optuna.samplers
@@ -612,6 +624,11 @@ class _Search:
         hours = self.options.gpu_hours
         if hours is not None and self.gpu_hours() >= hours:
             return f"--gpu-hours {hours:g} spent ({self.gpu_hours():.4f} GPU-hours)"
+        if self.idle >= IDLE_PROPOSALS:
+            return (
+                f"the last {IDLE_PROPOSALS} proposals were all measured before or skipped: "
+                "the space is searched"
+            )
         return None
 
     def next_values(self) -> dict[str, Any] | None:
@@ -681,6 +698,7 @@ class _Search:
             self.study.tell(self.asked, trial.value if feasible else 0.0)
             self.asked = None
         self.trials.append(trial)
+        self.idle = self.idle + 1 if trial.state in ("reused", "skipped") else 0
         return trial
 
     def abandon(self) -> None:
@@ -691,7 +709,7 @@ class _Search:
 
     def outcome(self, *, signum: int | None = None, stopped_by: str = "") -> TuneOutcome:
         return TuneOutcome(
-            campaign=self.base.name,
+            campaign=self.campaign,
             objective=self.space.objective,
             trials=tuple(self.trials),
             gpu_hours=self.gpu_hours(),
