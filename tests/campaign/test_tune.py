@@ -256,3 +256,57 @@ def test_bad_search_input_is_exit_2_with_one_sentence(
     assert words in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "t.db").exists()
+
+
+def test_names_read_back_into_values_with_conditions_and_floats() -> None:
+    """A trial's variant name gives its values back (what --resume relies on): a float
+    range, and a parameter absent when its condition is not met."""
+    conditional = SearchSpace(
+        params=(
+            Param(name="backend", choices=("fa3", "triton")),
+            Param(name="bs", low=16, high=256, integer=True, log=True),
+            Param(name="frac", low=0.8, high=0.95),
+            Param(name="tile", choices=(32, 64), when=(("backend", "triton"),)),
+        ),
+        name="{backend}-bs{bs}-f{frac}-t{tile}",
+        args="",
+        env={},
+        command=None,
+        objective="throughput",
+        sampler="tpe",
+    )
+    for values in (
+        {"backend": "fa3", "bs": 48, "frac": 0.912345678901},
+        {"backend": "triton", "bs": 16, "frac": 0.8, "tile": 64},
+    ):
+        name = conditional.name_of(values)
+        assert conditional.values_of(name) == values
+    assert conditional.name_of({"backend": "fa3", "bs": 48, "frac": 0.9}) == "fa3-bs48-f0.9-tnone"
+    assert conditional.values_of("something-else") is None
+
+
+def test_the_gpu_hours_budget_ends_the_search(tmp_path: Path) -> None:
+    """--gpu-hours: the search stops once its starts' wall time reaches the budget."""
+    path = write(tmp_path)
+    done = tune(path, "--gpu-hours", "0.0001", "--json", "-q")  # 0.36 s: the baseline spends it
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["stopped_by"].startswith("--gpu-hours 0.0001 spent")
+    assert [t["trial"] for t in result["trials"]] == [0]
+    assert result["gpu_hours"] >= 0.0001
+
+
+def test_every_trial_infeasible_is_exit_1(tmp_path: Path) -> None:
+    """A baseline and a space that all run out of memory while starting: exit 1, no best."""
+    text = CAMPAIGN.replace(
+        "[search]",
+        '[[variant]]\nname = "baseline"\nargs = "--mem-fraction-static 0.96"\n\n[search]',
+    ).replace("choices = [0.91, 0.94, 0.96]", "choices = [0.96]")
+    text = text.replace("choices = [64, 128, 160]", "choices = [128, 160]")  # fp8 64 starts
+    path = write(tmp_path, text=text)
+    done = tune(path, "--max-trials", "2", "--json", "-q")
+    assert done.returncode == 1, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["best"] is None
+    assert all(t["state"] in ("infeasible", "skipped", "reused") for t in result["trials"])
+    assert {t["kind"] for t in result["trials"]} == {"oom"}
