@@ -102,7 +102,7 @@ def test_a_tune_finds_a_feasible_best_and_keeps_ooms_infeasible(tmp_path: Path) 
     an attempt of the campaign in the store."""
     path = write(tmp_path)
     log = tmp_path / "trials.jsonl"
-    done = tune(path, "--max-trials", "8", "--events", str(log), "--json")
+    done = tune(path, "--max-trials", "8", "--events-file", str(log), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     trials = events(log)
@@ -185,7 +185,7 @@ def test_a_resume_after_sigint_measures_no_finished_trial_twice(tmp_path: Path) 
     log = tmp_path / "trials.jsonl"
     db = tmp_path / "t.db"
     argv = [sys.executable, "-m", "servegate", "tune", str(path), "--db", str(db)]
-    argv += ["--max-trials", "5", "--events", str(log), "-q"]
+    argv += ["--max-trials", "5", "--events-file", str(log), "-q"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -204,7 +204,7 @@ def test_a_resume_after_sigint_measures_no_finished_trial_twice(tmp_path: Path) 
     assert proc.returncode == 130, err[-3000:]
     before = events(log)
     assert "--resume" in err
-    again = tune(path, "--max-trials", "5", "--events", str(log), "--resume", "-q")
+    again = tune(path, "--max-trials", "5", "--events-file", str(log), "--resume", "-q")
     assert again.returncode == 0, again.stderr[-3000:]
     after = events(log)[len(before) :]
     assert max(int(str(t["trial"])) for t in after) == 5

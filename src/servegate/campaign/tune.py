@@ -159,7 +159,7 @@ class Trial:
     resumed: bool = False  # read back from the store, not measured by this run
 
     def to_json(self) -> dict[str, Any]:
-        """One line of ``--events``: the trial as scripts read it."""
+        """One line of ``--events-file``: the trial as scripts read it."""
         return {
             "trial": self.number,
             "variant": self.name,

@@ -10,7 +10,14 @@ from typing import Any, TextIO
 
 import click
 
-from servegate.cli.options import examples, json_file, json_flag, quiet, write_json_file
+from servegate.cli.options import (
+    examples,
+    json_file,
+    json_flag,
+    not_stdout,
+    quiet,
+    write_json_file,
+)
 from servegate.errors import UsageError
 
 __all__ = ["tune"]
@@ -19,7 +26,7 @@ __all__ = ["tune"]
 @click.command(
     epilog=examples(
         "servegate tune search.toml --max-trials 30",
-        "servegate tune search.toml --gpu-hours 4 --events trials.jsonl",
+        "servegate tune search.toml --gpu-hours 4 --events-file trials.jsonl",
         "servegate tune search.toml --max-trials 30 --resume    # after Ctrl-C",
         "servegate tune search.toml --max-trials 20 --json > best.json",
     )
@@ -56,10 +63,11 @@ __all__ = ["tune"]
     "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Sampler seed."
 )
 @click.option(
-    "--events",
+    "--events-file",
     "events",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
+    callback=not_stdout,
     help="Append one JSON line per trial to FILE, as it ends.",
 )
 @json_flag("the search's result (best, trials, budget)")
@@ -101,7 +109,7 @@ def tune(
         try:
             stream = events.open("a", encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"--events {events}: cannot write it ({exc.strerror}).") from None
+            raise UsageError(f"--events-file {events}: cannot write it ({exc.strerror}).") from None
 
     def on_trial(trial: campaigns.Trial, outcome: campaigns.TuneOutcome) -> None:
         if not quiet:
