@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import statistics
 import tomllib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -624,6 +625,15 @@ class Search:
         hours = self.options.gpu_hours
         if hours is not None and self.gpu_hours() >= hours:
             return f"--gpu-hours {hours:g} spent ({self.gpu_hours():.4f} GPU-hours)"
+        costs = [t.cost_s for t in self.trials if t.cost_s > 0]
+        if hours is not None and costs:
+            # no trial is begun that would end past the budget, judged by the median so far
+            next_h = statistics.median(costs) / 3600.0 * self.gpus
+            if self.gpu_hours() + next_h > hours:
+                return (
+                    f"--gpu-hours {hours:g}: {self.gpu_hours():.4f} spent, and a trial costs "
+                    f"about {next_h:.4f} (the median so far)"
+                )
         if self.idle >= IDLE_PROPOSALS:
             return (
                 f"the last {IDLE_PROPOSALS} proposals were all measured before or skipped: "
