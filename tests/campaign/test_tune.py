@@ -242,6 +242,15 @@ def test_a_resume_after_sigint_measures_no_finished_trial_twice(tmp_path: Path) 
             "name template",
         ),
         ("", "needs a [search] table"),
+        (
+            '[search]\nargs = "--x {a}"\nobjective = "capacity"\n'
+            "[search.params.a]\nchoices = [1]\n",
+            "find_max",
+        ),
+        (
+            '[search]\nargs = "--x {a}"\nobjective = "goodput"\n[search.params.a]\nchoices = [1]\n',
+            "[slo]",
+        ),
     ],
 )
 def test_bad_search_input_is_exit_2_with_one_sentence(

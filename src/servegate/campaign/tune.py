@@ -253,7 +253,22 @@ def load_search(path: Path) -> tuple[dict[str, Any], SearchSpace, str]:
     baseline = data.get("campaign", {}).get("baseline")
     if baseline is not None and not any(v.get("name") == baseline for v in data["variant"]):
         data["variant"].append({"name": baseline})  # the command as written: trial 0
-    _campaign_of(data, text, path, None)  # every mistake of the rest, before a start
+    base = _campaign_of(data, text, path, None)  # every mistake of the rest, before a start
+    plan = base.variant(base.baseline).bench
+    if space.objective == "capacity" and plan.search is None:
+        raise ConfigError(
+            f'{where}: [search] objective = "capacity" is the largest load meeting [slo]; add '
+            '[bench] find_max = "concurrency" and an [slo], or choose objective = "throughput".',
+            path=where,
+            key="search.objective",
+        )
+    if space.objective == "goodput" and not plan.slo:
+        raise ConfigError(
+            f'{where}: [search] objective = "goodput" counts the requests meeting [slo]; add '
+            '[slo] with a target such as ttft_p99 = "500ms".',
+            path=where,
+            key="search.objective",
+        )
     return data, space, text
 
 
