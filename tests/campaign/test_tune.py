@@ -102,7 +102,8 @@ def test_a_tune_finds_a_feasible_best_and_keeps_ooms_infeasible(tmp_path: Path) 
     an attempt of the campaign in the store."""
     path = write(tmp_path)
     log = tmp_path / "trials.jsonl"
-    done = tune(path, "--max-trials", "8", "--events-file", str(log), "--json")
+    # seed 4: TPE's 5 seeded random draws hold 3 that run out of memory and 2 that start
+    done = tune(path, "--max-trials", "8", "--events-file", str(log), "--json", "--seed", "4")
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     trials = events(log)
@@ -319,3 +320,31 @@ def test_every_trial_infeasible_is_exit_1(tmp_path: Path) -> None:
     assert result["best"] is None
     assert all(t["state"] in ("infeasible", "skipped", "reused") for t in result["trials"])
     assert {t["kind"] for t in result["trials"]} == {"oom"}
+
+
+def test_finalists_are_restarted_fresh_and_interleaved(tmp_path: Path) -> None:
+    """--finalists 2: the two best trials and the baseline get 2 fresh starts each, in
+    rounds (every start 2 before any start 3); each finalist's mean and interval come from
+    those fresh starts only."""
+    path = write(tmp_path)
+    done = tune(path, "--max-trials", "3", "--finalists", "2", "--finalist-starts", "2", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    finalists = result["finalists"]
+    feasible = [t for t in result["trials"] if t["state"] == "feasible" and t["trial"] > 0]
+    assert len(finalists) == 1 + min(2, len(feasible))
+    assert finalists[-1]["variant"] == "baseline"
+    assert finalists[-1]["vs_baseline"] == pytest.approx(1.0)
+    for finalist in finalists:
+        assert len(finalist["starts"]) == 2
+        low, high = finalist["interval"]
+        assert low <= finalist["mean"] <= high
+    with Store.open(tmp_path / "t.db") as store:
+        info = store.find_campaign("tune-sim")
+        assert info is not None
+        attempts = store.attempts(info.id)
+    names = {f["variant"] for f in finalists}
+    fresh = [a for a in attempts if a.variant in names and (a.start or 1) > 1]
+    assert sorted(Counter(a.variant for a in fresh).values()) == [2] * len(names)
+    order = [a.start or 1 for a in sorted(fresh, key=lambda a: a.id)]
+    assert order == sorted(order)  # rounds: every configuration's start 2, then start 3

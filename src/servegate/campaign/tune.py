@@ -44,6 +44,7 @@ from servegate.store import Store
 
 __all__ = [
     "OBJECTIVES",
+    "Finalist",
     "Param",
     "Search",
     "SearchSpace",
@@ -142,6 +143,32 @@ class TuneOptions:
     resume: bool = False
     seed: int = 0
     log_dir: Path | None = None
+    finalists: int = 0  # the best N trials restarted with the baseline at the end
+    finalist_starts: int = 3  # fresh starts each, interleaved in seeded rounds
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finalist:
+    """A finalist's objective over fresh starts (not the trial that chose it)."""
+
+    name: str
+    trial: int  # 0: the baseline
+    values: tuple[float, ...]  # one per fresh start
+    mean: float | None
+    low: float | None  # the 95 % interval of the mean over starts (Student's t)
+    high: float | None
+    ratio: float | None  # mean / the baseline's mean
+
+    def to_json(self) -> dict[str, Any]:
+        """One finalist of ``--json``."""
+        return {
+            "variant": self.name,
+            "trial": self.trial,
+            "starts": list(self.values),
+            "mean": self.mean,
+            "interval": None if self.low is None else [self.low, self.high],
+            "vs_baseline": self.ratio,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,6 +212,7 @@ class TuneOutcome:
     gpu_hours: float
     signum: int | None = None
     stopped_by: str = ""  # one sentence: the budget that ended it
+    finalists: tuple[Finalist, ...] = ()  # with TuneOptions.finalists, best first
 
     @property
     def best(self) -> Trial | None:
@@ -212,6 +240,7 @@ class TuneOutcome:
             "skipped": sum(t.state == "skipped" for t in self.trials),
             "gpu_hours": round(self.gpu_hours, 6),
             "stopped_by": self.stopped_by,
+            "finalists": [f.to_json() for f in self.finalists],
             "interrupted": self.signum is not None,
             "exit_code": self.exit_code,
         }
@@ -477,7 +506,7 @@ def run_tune(
         search.restore(earlier)
     with Interrupts(notify=progress.notice) as interrupts:
         try:
-            return _trials(
+            outcome = _trials(
                 search,
                 data=data,
                 text=text,
@@ -487,9 +516,132 @@ def run_tune(
                 progress=progress,
                 on_trial=on_trial,
             )
-        except Interrupted as exc:  # between two trials: nothing was in flight
+            if outcome.signum is not None or options.finalists <= 0:
+                return outcome
+            return _finalists(
+                outcome,
+                space,
+                data=data,
+                text=text,
+                path=path,
+                db=db,
+                options=options,
+                progress=progress,
+                interrupts=interrupts,
+            )
+        except Interrupted as exc:  # between two starts: nothing was in flight
             search.abandon()
             return search.outcome(signum=exc.signum)
+
+
+def _finalists(
+    outcome: TuneOutcome,
+    space: SearchSpace,
+    *,
+    data: dict[str, Any],
+    text: str,
+    path: Path,
+    db: Path,
+    options: TuneOptions,
+    progress: CampaignProgress,
+    interrupts: Interrupts,
+) -> TuneOutcome:
+    """The best ``options.finalists`` trials and the baseline, each started
+    ``finalist_starts`` more times in seeded interleaved rounds; their objective over
+    those fresh starts only, with an interval over starts."""
+    import dataclasses
+
+    ranked = sorted(
+        (t for t in outcome.trials if t.number > 0 and t.state == "feasible"),
+        key=lambda t: (-(t.value or 0.0), t.number),
+    )[: options.finalists]
+    base_trial = next((t for t in outcome.trials if t.number == 0), None)
+    chosen = ([base_trial] if base_trial is not None else []) + ranked
+    if len(chosen) < 2:
+        return outcome
+    extra = [_trial_variant(space, t.values) for t in ranked]
+    campaign = _campaign_of_many(data, text, path, extra).only([t.name for t in chosen])
+    run_options = RunOptions(
+        resume=True,
+        restarts=1 + options.finalist_starts,
+        seed=options.seed,
+        log_dir=options.log_dir,
+    )
+    with Store.open(db) as store:
+        ran = run_campaign(
+            campaign, store, options=run_options, progress=progress, interrupts=interrupts
+        )
+        if ran.signum is not None:
+            return dataclasses.replace(outcome, signum=ran.signum)
+        per_start = {
+            t.name: _per_start(store, ran.campaign_id, space.objective, t.name) for t in chosen
+        }
+    base_mean = None
+    finalists = []
+    for t in chosen:
+        fresh = [v for start, v in sorted(per_start[t.name].items()) if start > 1]
+        mean, low, high = _interval(fresh)
+        if t.number == 0:
+            base_mean = mean
+        ratio = None if mean is None or not base_mean else mean / base_mean
+        finalists.append(
+            Finalist(
+                name=t.name,
+                trial=t.number,
+                values=tuple(fresh),
+                mean=mean,
+                low=low,
+                high=high,
+                ratio=ratio,
+            )
+        )
+    finalists.sort(key=lambda f: (f.trial == 0, -(f.mean or 0.0)))
+    return dataclasses.replace(outcome, finalists=tuple(finalists))
+
+
+def _campaign_of_many(
+    data: dict[str, Any], text: str, path: Path, variants: list[dict[str, Any]]
+) -> Campaign:
+    """The campaign of the file's tables with several trials' variants added."""
+    data = copy.deepcopy(data)
+    data["variant"] = [*data["variant"], *variants]
+    return _campaign_of(data, text, path, None)
+
+
+def _per_start(store: Store, cid: int, objective: str, name: str) -> dict[int, float]:
+    """The objective of each start of variant ``name`` (start number -> value)."""
+    starts = {a.id: a.start or 1 for a in store.attempts(cid) if a.variant == name}
+    if objective == "capacity":
+        return {
+            c.start: float(c.data.get("value") or 0.0)
+            for c in store.capacities(cid)
+            if c.variant == name
+        }
+    by_start: dict[int, list[float]] = {}
+    for p in store.points(cid):
+        if p.variant != name or p.attempt_id not in starts:
+            continue
+        if objective == "throughput":
+            value = p.summary.get("output_throughput")
+        else:
+            value = ((p.detail.get("slo") or {}).get("goodput") or {}).get("output_tokens_per_s")
+        if value is not None:
+            by_start.setdefault(starts[p.attempt_id], []).append(float(value))
+    return {start: sum(vs) / len(vs) for start, vs in by_start.items()}
+
+
+def _interval(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+    """The mean and its 95 % Student-t interval over starts (no interval from one)."""
+    if not values:
+        return None, None, None
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, None, None
+    from servegate.report.hierarchy import t_quantile
+
+    sd = statistics.stdev(values)
+    half = t_quantile(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+    return mean, mean - half, mean + half
 
 
 def _trials(

@@ -60,6 +60,23 @@ __all__ = ["tune"]
     "one in flight is redone.",
 )
 @click.option(
+    "--finalists",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="At the end, start the best N trials and the baseline --finalist-starts more times, "
+    "interleaved, and give each a mean and an interval over those fresh starts.",
+)
+@click.option(
+    "--finalist-starts",
+    type=click.IntRange(min=2, max=100),
+    default=3,
+    show_default=True,
+    metavar="K",
+    help="Fresh starts per finalist.",
+)
+@click.option(
     "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Sampler seed."
 )
 @click.option(
@@ -80,6 +97,8 @@ def tune(
     max_trials: int | None,
     gpu_hours: float | None,
     resume: bool,
+    finalists: int,
+    finalist_starts: int,
     seed: int,
     events: Path | None,
     as_json: bool,
@@ -121,7 +140,12 @@ def tune(
             write_json_file(json_file, outcome.to_json())
 
     options = campaigns.TuneOptions(
-        max_trials=max_trials, gpu_hours=gpu_hours, resume=resume, seed=seed
+        max_trials=max_trials,
+        gpu_hours=gpu_hours,
+        resume=resume,
+        seed=seed,
+        finalists=finalists,
+        finalist_starts=finalist_starts,
     )
     try:
         outcome = campaigns.run_tune(
@@ -178,6 +202,13 @@ def _summary(outcome: Any) -> None:
     click.echo(f"Best {outcome.objective}: {best.value:g} with {best.name} (trial {best.number})")
     if base is not None and base.value:
         click.echo(f"Baseline {base.name}: {base.value:g} ({best.value / base.value:.2f}x)")
+    for f in outcome.finalists:
+        shown = "no value" if f.mean is None else f"{f.mean:g}"
+        if f.low is not None:
+            shown += f" [{f.low:g}, {f.high:g}]"
+        ratio = "" if f.ratio is None or f.trial == 0 else f", {f.ratio:.3f}x the baseline"
+        starts = len(f.values)
+        click.echo(f"  finalist {f.name}: {shown} over {starts} fresh start(s){ratio}")
     counts = outcome.to_json()
     click.echo(
         f"{len(outcome.trials)} trial(s): {counts['infeasible']} infeasible, "
