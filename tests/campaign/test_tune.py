@@ -348,3 +348,36 @@ def test_finalists_are_restarted_fresh_and_interleaved(tmp_path: Path) -> None:
     assert sorted(Counter(a.variant for a in fresh).values()) == [2] * len(names)
     order = [a.start or 1 for a in sorted(fresh, key=lambda a: a.id)]
     assert order == sorted(order)  # rounds: every configuration's start 2, then start 3
+
+
+def test_an_unset_parameter_takes_its_argument_and_flag_out() -> None:
+    """A parameter whose condition is not met leaves no empty argument behind: its flag
+    and value go, and so does an env key that uses it."""
+    from servegate.campaign.tune import _trial_variant
+
+    conditional = SearchSpace(
+        params=(
+            Param(name="backend", choices=("fa3", "triton")),
+            Param(name="tile", choices=(32, 64), when=(("backend", "triton"),)),
+        ),
+        name="{backend}-t{tile}",
+        args="--attention-backend {backend} --triton-tile {tile} --extra=x{tile} --port-less",
+        env={"TILE": "{tile}", "B": "{backend}"},
+        command=None,
+        objective="throughput",
+        sampler="tpe",
+    )
+    fa3 = _trial_variant(conditional, {"backend": "fa3"})
+    assert fa3["args"] == ["--attention-backend", "{backend}", "--port-less"]
+    assert fa3["env"] == {"B": "{backend}"}
+    assert fa3["name"] == "fa3-tnone"
+    triton = _trial_variant(conditional, {"backend": "triton", "tile": 64})
+    assert triton["args"] == [
+        "--attention-backend",
+        "{backend}",
+        "--triton-tile",
+        "{tile}",
+        "--extra=x{tile}",
+        "--port-less",
+    ]
+    assert triton["vars"] == {"backend": "triton", "tile": "64"}

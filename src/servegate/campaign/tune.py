@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import shlex
 import statistics
 import tomllib
 import warnings
@@ -431,11 +432,32 @@ def _campaign_of(
 
 
 def _trial_variant(space: SearchSpace, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The trial's ``[[variant]]`` table: the templates with the values as vars."""
-    filled = {p.name: _text(values[p.name]) if p.name in values else "" for p in space.params}
-    table: dict[str, Any] = {"name": space.name_of(values), "args": space.args, "vars": filled}
-    if space.env:
-        table["env"] = space.env
+    """The trial's ``[[variant]]`` table: the templates with the values as vars.
+
+    A parameter that is not set (its ``when`` not met) takes its argument out of ``args``
+    (and the flag before it when the argument is the placeholder alone: ``--tile {tile}``
+    drops both) and its key out of ``env``.
+    """
+    unset = {p.name for p in space.params if p.name not in values}
+    filled = {p.name: _text(values[p.name]) for p in space.params if p.name in values}
+    filled.update(dict.fromkeys(unset, ""))
+    args = shlex.split(space.args) if isinstance(space.args, str) else list(space.args)
+    kept: list[str] = []
+    for token in args:
+        fields = set(re.findall(r"\{(\w+)\}", token))
+        if fields & unset:
+            if re.fullmatch(r"\{\w+\}", token) and kept and kept[-1].startswith("-"):
+                kept.pop()
+            continue
+        kept.append(token)
+    table: dict[str, Any] = {"name": space.name_of(values), "args": kept, "vars": filled}
+    env = {
+        key: value
+        for key, value in space.env.items()
+        if not set(re.findall(r"\{(\w+)\}", str(value))) & unset
+    }
+    if env:
+        table["env"] = env
     if space.command is not None:
         table["command"] = space.command
     return table
