@@ -43,6 +43,7 @@ __all__ = ["tune"]
     "--max-trials",
     type=click.IntRange(min=1),
     default=None,
+    metavar="N",
     help="Stop after N trials (the baseline, trial 0, not counted).",
 )
 @click.option(
@@ -77,7 +78,12 @@ __all__ = ["tune"]
     help="Fresh starts per finalist.",
 )
 @click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Sampler seed."
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="The sampler's seed (TPE's first 5 trials are seeded random draws).",
 )
 @click.option(
     "--events-file",
