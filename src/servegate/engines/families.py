@@ -181,6 +181,21 @@ _WORDS: tuple[Words, ...] = (
         r"|(?:config|configuration) file at .* is not a valid JSON|not a valid JSON file"
         r"|no (?:supported |valid )?config(?:uration)? (?:format|file)s? (?:was |were )?found",
     ),
+    # urllib3's retry of an HTTP connection pool: the URL it names may hold a model file
+    # (".../resolve/main/config.json"), whose words are model-load's below
+    Words(
+        kind="download",
+        title="the model could not be downloaded",
+        pattern=r"MaxRetryError|HTTPS?ConnectionPool\(host=",
+    ),
+    # a device API's own error code (Vulkan's vk::...: ErrorX, Gaudi's synStatus), which
+    # a loader's "error loading model" wraps: the device or its driver failed, not the model
+    Words(
+        kind="cuda-error",
+        title="the accelerator's device or driver failed",
+        pattern=r"\bvk::\w+(?:::\w+)*: ?Error\w+|\bVK_ERROR_\w+|\bsynStatus=\d+"
+        r"|device acquire failed|\b(?:no |)(?:device|accelerator) not found\b(?! in)",
+    ),
     Words(
         kind="permission",
         title="permission denied",
@@ -204,7 +219,7 @@ _WORDS: tuple[Words, ...] = (
         r"|\bPTX\b|TORCH_CUDA_ARCH_LIST|cuda arch|gpu architecture"
         r"|\bsm_?\d{2,3}a?\b.*(?:not|unsupported|no longer)|(?:not|un)supported.*\bsm_?\d{2,3}"
         r"|not compatible with the current pytorch installation"
-        r"|(?:not supported|unsupported) (?:on|by) (?:this|your) gpu"
+        r"|(?:not supported|unsupported) (?:on|by|in) (?:this|your|the current) (?:gpu|architecture)"
         r"|only supports? (?:ampere|hopper|turing|volta|blackwell)"
         r"|minimum capability|current capability"  # vLLM's quantization methods
         # a backend or kernel that a GPU generation cannot run ("The 'fa3' backend is not
@@ -296,6 +311,8 @@ _WORDS: tuple[Words, ...] = (
         # the same for ROCm and oneAPI (their out-of-memory codes are memory's, above)
         r"|\bhip ?error|HSA_STATUS_ERROR|memory access fault|\b(?:UR_RESULT|PI|ZE_RESULT)_ERROR_"
         r"|device lost|DEVICE_LOST|cudaGetDeviceCount"
+        # CUDA initialised before a fork, used again in the child
+        r"|re-?initiali[sz]e CUDA"
         # a model or kernel that needs a GPU this process does not have ("Sharded Llama
         # requires CUDA."; a required CUDA version is install's, above)
         r"|\brequires? (?:a )?(?:CUDA|GPU)\b(?![ -]?(?:version|toolkit|memory|\d|>|=))",
@@ -310,7 +327,10 @@ _WORDS: tuple[Words, ...] = (
         kind="distributed",
         title="the distributed group failed",
         pattern=r"\bgloo\b|\bc10d\b|TCPStore|rendezvous|DistStoreError|DistNetworkError"
-        r"|DistBackendError|ProcessGroup|torch\.distributed|connection (?:closed|reset) by peer",
+        r"|DistBackendError|ProcessGroup|torch\.distributed|connection (?:closed|reset) by peer"
+        # the engines' ZeroMQ sockets between processes or nodes (an address the node
+        # does not hold)
+        r"|\bZMQError\b|cannot assign requested address|\bEADDRNOTAVAIL\b",
     ),
     Words(
         kind="max-model-len",
@@ -334,6 +354,11 @@ _WORDS: tuple[Words, ...] = (
         r"|ArgumentValidation|\bmust be (?:<|>|<=|>=|at (?:least|most)|smaller|larger|less"
         r"|greater)\b|ValueError: \W?(?:--)?[a-z]+_[a-z_]+\b\W?.{0,60}\bmust\b"
         r"|as a positional argument|not supported for quantization"
+        # a number option (or the variable that sets it) given another kind of value
+        r"|invalid literal for int\(\) with base \d+: '[^']*[^\d\s'][^']*'"
+        # an option that needs the model built with a feature ("When KV cache block reuse
+        # is set, model has to be built with paged context FMHA support")
+        r"|\bwhen .{0,60}\bis (?:set|enabled|on)\b.{0,40}\b(?:has|have|needs?) to be built with"
         # pydantic's validation of a server's settings or arguments (llama-cpp-python's
         # Settings, a ServerArgs); a model's own ModelConfig says what in its detail lines
         r"|validation errors? for \w*(?:Settings|Args|Arguments|Options|Params|Parameters)\b"
@@ -365,6 +390,10 @@ _WORDS: tuple[Words, ...] = (
         r"|failed to load (?:the |all )?models?|model loading|loading the model"
         r"|HFValidationError|repo id must|trust_remote_code"
         r"|weight \S+ does not exist"
+        # a quantized layout the checkpoint does not hold ("Cannot load `awq` weight");
+        # a tensor of the checkpoint whose shape the model's config does not expect
+        r"|(?:cannot|can't|could not|unable to) load `?\w+`? weights?\b"
+        r"|expanded size of the tensor .{0,40}must match the existing size"
         # a weight's or parameter's name the model class does not have (a KeyError
         # from load_weights: a checkpoint of another layout or architecture)
         r"|KeyError: ['\"][\w.]*\.(?:weight|bias|scales?|qweight|qzeros|g_idx"
