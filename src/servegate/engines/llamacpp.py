@@ -168,6 +168,17 @@ _FATAL: tuple[Signature, ...] = (
         title="the model path does not exist",
         hint="check the --model path (llama-cpp-python wants a GGUF file)",
     ),
+    # a Vulkan call's own error code inside the loader's line ("error loading model:
+    # vk::PhysicalDevice::createDevice: ErrorExtensionNotPresent"): the device or its
+    # driver failed, not the model (its out-of-memory codes are the oom signatures')
+    Signature(
+        pattern=r"error loading model: vk::\w+(?:::\w+)*: ?Error(?!OutOf)\w+",
+        kind="cuda-error",
+        title="a Vulkan call failed",
+        hint="the Vulkan device or its driver refused the call: update the GPU driver and "
+        "its Vulkan runtime (vulkaninfo lists the device and its extensions), or pick "
+        "another device or backend",
+    ),
     # "llama_model_load: error loading model: <why>" and the older bare spelling
     Signature(
         pattern=r"error loading model: ",

@@ -109,6 +109,16 @@ PROFILE = EngineProfile(
         # it (the shard's exception, the router's panic); listed from the most to the
         # least specific, which is how the cause is chosen among them when nothing
         # else was printed
+        # signal 9 is SIGKILL: something outside killed the shard (the OS's OOM killer,
+        # a container's memory limit), which is the killed kind, not the shard's own failure
+        Signature(
+            pattern=r"Shard process was signaled to shutdown with signal 9\b",
+            kind="killed",
+            title="a shard was killed (SIGKILL)",
+            hint="signal 9 usually means the OS OOM killer or a container's memory limit: "
+            "check host memory (dmesg) and the container's limit",
+            wrapper=True,
+        ),
         Signature(
             pattern=r"Shard process was signaled to shutdown with signal",
             kind="shard",
