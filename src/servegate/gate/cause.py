@@ -125,7 +125,9 @@ _FAILS = re.compile(
     r"|denied|refused|killed|abort(?:ed)?|exception|invalid|missing|out of memory|no space"
     r"|undefined|illegal|(?:seg)?fault|crash(?:ed)?|died|exceed(?:s|ed)?|insufficient"
     r"|not enough|mismatch|unsupported|not supported|not installed|not available"
-    r"|non-zero (?:exit )?(?:status|code)|signal(?:l)?ed)\b"
+    r"|non-zero (?:exit )?(?:status|code)|signal(?:l)?ed"
+    # docker compose's end of a service's container: "<service> exited with code 139"
+    r"|exited with (?:exit )?code [1-9]\d*)\b"
 )
 
 
