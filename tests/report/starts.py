@@ -74,6 +74,7 @@ class Campaign:
         requests: int = 40,
         workload: dict[str, Any] | None = None,
         slow_tail: float = 1.0,
+        summary: dict[str, float] | None = None,
     ) -> None:
         """One measured repeat; ``slow_tail`` multiplies the TTFT of the slowest 3 % of requests."""
         tokens = 12
@@ -98,7 +99,7 @@ class Campaign:
             load=load,
             repeat=repeat,
             result={
-                "summary": {"output_throughput": throughput},
+                "summary": {"output_throughput": throughput, **(summary or {})},
                 "completed": requests,
                 "failed": 0,
                 "failures": {},

@@ -26,6 +26,7 @@ start", and says "needs more starts" instead of a call.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -181,6 +182,40 @@ HEADLINE = METRICS[0]
 TAIL_METRICS = ("ttft_ms_p99", "tpot_ms_p99")
 
 
+_STANDARD_PERCENTILES = (50.0, 90.0, 99.0)
+_EXTRA_KEY = re.compile(r"^(ttft|tpot|e2el)_ms_p(\d+(?:\.\d+)?)$")
+_PICK: dict[str, Callable[[Samples], FloatArray]] = {
+    "ttft": _ttft,
+    "tpot": tpot_ms,
+    "e2el": _e2el,
+}
+
+
+def metrics_for(data: CampaignData) -> tuple[Metric, ...]:
+    """``METRICS`` and, for the extra percentiles the campaign's points were measured with
+    (``[bench] percentiles``, e.g. 99.9), TTFT, TPOT and E2EL at each of them, compared
+    over requests as p99 is."""
+    extra: set[tuple[str, str]] = set()
+    for point in data.points:
+        for key in point.summary:
+            found = _EXTRA_KEY.match(key)
+            if found and float(found[2]) not in _STANDARD_PERCENTILES:
+                extra.add((found[1], found[2]))
+    added = tuple(
+        Metric(
+            key=f"{name}_ms_p{suffix}",
+            label=f"{name.upper()} p{suffix}",
+            unit="ms",
+            direction="lower",
+            over="requests",
+            stat=quantile(float(suffix) / 100.0),
+            point_values=_from_samples(_PICK[name]),
+        )
+        for name, suffix in sorted(extra, key=lambda e: (list(_PICK).index(e[0]), float(e[1])))
+    )
+    return METRICS + added
+
+
 def metric(key: str) -> Metric:
     """The metric called ``key`` (KeyError when there is none)."""
     for candidate in METRICS:
@@ -282,6 +317,7 @@ class Report:
     noise_floor: tuple[NoiseFloor, ...] = ()
     capacity_rows: tuple[CapacityRow, ...] = ()  # find_max: each variant's capacities
     capacity: tuple[CapacityComparison, ...] = ()  # ... compared with the baseline's
+    metrics: tuple[Metric, ...] = METRICS  # what was compared (METRICS and extra percentiles)
 
     @property
     def baseline(self) -> str:
@@ -647,7 +683,7 @@ def compare(
     resamples: int = 2000,
     seed: int = 0,
     min_effect: float = MIN_EFFECT,
-    metrics: Sequence[Metric] = METRICS,
+    metrics: Sequence[Metric] | None = None,
     now: Callable[[], str] | None = None,
 ) -> Report:
     """Compare every variant of a campaign with its reference, and the baseline with itself.
@@ -658,10 +694,13 @@ def compare(
         resamples: bootstrap resamples per comparison.
         seed: seeds the resampling; the same data and seed give the same report.
         min_effect: the smallest change (a fraction: 0.01 is 1 %) called better or worse.
-        metrics: the metrics to compare (all of ``METRICS`` by default).
+        metrics: the metrics to compare (by default ``metrics_for(data)``: ``METRICS`` and
+            the extra percentiles the points were measured with).
         now: the report's timestamp source (tests pin it).
     """
     method = _Method(confidence=confidence, resamples=resamples, seed=seed, min_effect=min_effect)
+    if metrics is None:
+        metrics = metrics_for(data)
     rows = _rows(data)
     base = next(row for row in rows if row.name == data.baseline)
     comparisons: list[MetricComparison] = []
@@ -677,6 +716,7 @@ def compare(
         data=data,
         variants=rows,
         comparisons=tuple(comparisons),
+        metrics=tuple(metrics),
         startup=tuple(startup),
         confidence=confidence,
         resamples=resamples,

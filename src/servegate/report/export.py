@@ -23,7 +23,7 @@ import numpy as np
 from servegate._version import __version__
 from servegate.report.arrivals import arrivals_cell
 from servegate.report.bootstrap import Estimate
-from servegate.report.compare import METRICS, Report, VariantSummary
+from servegate.report.compare import Report, VariantSummary
 from servegate.report.slo import slo_cell
 
 if TYPE_CHECKING:
@@ -340,7 +340,7 @@ def _metric_rows(report: Report, row: VariantSummary) -> list[list[Any]]:
     """The variant at every load and metric it measured, compared with its reference."""
     out = []
     for load in report.loads:
-        for metric in METRICS:
+        for metric in report.metrics:
             values = metric.values(report.data, row.name, load)
             values = values[np.isfinite(values)]
             if values.size == 0:

@@ -27,7 +27,7 @@ from servegate.report import text
 from servegate.report.arrivals import arrivals_cell
 from servegate.report.bootstrap import interval, mean, seeded_rng
 from servegate.report.capacity_html import capacity_figure, capacity_section
-from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
+from servegate.report.compare import HEADLINE, Report, VariantSummary
 from servegate.report.energy import energy_section, frontier_figure
 from servegate.report.slo import slo_cell
 from servegate.store import Store
@@ -566,7 +566,7 @@ def render_html(report: Report) -> str:
         )
     info = report.campaign
     title = f"servegate: campaign {info.name}"
-    metrics = ", ".join(m.label for m in METRICS)
+    metrics = ", ".join(m.label for m in report.metrics)
     single = text.single_start_note(report)
     note = f'<p class="note warn">{html.escape(single)}</p>' if single else ""
     return f"""<!DOCTYPE html>

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from servegate._text import code_span, markdown_text
 from servegate.report import text
 from servegate.report.arrivals import arrivals_cell
-from servegate.report.compare import HEADLINE, METRICS, Report, VariantSummary
+from servegate.report.compare import HEADLINE, Report, VariantSummary
 from servegate.report.slo import slo_cell
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def _throughput_cell(report: Report, row: VariantSummary, load: str) -> str:
 
 def _latency(report: Report) -> list[str]:
     """Each latency metric against the reference, with its call (empty: none compared)."""
-    latency = [m for m in METRICS if m.key != HEADLINE.key]
+    latency = [m for m in report.metrics if m.key != HEADLINE.key]
     rows = [
         [
             comp.variant
