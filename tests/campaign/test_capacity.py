@@ -199,24 +199,25 @@ def test_a_crash_while_probing_bounds_the_capacity_with_its_kind_and_cause(
     assert crash["kind"] is not None and crash["cause"]
     assert f"crashed at {crash['label']}" in data["words"]
     loads = [p["load"] for p in data["probes"]]
-    assert crash["load"] in loads
-    (crashed_probe,) = [p for p in data["probes"] if p["load"] == crash["load"]][:1]
-    assert not crashed_probe["met"]
+    # the probe the server died in is measured and failed, or not measured at all (it
+    # died in that probe's warmup, before its first answer): never a pass
+    assert not any(p["met"] for p in data["probes"] if p["load"] == crash["load"])
+    assert all(load < crash["load"] for load in loads if load != crash["load"])
     if data["value"] is not None:
         assert data["value"] < crash["load"]
-    assert crash["load"] > min(loads)
-    attempts = query(db, "SELECT status, start, reason FROM attempt ORDER BY id")
+    assert loads and crash["load"] > min(loads)
+    attempts = query(db, "SELECT id, status, start, reason FROM attempt ORDER BY id")
     # the crash is the capacity's bound, not the variant's failure
-    assert attempts[0][0] == "done"
-    assert str(attempts[0][2]).startswith(f"crashed at {crash['label']} while probing: ")
+    assert attempts[0][1] == "done"
+    assert str(attempts[0][3]).startswith(f"crashed at {crash['label']} while probing: ")
     if retry:
-        assert len(attempts) >= 2 and {int(str(a[1])) for a in attempts} == {1}
-        later = [p for p in data["probes"] if p["probe"] > crashed_probe["probe"]]
-        assert later and all(p["load"] < crash["load"] for p in later)
+        assert len(attempts) >= 2 and {int(str(a[2])) for a in attempts} == {1}
+        later = query(db, "SELECT load FROM point WHERE attempt_id != ?", attempts[0][0])
+        assert later and all(float(str(load)[2:]) < crash["load"] for (load,) in later)
     else:
         assert len(attempts) == 1
         assert data["bounded_by_crash"]
-        assert max(loads) == crash["load"]
+        assert max(loads) <= crash["load"]
 
 
 @pytest.mark.slow
