@@ -1,0 +1,84 @@
+"""servegate tune on a real Ray cluster (a head and one GPU node on this machine): each
+trial a start on the node; Ctrl-C and --resume measure no finished trial twice."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.campaign.test_tune import CAMPAIGN
+from tests.cluster.conftest import RayCluster, start_cluster, wait_none_left
+
+from servegate.store import Store
+
+pytest.importorskip("optuna")
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    yield from start_cluster(["H200"], tmp_path_factory)
+
+
+def _events(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_tune_on_the_cluster_interrupted_and_resumed_measures_no_trial_twice(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """Ctrl-C after the first trials: exit 130, no server left on the node; --resume goes
+    on to the budget with every start on the cluster's node, redoing only the trial in
+    flight."""
+    text = CAMPAIGN.format(requests=400, extra="--itl-ms 20", cache=tmp_path / "cache")
+    text = text.replace("timeout_s = 60\n", "timeout_s = 60\ngpus = 1\n", 1)
+    assert "gpus = 1" in text
+    path = tmp_path / "search.toml"
+    path.write_text(text + f'\n[cluster]\nray = "{cluster.address}"\n')
+    db = tmp_path / "t.db"
+    log = tmp_path / "trials.jsonl"
+    argv = [sys.executable, "-m", "servegate", "tune", str(path), "--db", str(db)]
+    argv += ["--max-trials", "4", "--events-file", str(log), "-q"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # until the baseline and one trial ended
+            if log.exists() and len(log.read_text().splitlines()) >= 2:
+                break
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-3000:]
+    assert wait_none_left() == []
+    before = _events(log)
+    assert len(before) >= 2
+    again = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=480,
+                           check=False, cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    after = _events(log)[len(before) :]
+    assert max(int(str(t["trial"])) for t in after) == 4
+    with Store.open(db) as store:
+        info = store.find_campaign("tune-sim")
+        assert info is not None
+        attempts = store.attempts(info.id)
+    node = cluster.workers[0].node_id[:8]
+    assert all(a.node is not None and a.node.endswith("/" + node) for a in attempts), [
+        a.node for a in attempts
+    ]
+    ended = Counter(a.variant for a in attempts if str(a.status) in ("done", "crash", "timeout"))
+    assert ended and max(ended.values()) == 1, ended  # nothing measured to the end twice
+    for trial in before:
+        assert sum(1 for a in attempts if a.variant == trial["variant"]) == 1, trial
