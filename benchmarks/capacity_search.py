@@ -14,6 +14,11 @@ probed; every 2 % step of rate).
     python benchmarks/capacity_truth.py                       # the truth curves, once
     python benchmarks/capacity_search.py --runs 100           # the full study
     python benchmarks/capacity_search.py --runs 10 --resume   # part of it, continued later
+    python benchmarks/capacity_search.py --runs 100 --jobs 12 # runs side by side (16 cores)
+
+With ``--jobs N`` that many runs go side by side, each a simulator and a client process:
+give each run a core of its own (N at most the cores less a few), or the simulator's
+timers slow down and the capacities found fall below the truth.
 """
 
 from __future__ import annotations
@@ -23,13 +28,17 @@ import json
 import math
 import random
 import re
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from capacity_truth import MODEL, RESULTS, SLOS, capacity
@@ -63,24 +72,31 @@ def one_run(seed: int, over: str, metric: str, curves: dict[str, object]) -> dic
              "--seed", str(seed), "--start-counter", str(counter)],
             stdout=log.open("w"), stderr=subprocess.STDOUT,
         )  # fmt: skip
+        _LIVE.add(sim)
         try:
             _wait_port(port)
             factor = _speed_factor(log)
             out = Path(tmp) / "cap.json"
             bound = SLOS[over][metric]
             started = time.monotonic()
-            bench = subprocess.run(
+            bench = subprocess.Popen(
                 [sys.executable, "-m", "servegate", "bench", "--url", f"http://127.0.0.1:{port}",
                  "--slo", f"{metric}<={bound:g}ms", *SEARCH[over], "--precision", "2%",
                  "--input-len", "16", "--output-len", str(MODEL["output_len"]),
                  "--seed", str(seed), "--json-file", str(out), "-q"],
-                capture_output=True, text=True, check=False, timeout=900,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
+            _LIVE.add(bench)
+            try:
+                _, err = bench.communicate(timeout=900)
+            finally:
+                _LIVE.discard(bench)
             wall = time.monotonic() - started
             if bench.returncode != 0:
-                raise RuntimeError(bench.stderr.strip())
+                raise RuntimeError(err.strip())
             cap = json.loads(out.read_text())["capacity"]
         finally:
+            _LIVE.discard(sim)
             sim.terminate()
             sim.wait(timeout=30)
     run_factor = max(0.2, 1.0 + MODEL["jitter"] / 4 * random.Random(f"{seed}:0").gauss(0.0, 1.0))
@@ -113,6 +129,16 @@ def one_run(seed: int, over: str, metric: str, curves: dict[str, object]) -> dic
         "grid_points": grid,
         "wall_s": round(wall, 1),
     }
+
+
+_LIVE: set[subprocess.Popen[Any]] = set()  # the simulators running, for a clean end
+
+
+def _stop_all(*_: object) -> None:
+    """On SIGTERM/SIGINT or the end: every simulator still running is stopped."""
+    for proc in list(_LIVE):
+        proc.kill()
+    raise SystemExit(143)
 
 
 def _speed_factor(log: Path) -> float:
@@ -167,6 +193,7 @@ def main() -> None:
         "--slo", choices=["0", "1", "both"], default="both", help="the first, second or both SLOs"
     )
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--jobs", type=int, default=1, help="runs side by side (a core each)")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in --out")
     parser.add_argument("--summary", action="store_true", help="only print the table of --out")
     args = parser.parse_args()
@@ -179,6 +206,7 @@ def main() -> None:
     if not args.summary:
         done = {(r["seed"], r["over"], r["slo"]) for r in rows}
         overs = ["concurrency", "rate"] if args.over == "both" else [args.over]
+        todo = []
         for seed in range(args.runs):
             for over in overs:
                 for metric in SLOS[over]:
@@ -186,11 +214,28 @@ def main() -> None:
                         continue
                     if (seed, over, f"{metric}<={SLOS[over][metric]:g}ms") in done:
                         continue
-                    row = one_run(seed, over, metric, curves)
-                    rows.append(row)
-                    with args.out.open("a") as f:
-                        f.write(json.dumps(row) + "\n")
-                    print(json.dumps(row), file=sys.stderr, flush=True)
+                    todo.append((seed, over, metric))
+        lock = threading.Lock()
+
+        def one(job: tuple[int, str, str]) -> None:
+            row = one_run(*job, curves)
+            with lock:  # each run's row as it ends, whole lines only
+                rows.append(row)
+                with args.out.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(json.dumps(row), file=sys.stderr, flush=True)
+
+        signal.signal(signal.SIGTERM, _stop_all)
+        pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
+        try:
+            for future in [pool.submit(one, job) for job in todo]:
+                future.result()
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list(_LIVE):
+                proc.kill()
+            raise
+        pool.shutdown()
     print(summary(rows))
 
 
