@@ -1,12 +1,15 @@
 """Token-exact prompts (--tokenizer): built to the requested count as the server counts it,
 judged against a real BPE tokenizer.json served by the simulator's /tokenize and read
-locally, for completions and chat (the template's tokens counted)."""
+locally, for completions and chat (the template's tokens counted), single prompts and
+every turn of multiturn and agentic sessions."""
 
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.bpe import train_bpe
@@ -15,7 +18,7 @@ from tests.sim.helpers import Sim, wait_http
 from servegate.bench import BenchSettings, run_point
 from servegate.bench.dataset import VOCABULARY
 from servegate.bench.result import PointResult
-from servegate.bench.tokens import LocalCounter, exact_text
+from servegate.bench.tokens import LocalCounter, ServerCounter, exact_text
 
 FAST = ("--startup", "0.2", "--ttft-ms", "1", "--itl-ms", "1")
 
@@ -131,3 +134,81 @@ def test_no_tokenize_falls_back_to_the_models_own_tokenizer_json(
     assert block["exact"] is True
     assert block["tokenizer"] == f"{snapshot} (the server has no /tokenize)"
     assert {s.input_len for s in result.samples} == {40}
+
+
+def _sessions_point(
+    url: str, api: str, tokenizer: str | None, dataset: str, requests: int, workers: int = 1
+) -> PointResult:
+    return run_point(
+        BenchSettings(
+            url=url,
+            api=api,  # type: ignore[arg-type]
+            dataset=dataset,
+            concurrency=2,
+            requests=requests,
+            output_len=6,
+            tokenizer=tokenizer,
+            workers=workers,
+            metrics_url="",
+        )
+    )
+
+
+MULTITURN = "multiturn:turns=4,first=60,user=20"
+AGENTIC = "agentic:turns=3,fanout=2,sub_turns=2,first=50,user=12,sub_first=30"
+
+
+@pytest.mark.parametrize("served", ["vllm", "sglang", "llamacpp", "generic"], indirect=True)
+@pytest.mark.parametrize("api", ["completions", "chat"])
+@pytest.mark.parametrize(("dataset", "requests"), [(MULTITURN, 8), (AGENTIC, 22)])
+def test_every_turn_of_a_session_is_exact_with_the_servers_tokenize(
+    served: Sim, api: str, dataset: str, requests: int
+) -> None:
+    """--tokenizer server, multiturn and agentic: every turn's requested length is the
+    server's own usage.prompt_tokens, the grown conversations (the server's replies, the
+    sub-agents' results, the template over every message) included; a first turn is
+    exactly its 60 (50, 30) tokens, as a single prompt is."""
+    result = _sessions_point(served.url, api, "server", dataset, requests)
+    block = result.prompt_tokens
+    assert (block["exact"], block["compared"], block["mismatched"]) == (True, requests, 0)
+    assert block["max_abs_diff"] == 0
+    assert not [w for w in result.warnings if "prompt" in w]
+    firsts = [t["prompt_tokens_mean"] for t in result.turns if t["turn"] == 1]
+    assert firsts == ([60] if dataset == MULTITURN else [50, 30])  # main, then sub-agents
+    assert max(s.input_len for s in result.samples) > 100  # the conversations grew
+
+
+@pytest.mark.parametrize("served", ["vllm"], indirect=True)
+@pytest.mark.parametrize("api", ["completions", "chat"])
+@pytest.mark.parametrize(("dataset", "requests"), [(MULTITURN, 8), (AGENTIC, 22)])
+def test_every_turn_of_a_session_is_exact_with_a_local_tokenizer_json(
+    served: Sim, api: str, dataset: str, requests: int, bpe: Path
+) -> None:
+    """--tokenizer PATH, multiturn and agentic, over 2 worker processes (the counter
+    travels to each): 0 mismatches over all turns."""
+    result = _sessions_point(served.url, api, str(bpe), dataset, requests, workers=2)
+    block = result.prompt_tokens
+    assert (block["exact"], block["compared"], block["mismatched"]) == (True, requests, 0)
+    assert [s.input_len for s in result.samples] == [s.usage_input_tokens for s in result.samples]
+
+
+@pytest.mark.parametrize("served", ["vllm"], indirect=True)
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_a_grown_turn_costs_one_tokenize_call(
+    served: Sim, api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On vLLM's /tokenize (which takes messages) each turn after a session's first is
+    counted by exactly one call, made while the point runs (from a thread, so the worker's
+    other streams go on); a first turn is counted when the prompts are built."""
+    calls: list[tuple[str, str]] = []
+    post = ServerCounter._post
+
+    def recorded(self: ServerCounter, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        calls.append((threading.current_thread().name, path))
+        return post(self, path, body)
+
+    monkeypatch.setattr(ServerCounter, "_post", recorded)
+    result = _sessions_point(served.url, api, "server", MULTITURN, 8)
+    assert result.prompt_tokens["mismatched"] == 0
+    during = [path for thread, path in calls if thread != threading.main_thread().name]
+    assert during == ["/tokenize"] * 6  # 2 sessions x 3 grown turns

@@ -20,7 +20,7 @@ from servegate.bench.lengths import parse_lengths
 from servegate.bench.prefix import prefix_words
 from servegate.bench.prompts import salt_prefix, salted_seed
 from servegate.bench.spec import DatasetSpec, parse_dataset
-from servegate.bench.tokens import Counter, exact_text
+from servegate.bench.tokens import ContentCounter, Counter, exact_text
 from servegate.bench.trace import read_trace, trace_words
 from servegate.errors import UsageError
 
@@ -385,7 +385,7 @@ def build_prompts(
         turns, prompts = spec.get("turns"), []
         for i in range(count):
             n = spec.get("first") if i % turns == 0 else spec.get("user")
-            text = " ".join(rng.choices(VOCABULARY, k=n))
+            text, n = _turn_text(n, first=i % turns == 0, chat=chat, counter=counter, rng=rng)
             body = encode_body(
                 api=api, model=model, text=text, max_tokens=output_len, ignore_eos=ignore_eos
             )
@@ -401,7 +401,7 @@ def build_prompts(
         return prompts
     if spec.kind == "agentic":
         shape = {"api": api, "model": model, "max_tokens": output_len, "ignore_eos": ignore_eos}
-        return _agentic(spec, count, salted_seed(seed, *salt), shape)
+        return _agentic(spec, count, salted_seed(seed, *salt), shape, counter)
     if spec.kind == "prefix":
         words = prefix_words(spec, count, salted_seed(seed, *salt), VOCABULARY)
         texts = [" ".join(w) for w in words]
@@ -482,22 +482,41 @@ def _drawn(
     return items
 
 
-def _agentic(spec: DatasetSpec, count: int, seed: int, body: dict[str, Any]) -> list[Prompt]:
+def _turn_text(
+    n: int, *, first: bool, chat: bool, counter: Counter | None, rng: random.Random
+) -> tuple[str, int]:
+    """A session turn's new user message and its length: ``n`` words without a counter;
+    with one, a first turn is a whole request of exactly ``n`` tokens (the BOS and, for
+    chat, the template's tokens counted, as a single prompt), a later turn's message
+    exactly ``n`` tokens of its own (`ContentCounter`): the conversation before it holds
+    the rest, and the whole turn is counted when it is sent."""
+    if counter is None:
+        return " ".join(rng.choices(VOCABULARY, k=n)), n
+    if first:
+        return exact_text(counter, target=n, chat=chat, words=VOCABULARY, rng=rng)
+    return exact_text(ContentCounter(counter), target=n, chat=False, words=VOCABULARY, rng=rng)
+
+
+def _agentic(
+    spec: DatasetSpec, count: int, seed: int, body: dict[str, Any], counter: Counter | None
+) -> list[Prompt]:
     """Session trees: a main session of ``turns`` turns forks ``fanout`` sub-agent sessions
     of ``sub_turns`` turns after each turn but its last; as many whole trees as ``count``
-    requests hold (at least one). ``body``: `encode_body`'s other arguments."""
+    requests hold (at least one). ``body``: `encode_body`'s other arguments; ``counter``:
+    token-exact messages (`_turn_text`)."""
     rng = random.Random(seed)
+    chat = body["api"] == "chat"
     turns, fanout, sub_turns = spec.get("turns"), spec.get("fanout"), spec.get("sub_turns")
     size = turns + (turns - 1) * fanout * sub_turns
     prompts: list[Prompt] = []
     session = 0
 
     def add(words: int, **where: Any) -> None:
-        text = " ".join(rng.choices(VOCABULARY, k=words))
+        text, n = _turn_text(words, first=where["turn"] == 0, chat=chat, counter=counter, rng=rng)
         prompts.append(
             Prompt(
                 body=encode_body(text=text, **body),
-                input_len=words,
+                input_len=n,
                 output_len=body["max_tokens"],
                 **where,
             )

@@ -29,6 +29,7 @@ from servegate.bench.sample import RequestSample
 from servegate.bench.sessions import Tree, run_sessions
 from servegate.bench.slo import StopRule, StopState
 from servegate.bench.stream import patterns, send_request
+from servegate.bench.tokens import Counter
 
 LAG_INTERVAL_S = 0.01
 PRECONNECT_MAX = 1024
@@ -56,6 +57,7 @@ class WorkerPlan:
     sessions: list[Tree] | None = None
     session_starts: list[float] | None = None
     think_s: float = 0.0
+    counter: Counter | None = None  # counts each grown turn's tokens (--tokenizer)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +167,7 @@ async def run_worker(
                     think_s=plan.think_s,
                     stop=lambda: live.gone_at is not None or verdict.stopped,
                     send_lags=send_lags,
+                    counter=plan.counter,
                 )
             elif plan.schedule is not None:
                 samples = await _open_loop(

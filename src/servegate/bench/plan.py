@@ -13,12 +13,18 @@ from servegate.bench.settings import BenchSettings
 from servegate.bench.slo import StopRule
 from servegate.bench.spec import parse_dataset
 from servegate.bench.stream import CHAT_KEYS, COMPLETION_KEYS
+from servegate.bench.tokens import Counter
 
 
 def plan_workers(
-    s: BenchSettings, headers: dict[str, str], warmup: list[Prompt], measured: list[Prompt]
+    s: BenchSettings,
+    headers: dict[str, str],
+    warmup: list[Prompt],
+    measured: list[Prompt],
+    counter: Counter | None = None,
 ) -> list[WorkerPlan]:
-    """Split the point over its worker processes: concurrency, prompts or arrivals."""
+    """Split the point over its worker processes: concurrency, prompts or arrivals
+    (``counter``: what counts a session's grown turns, --tokenizer)."""
     n = s.resolved_workers()
     keys = CHAT_KEYS if s.api == "chat" else COMPLETION_KEYS
     common: dict[str, Any] = {
@@ -29,7 +35,7 @@ def plan_workers(
         "duration_s": s.duration_s,
     }
     if measured and measured[0].session is not None:  # multiturn: whole sessions per worker
-        return _sessions(s, n, common, warmup, measured)
+        return _sessions(s, n, common | {"counter": counter}, warmup, measured)
     if measured and measured[0].at_s is not None:  # a trace: its own send times
         first = measured[0].at_s
         offsets = [(p.at_s or 0.0) - first for p in measured]

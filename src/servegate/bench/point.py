@@ -30,7 +30,13 @@ from servegate.bench.sessions import design_rate, per_turn
 from servegate.bench.settings import BenchSettings
 from servegate.bench.slo import evaluate
 from servegate.bench.stats import client_stats
-from servegate.bench.tokens import Counter, TokenizeMissing, make_counter, prompt_check
+from servegate.bench.tokens import (
+    Counter,
+    ServerCounter,
+    TokenizeMissing,
+    make_counter,
+    prompt_check,
+)
 from servegate.bench.warnings import point_warnings
 from servegate.telemetry.energy import Energy, EnergyMeter
 
@@ -60,7 +66,10 @@ def run_point(
     ignore_eos = probe(settings, model, headers, warnings)
     counter, note = _counter(settings, model)
     warmup, measured = _prompts(settings, model, ignore_eos, counter)
-    plans = plan_workers(settings, headers, warmup, measured)
+    sessions = bool(measured) and measured[0].session is not None
+    if sessions and isinstance(counter, ServerCounter) and settings.api == "chat":
+        counter.prepare_conversations()
+    plans = plan_workers(settings, headers, warmup, measured, counter if sessions else None)
     metrics_url = (
         settings.metrics_url if settings.metrics_url is not None else settings.base_url + "/metrics"
     )
@@ -89,7 +98,6 @@ def run_point(
     after = scrape(metrics_url) if metrics_url else None
     before = counters_before[0] if counters_before else None
     server = server_deltas(before, after, metric_names(settings.engine, after), metrics_url or None)
-    sessions = bool(measured) and measured[0].session is not None
     cache, cache_warnings = cache_state(
         sent,
         [p.body for p in measured],

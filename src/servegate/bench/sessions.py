@@ -8,6 +8,11 @@ as one text (separated by spaces). So the assistant turns are what the server it
 generated, as in a real conversation, and a turn's prompt holds its predecessor's
 prompt as a prefix (a prefix cache reuses it).
 
+With a token counter (``--tokenizer``) each grown turn is counted whole as the server
+will count it (chat: the template over every message, the server's replies included;
+completions: the joined text), once, just before it is sent, so its requested length is
+exact; without one it is the conversation's word count.
+
 A session runs on one worker, one turn at a time, and waits ``think_s`` after each
 reply before its next message. Closed loop: each of the worker's users runs its next
 session when the last one ends (``--concurrency`` counts sessions). Under a rate,
@@ -26,6 +31,7 @@ from typing import Any
 
 from servegate.bench.dataset import Prompt
 from servegate.bench.sample import RequestSample
+from servegate.bench.tokens import Counter, ServerCounter, TokenizeMissing
 
 __all__ = ["Tree", "design_rate", "group_sessions", "per_turn", "run_sessions"]
 
@@ -60,23 +66,28 @@ def group_sessions(measured: Sequence[Prompt]) -> list[Tree]:
 class _Conversation:
     """One session's history, in the shape of its API."""
 
-    def __init__(self) -> None:
+    def __init__(self, counter: Counter | None = None) -> None:
         self.messages: list[dict[str, str]] = []  # chat
         self.text = ""  # completions: the last prompt and its reply
+        self.counter = counter
 
-    def body(self, prompt: Prompt) -> Prompt:
-        """The turn's prompt with the conversation so far before its new message."""
+    async def body(self, prompt: Prompt) -> Prompt:
+        """The turn's prompt with the conversation so far before its new message, its
+        length the counter's count of the whole request (else its words)."""
         if not self.messages and not self.text:
-            return prompt
+            return prompt  # a first turn: built to its length already
         data: dict[str, Any] = json.loads(prompt.body)
-        if "messages" in data:
+        chat = "messages" in data
+        if chat:
             data["messages"] = self.messages + data["messages"]
-            words = sum(len(m["content"].split()) for m in data["messages"])
+            length = sum(len(m["content"].split()) for m in data["messages"])
         else:
             data["prompt"] = self.text + " " + data["prompt"]
-            words = len(data["prompt"].split())
+            length = len(data["prompt"].split())
+        if self.counter is not None:
+            length = await _count(self.counter, data["messages"] if chat else data["prompt"])
         body = json.dumps(data, separators=(",", ":")).encode()
-        return replace(prompt, body=body, input_len=words)
+        return replace(prompt, body=body, input_len=length)
 
     def answer(self, sent: Prompt, reply: str) -> None:
         """Add the turn just sent and the server's reply to the history."""
@@ -87,18 +98,39 @@ class _Conversation:
             self.text = data["prompt"] + " " + reply.strip()
 
 
+async def _count(counter: Counter, request: list[dict[str, str]] | str) -> int:
+    """The counter's count of a chat request's messages or a completion prompt. A server's
+    ``/tokenize`` is asked from a thread, so the worker's other streams go on meanwhile; a
+    count that fails is -1, which the point's requested-vs-usage check reports."""
+
+    def count() -> int:
+        if isinstance(request, str):
+            return counter.count(request, chat=False)
+        return counter.count_messages(request)
+
+    try:
+        if isinstance(counter, ServerCounter):
+            return await asyncio.to_thread(count)
+        return count()
+    except (TokenizeMissing, KeyError, TypeError, ValueError):
+        return -1
+
+
 async def _session(
     tree: Tree,
     send: Send,
     think_s: float,
     stop: Callable[[], bool],
+    *,
     start_s: float | None = None,
+    counter: Counter | None = None,
 ) -> tuple[list[RequestSample], str]:
     """The turns of a main session in order: send, read the reply, run the sub-agents it
     forks there in parallel and wait for them all, think, go on with their last replies
     before its next message. Returns the samples and the last reply (a sub-agent's
-    result). The first turn's sample keeps the session's planned start, ``start_s``."""
-    talk = _Conversation()
+    result). The first turn's sample keeps the session's planned start, ``start_s``;
+    ``counter`` counts each grown turn (`_Conversation.body`)."""
+    talk = _Conversation(counter)
     samples: list[RequestSample] = []
     results: list[str] = []  # the sub-agents' last replies, for the next turn
     last = ""
@@ -107,7 +139,7 @@ async def _session(
             break
         if turn and think_s > 0:
             await asyncio.sleep(think_s)
-        grown = talk.body(_with_results(prompt, results))
+        grown = await talk.body(_with_results(prompt, results))
         reply: list[str] = []
         sample = await send(index, grown, start_s if turn == 0 else None, reply)
         if sample is None:
@@ -118,7 +150,9 @@ async def _session(
         talk.answer(grown, reply[0])
         last = reply[0]
         subs = tree.forks.get(prompt.turn, [])
-        done = await asyncio.gather(*(_session(Tree(main=s), send, think_s, stop) for s in subs))
+        done = await asyncio.gather(
+            *(_session(Tree(main=s), send, think_s, stop, counter=counter) for s in subs)
+        )
         samples += [x for sub_samples, _ in done for x in sub_samples]
         results = [sub_reply for _, sub_reply in done if sub_reply]
     return samples, last
@@ -147,9 +181,11 @@ async def run_sessions(
     think_s: float,
     stop: Callable[[], bool],
     send_lags: list[float],
+    counter: Counter | None = None,
 ) -> list[RequestSample]:
     """Run ``sessions``: ``users`` at a time (closed loop), or each at its start offset
-    from ``t0`` with at most ``users`` at once (None: no cap)."""
+    from ``t0`` with at most ``users`` at once (None: no cap). ``counter`` counts each
+    grown turn's tokens (None: its words)."""
     samples: list[RequestSample] = []
     if starts is None:
         source: Iterator[Tree] = iter(sessions)
@@ -158,7 +194,7 @@ async def run_sessions(
             for session in source:
                 if stop():
                     return
-                samples.extend((await _session(session, send, think_s, stop))[0])
+                samples.extend((await _session(session, send, think_s, stop, counter=counter))[0])
 
         await asyncio.gather(*(user() for _ in range(users or 1)))
         return samples
@@ -167,7 +203,8 @@ async def run_sessions(
 
     async def start(session: Tree, offset: float) -> None:
         try:
-            samples.extend((await _session(session, send, think_s, stop, offset))[0])
+            done = await _session(session, send, think_s, stop, start_s=offset, counter=counter)
+            samples.extend(done[0])
         finally:
             if sem is not None:
                 sem.release()

@@ -15,7 +15,10 @@ bucket in tt-inference-server #4179). ``--tokenizer`` names who counts:
   beside it, rendered as the engines render it.
 
 `exact_text` then adjusts a prompt of vocabulary words until the counter says it is the
-requested length: a few counts per prompt, never on the send path.
+requested length: a few counts per prompt, never on the send path. A multi-turn session's
+later turns are counted whole once each, at send time, with `Counter.count_messages`
+(chat) or `Counter.count` (completions): one ``/tokenize`` per turn on vLLM's shape; a
+counter travels to the worker processes as a pickle.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from servegate.errors import UsageError
 from servegate.sim.tokens import SimTokenizer, load_tokenizer
 
 __all__ = [
+    "ContentCounter",
     "Counter",
     "LocalCounter",
     "ServerCounter",
@@ -43,6 +47,7 @@ __all__ = [
 ]
 
 PROBE = "the water of time"  # a content whose count calibrates a chat template
+CONTENT_CACHE = 65_536  # message contents whose counts a server counter keeps
 
 
 class TokenizeMissing(Exception):
@@ -56,6 +61,9 @@ class Counter(Protocol):
 
     def count(self, text: str, chat: bool) -> int:
         """``usage.prompt_tokens`` of a request whose prompt (or one user message) is ``text``."""
+
+    def count_messages(self, messages: list[dict[str, str]]) -> int:
+        """``usage.prompt_tokens`` of a chat request of ``messages`` (a conversation)."""
 
 
 @dataclass(slots=True)
@@ -73,8 +81,23 @@ class LocalCounter:
     def count(self, text: str, chat: bool) -> int:
         """The tokens of ``text`` with the BOS, or of its chat-templated message."""
         if chat:
-            return len(self._tok.encode_chat([{"role": "user", "content": text}]))
+            return self.count_messages([{"role": "user", "content": text}])
         return len(self._tok.encode(text))
+
+    def count_messages(self, messages: list[dict[str, str]]) -> int:
+        """The tokens of the chat template rendered over ``messages``."""
+        return len(self._tok.encode_chat(messages))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its path (a worker loads the tokenizer again) and its name."""
+        return (_local_counter, (self.path, self.name))
+
+
+def _local_counter(path: Path, name: str) -> LocalCounter:
+    """A `LocalCounter` unpickled in a worker process."""
+    counter = LocalCounter(path)
+    counter.name = name
+    return counter
 
 
 @dataclass(slots=True)
@@ -88,6 +111,8 @@ class ServerCounter:
     shape: str = ""  # vllm (takes messages), sglang, llamacpp, tgi
     name: str = ""
     _overhead: int | None = field(default=None, repr=False)
+    _pair: int | None = field(default=None, repr=False)  # template tokens per reply + message
+    _contents: dict[str, int] = field(default_factory=dict, repr=False)  # raw counts, cached
 
     def __post_init__(self) -> None:
         self.shape = self._detect()
@@ -146,20 +171,82 @@ class ServerCounter:
             return self._raw(answer["prompt"], special=False)
         return self._raw(text, special=False) + self._template_tokens()
 
+    def count_messages(self, messages: list[dict[str, str]]) -> int:
+        """The server's count of a chat request of ``messages``: one ``/tokenize`` with the
+        messages (vLLM); ``/apply-template`` and one ``/tokenize`` (llama.cpp); else each
+        message's content counted once (cached, so a turn counts its two new ones) plus the
+        template's tokens, measured for one user message and for each assistant reply and
+        user message after it (a conversation alternates them)."""
+        if self.shape == "vllm":
+            body = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+            _, answer = self._post("/tokenize", body)
+            return int(answer["count"])
+        if self.shape == "llamacpp":
+            _, answer = self._post("/apply-template", {"messages": messages})
+            return self._raw(answer["prompt"], special=False)
+        if len(self._contents) > CONTENT_CACHE:
+            self._contents.clear()
+        total = 0
+        for message in messages:
+            n = self._contents.get(message["content"])
+            if n is None:
+                n = self._contents[message["content"]] = self._raw(message["content"], False)
+            total += n
+        return total + self._template_tokens() + (len(messages) - 1) // 2 * self._pair_tokens()
+
     def _template_tokens(self) -> int:
         """The chat template's tokens, from one chat request's ``usage.prompt_tokens``."""
         if self._overhead is None:
-            body = {
-                "model": self.model,
-                "messages": [{"role": "user", "content": PROBE}],
-                "max_tokens": 1,
-            }
-            status, answer = self._post("/v1/chat/completions", body)
-            if status != 200 or not isinstance(answer, dict):
-                raise TokenizeMissing(f"a chat request to count the template got HTTP {status}")
-            used = int(answer["usage"]["prompt_tokens"])
+            used = self._chat_usage([{"role": "user", "content": PROBE}])
             self._overhead = used - self._raw(PROBE, special=False)
         return self._overhead
+
+    def _pair_tokens(self) -> int:
+        """The template's tokens an assistant reply and the user message after it add."""
+        if self._pair is None:
+            talk = [{"role": r, "content": PROBE} for r in ("user", "assistant", "user")]
+            used = self._chat_usage(talk)
+            self._pair = used - 3 * self._raw(PROBE, special=False) - self._template_tokens()
+        return self._pair
+
+    def _chat_usage(self, messages: list[dict[str, str]]) -> int:
+        """``usage.prompt_tokens`` of one chat request of ``messages`` (``max_tokens: 1``)."""
+        body = {"model": self.model, "messages": messages, "max_tokens": 1}
+        status, answer = self._post("/v1/chat/completions", body)
+        if status != 200 or not isinstance(answer, dict):
+            raise TokenizeMissing(f"a chat request to count the template got HTTP {status}")
+        return int(answer["usage"]["prompt_tokens"])
+
+    def prepare_conversations(self) -> None:
+        """Measure what counting a conversation needs before the counter goes to the
+        workers (SGLang, TGI: the template's tokens per reply), so no chat request to
+        measure it is sent while the point runs."""
+        if self.shape in ("sglang", "tgi"):
+            self._pair_tokens()
+
+
+@dataclass(slots=True)
+class ContentCounter:
+    """A message's own tokens, without the BOS or template a whole request adds: what a
+    later turn's new message of a session is built to (the conversation before it holds
+    those)."""
+
+    counter: Counter
+    name: str = ""
+    _base: int | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.counter.name
+
+    def count(self, text: str, chat: bool) -> int:
+        """The tokens of ``text`` alone (``chat`` makes no difference)."""
+        if self._base is None:
+            self._base = self.counter.count("", chat=False)
+        return self.counter.count(text, chat=False) - self._base
+
+    def count_messages(self, messages: list[dict[str, str]]) -> int:
+        """The tokens of the messages' contents alone."""
+        return sum(self.count(m["content"], chat=True) for m in messages)
 
 
 def model_tokenizer(model: str) -> Path | None:
