@@ -32,6 +32,7 @@ __all__ = [
     "Fixture",
     "Outcome",
     "load_fixtures",
+    "posix_code",
     "replay",
     "replay_all",
     "run_log",
@@ -48,6 +49,15 @@ CHUNKS = 3  # bursts the log is written in
 GAP_S = 0.02  # between bursts
 TIMEOUT_S = 1.5  # --timeout for a fixture that expects TIMEOUT
 CRASH_TIMEOUT_S = 8.0  # for the others (only reached when the gate misses the crash)
+
+
+def posix_code(code: int) -> int:
+    """An exit status as a POSIX parent sees it: a status wider than a byte (Windows'
+    ``0xc0000135``, reported by a runner) keeps its low byte, 1 where that byte is 0,
+    so that the replay still exits nonzero."""
+    if 0 <= code <= 255:
+        return code
+    return (code & 0xFF) or 1
 
 
 def split_of(name: str) -> str:
@@ -168,7 +178,9 @@ def run_log(
     ready: Sequence[str] = (),
 ) -> Verdict:
     """Gate a live process that prints ``log`` and then ends as ``exit`` says."""
-    end = "hold" if exit is None else (f"signal:{-exit}" if exit < 0 else f"exit:{exit}")
+    end = (
+        "hold" if exit is None else (f"signal:{-exit}" if exit < 0 else f"exit:{posix_code(exit)}")
+    )
     options = GateOptions(engine=engine, ready=tuple(ready), timeout_s=timeout_s, stall_s=None)
     resolved = options.resolve()
     out_r, out_w = os.pipe()

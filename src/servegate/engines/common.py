@@ -106,8 +106,22 @@ def common_fatal(
         Signature(
             pattern=r"HIP out of memory", kind="oom", title="GPU out of memory", hint=oom_hint
         ),
+        # NCCL's report of a CUDA call that failed under it: its "Last error:" below says
+        # which (an allocation: memory), so it waits for that line as a wrapper does
+        Signature(
+            pattern=r"NCCL error.*\bunhandled cuda error",
+            kind="nccl",
+            title="NCCL hit a CUDA error",
+            hint=nccl_hint,
+            wrapper=True,
+        ),
         # NCCL, however torch or the engine's own wrapper spells it
-        Signature(pattern=r"NCCL error", kind="nccl", title="NCCL error", hint=nccl_hint),
+        Signature(
+            pattern=r"NCCL error(?!.*\bunhandled cuda error)",
+            kind="nccl",
+            title="NCCL error",
+            hint=nccl_hint,
+        ),
         Signature(pattern=r"NCCL Error \d", kind="nccl", title="NCCL error", hint=nccl_hint),
         Signature(
             pattern=r"ProcessGroupNCCL.*(?:Timeout|Watchdog caught)",
@@ -120,6 +134,7 @@ def common_fatal(
             kind="nccl",
             title="NCCL hit a CUDA error",
             hint=nccl_hint,
+            wrapper=True,
         ),
         *(
             Signature(pattern=code, kind="nccl", title=f"NCCL error ({code})", hint=nccl_hint)

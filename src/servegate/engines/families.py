@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["FAMILY", "KIND_HINTS", "Words", "family_of", "words_kind"]
+__all__ = ["FAMILY", "KIND_HINTS", "Words", "family_of", "kind_order", "words_kind"]
 
 FAMILY: dict[str, str] = {
     "oom": "memory",
@@ -138,6 +138,9 @@ _WORDS: tuple[Words, ...] = (
         r"|not enough (?:gpu |device |free |host )?memory|cannot allocate memory"
         r"|failed to allocate|memory allocation failed|\bENOMEM\b|std::bad_alloc"
         r"|CUBLAS_STATUS_ALLOC_FAILED"
+        # an allocator call that failed ("Failed to CUDA calloc 67108864 bytes" under an
+        # NCCL error's "Last error:", "cudaMalloc failed")
+        r"|failed to (?:cuda ?)?[cm]alloc\b|\b(?:cuda)?[cm]alloc(?:Async|Host)? failed"
         # a backend's allocator (Vulkan, SYCL, Metal, HIP): "Device memory allocation of
         # size N failed", ErrorOutOfDeviceMemory, UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
         r"|\ballocation of (?:size )?\d+\S*(?: bytes)? failed|OutOf(?:Device|Host|Pool)Memory"
@@ -222,6 +225,9 @@ _WORDS: tuple[Words, ...] = (
         r"|(?:not supported|unsupported) (?:on|by|in) (?:this|your|the current) (?:gpu|architecture)"
         r"|only supports? (?:ampere|hopper|turing|volta|blackwell)"
         r"|minimum capability|current capability"  # vLLM's quantization methods
+        # a dtype only one GPU generation has: the fnuz FP8 types of AMD's MI300 (gfx942),
+        # which a kernel built for another generation, or another generation, refuses
+        r"|\bfloat8_e[45]m[23]fnuz\b|\bfnuz\b"
         # a backend or kernel that a GPU generation cannot run ("The 'fa3' backend is not
         # supported on Blackwell GPUs", "only supported on Hopper")
         r"|(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:[\w()-]+ ){0,3}(?:gpus?"
@@ -267,6 +273,7 @@ _WORDS: tuple[Words, ...] = (
         r"|requires? .*(?:version|>=|==)|please (?:install|upgrade|update|reinstall)"
         r"|pip install|is not installed|not found in \$?PATH|command not found"
         r"|got an unexpected keyword argument|module '[\w.]+' has no attribute"
+        r"|got multiple values for (?:keyword )?argument"
         r"|unable to find backend library|failed to build|returned non-zero exit status"
         # tritonserver looks for a Python backend's model.py where a backend is missing
         r"|unable to find '[^']*/model\.py'"
@@ -278,6 +285,12 @@ _WORDS: tuple[Words, ...] = (
         r"|not found \(required by|No such file or directory: '(?:ninja|nvcc|gcc|g\+\+|c\+\+"
         r"|cc|clang|cmake|make|hipcc)'|forward compatibility was attempted"
         r"|failed to find C compiler|could not select device driver|nvidia-container-cli"
+        # the container runtime refused the image or the container: the engine never ran
+        # (no image for this platform, the NVIDIA hook's requirement, runc's create)
+        r"|no matching manifest|manifest unknown|image platform .{0,60}does not match"
+        r"|OCI runtime (?:create|exec) failed|requirement error: unsatisfied condition"
+        # Windows' status of a program whose DLL is missing (STATUS_DLL_NOT_FOUND)
+        r"|\b0xc0000135\b|STATUS_DLL_NOT_FOUND"
         r"|\bto be installed\b"
         # a package's own loader of its native library or extension (llama-cpp-python's
         # "Shared library with base name 'llama' not found", macOS's dyld, Windows')
@@ -416,7 +429,13 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"architectures? .*(?:not supported|unsupported|not (?:yet )?implemented)"
         r"|(?:unsupported|unknown|unrecognized) (?:model|architecture)"
         r"|model type .*(?:not supported|unsupported|unrecognized)"
-        r"|(?:is )?not supported for \w*Model\b",
+        r"|(?:is )?not supported for \w*Model\b"
+        # an attention kernel that takes only some head sizes: the model's head dimension
+        # is not one of them ("assert Lq in {16, 32, 64, 128, 256}, where Lq = 80", "Head
+        # size 80 is not supported by FlashAttention")
+        r"|head[ _]?(?:dim(?:ension)?|size)s?\b.{0,60}\b(?:not supported|unsupported"
+        r"|must be|only supports?)|\bassert (?:L[qkv]|head_?(?:dim|size)\w*|d_?head)"
+        r" in [{\[(]\d+(?:, ?\d+)+",
     ),
     Words(
         kind="download",
@@ -438,3 +457,14 @@ def words_kind(text: str) -> Words | None:
         if pattern.search(text):
             return words
     return None
+
+
+_ORDER: dict[str, int] = {}
+for _index, _words in enumerate(_WORDS):
+    _ORDER.setdefault(_words.kind, _index)
+
+
+def kind_order(kind: str | None) -> int:
+    """Where ``kind``'s words first stand in the order above (the root of a chain of
+    failures first: memory before NCCL); after all of them for a kind no words name."""
+    return _ORDER.get(kind or "", len(_WORDS))

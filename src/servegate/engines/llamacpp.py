@@ -179,12 +179,15 @@ _FATAL: tuple[Signature, ...] = (
         "its Vulkan runtime (vulkaninfo lists the device and its extensions), or pick "
         "another device or backend",
     ),
-    # "llama_model_load: error loading model: <why>" and the older bare spelling
+    # "llama_model_load: error loading model: <why>" and the older bare spelling; a
+    # backend's buffer allocation that failed above it is the root ("ggml_backend_metal_
+    # buffer_from_ptr: error: failed to allocate buffer, size = 0.00 MiB")
     Signature(
         pattern=r"error loading model: ",
         kind="model-load",
         title="the model failed to load",
         hint=_MODEL_HINT,
+        explained_by=r"^ggml_\w*buffer\w*: (?:error: )?failed to allocate buffer",
     ),
     # -hf downloads (common/arg.cpp)
     Signature(

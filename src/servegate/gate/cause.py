@@ -64,7 +64,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from servegate.engines.families import KIND_HINTS, words_kind
+from servegate.engines.families import KIND_HINTS, kind_order, words_kind
 from servegate.engines.profile import Signature
 from servegate.gate.normal import Logical, Normal, logical_lines, normalise
 from servegate.gate.scan import required_literal
@@ -75,6 +75,7 @@ __all__ = [
     "explain",
     "is_source",
     "is_source_line",
+    "phase_kind",
     "select_cause",
     "strip_prefix",
 ]
@@ -94,6 +95,15 @@ _PYDANTIC_DETAIL = ("Value error, ", "Assertion failed, ")
 # a traceback (a line "Name: message" elsewhere is a logger's or a program's)
 _CLASS_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \S")
 _PYDANTIC_LINK = "For further information visit https://errors.pydantic.dev/"
+# a class named with its module path (``huggingface_hub.utils._http.OfflineModeIsEnabled:
+# ...``): an exception line wherever it stands (a logger's name has no capital class)
+_QUALIFIED = re.compile(r"(?:[a-z_][a-z0-9_]*\.)+_?[A-Z]\w*: \S")
+# a one-line paste that glued a raise statement to its exception ("raise RuntimeError(
+# RuntimeError: Cannot re-initialize CUDA ..."): the exception after the statement
+_RAISE_THEN = re.compile(
+    r"raise\s+[\w.]+\(\s*(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
+    r"(?:Error|Exception|Exit|Interrupt|Failure): \S)"
+)
 _WHAT = re.compile(r"\s*what\(\):\s+\S")  # std::terminate's report of a C++ exception
 _CHAINED = (
     "During handling of the above exception",
@@ -123,6 +133,7 @@ _GOES_ON = re.compile(
 _FAILS = re.compile(
     r"\b(?:fail(?:ed|ure|s)?|cannot|can't|could ?n[o']t|unable|not found|no such|errno"
     r"|denied|refused|killed|abort(?:ed)?|exception|invalid|missing|out of memory|no space"
+    r"|no matching"
     r"|undefined|illegal|(?:seg)?fault|crash(?:ed)?|died|exceed(?:s|ed)?|insufficient"
     r"|not enough|mismatch|unsupported|not supported|not installed|not available"
     r"|non-zero (?:exit )?(?:status|code)|signal(?:l)?ed"
@@ -188,7 +199,113 @@ _FRAME_PHASES: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "the model's weights do not fit its class (loading them failed)",
     ),
     (re.compile(r"warmup", re.IGNORECASE), "engine-init", "the warmup request failed"),
+    (
+        re.compile(
+            r"init_process_group|init_distributed|initialize_model_parallel"
+            r"|init_torch_distributed|new_group|rendezvous"
+        ),
+        "distributed",
+        "the distributed group failed to start",
+    ),
+    (
+        re.compile(
+            r"profile_run|determine_num_available_blocks|determine_available_memory"
+            r"|initialize_kv_cache|init_memory_pool|profile_max_num_token|available_gpu_memory"
+        ),
+        "oom",
+        "measuring the memory left for the KV cache failed",
+    ),
+    (
+        re.compile(r"snapshot_download|hf_hub_download|download_weights|download_model"),
+        "download",
+        "downloading the model failed",
+    ),
+    (re.compile(r"capture|cuda_graph"), "cuda-graph", "CUDA-graph capture failed"),
+    (
+        re.compile(
+            r"load_model|get_model|initialize_model|from_pretrained|get_config|load_config"
+            r"|get_tokenizer|load_tokenizer"
+        ),
+        "model-load",
+        "loading the model failed",
+    ),
 )
+# the exception's class and its module, for an exception whose words name no family:
+# the library that raised it says which part failed
+_CLASS_KINDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(
+            r"^huggingface_hub\.[\w.]*: |^(?:[\w.]+\.)?(?:OfflineModeIsEnabled|HfHubHTTPError"
+            r"|ConnectTimeout\w*|ConnectionError|ProxyError|SSLError|NameResolutionError"
+            r"|gaierror)\b"
+        ),
+        "download",
+        "the model could not be downloaded",
+    ),
+    # the model's configuration or class lacks a field this engine reads
+    (
+        re.compile(r"^AttributeError: '\w*(?:Config|For[A-Z]\w*|Model)' object has no attribute"),
+        "unsupported-model",
+        "the model's configuration or class lacks what this engine reads",
+    ),
+    # a Triton kernel whose blocks need more shared memory than this GPU has
+    (
+        re.compile(r"^(?:[\w.]+\.)?OutOfResources: out of resource: shared memory"),
+        "cuda-arch",
+        "a kernel needs more shared memory than this GPU has",
+    ),
+    (
+        re.compile(r"^(?:jinja2\.[\w.]*)?Template(?:Syntax)?Error: "),
+        "model-load",
+        "the model's chat template could not be read",
+    ),
+)
+# what the lines just above an exception or error say the engine was doing (the nearest
+# such line decides), for a cause that names no family by its words, class or frames
+_ABOVE_PHASES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(
+            r"\bload(?:ing)? (?:the )?(?:model )?(?:weights|checkpoint|safetensors|shards)"
+            r"|\bLoading model from\b",
+            re.IGNORECASE,
+        ),
+        "model-load",
+        "it failed while loading the model's weights",
+    ),
+    (
+        re.compile(
+            r"\bprofil(?:e|ing)\b|\bKV cache\b|\bmemory pool\b|\bnum_gpu_blocks\b",
+            re.IGNORECASE,
+        ),
+        "oom",
+        "it failed while sizing the KV cache",
+    ),
+    (
+        re.compile(
+            r"\binit(?:ializ\w*)? (?:the )?(?:distributed|process group|torch\.distributed"
+            r"|nccl)|\binit_process_group\b|\bworld_size=",
+            re.IGNORECASE,
+        ),
+        "distributed",
+        "it failed while the distributed group started",
+    ),
+    (
+        re.compile(r"\bcapturing (?:cuda ?)?graphs?\b|\bcuda ?graph", re.IGNORECASE),
+        "cuda-graph",
+        "it failed while capturing CUDA graphs",
+    ),
+    (re.compile(r"\bdownloading\b", re.IGNORECASE), "download", "it failed while downloading"),
+)
+_ABOVE_LINES = 12  # how far above the cause a phase line may stand
+
+
+def _class_kind(text: str) -> tuple[str, str] | None:
+    """The kind and title an exception's class and module name, if they name one."""
+    head = text[:200]
+    for pattern, kind, title in _CLASS_KINDS:
+        if pattern.search(head) is not None:
+            return kind, title
+    return None
 
 
 def _frame_phase(functions: Sequence[str]) -> tuple[str, str] | None:
@@ -212,6 +329,9 @@ class Cause:
     kind: str | None = None
     title: str | None = None
     hint: str | None = None
+    # the detail a failure line introduced right above it ("Last error:", "stderr: ..."),
+    # chosen over that line: a signature's hit gives way to it where it names the root
+    detail: bool = False
 
 
 def strip_prefix(line: str) -> str:
@@ -232,7 +352,7 @@ def is_source(normal: Normal) -> bool:
     if _FRAME.match(body) or _MARKERS.match(body):
         return True
     if text.startswith(("raise ", "raise(")) or text == "raise":
-        return True
+        return _RAISE_THEN.match(text) is None
     if normal.indent < 4:
         return False
     return not (_EXCEPTION.match(text) or _WHAT.match(text))
@@ -249,6 +369,9 @@ def _exception(normal: Normal) -> str | None:
     text = normal.text
     if _WHAT.match(text) or _EXCEPTION.match(text) or text.startswith(_PYDANTIC_DETAIL):
         return text
+    glued = _RAISE_THEN.match(text)
+    if glued is not None:
+        return text[glued.start("exc") :]
     return None
 
 
@@ -280,6 +403,7 @@ class _Candidate:
     severity: int
     order: int  # the signature's place in the profile's order (wrappers)
     cause: Cause
+    relayed: bool = False  # the detail that the failure line just above introduced
 
 
 @functools.lru_cache(maxsize=4096)
@@ -334,9 +458,12 @@ def _candidate(
     normal = entry.normal
     text = normal.text
     exception = _exception(normal)
-    if exception is None and frames and _CLASS_LINE.match(text) is not None:
+    if exception is None and (
+        (frames and _CLASS_LINE.match(text) is not None) or _QUALIFIED.match(text) is not None
+    ):
         # the line that ends a traceback is its exception, whatever the class is called
-        # (huggingface_hub's OfflineModeIsEnabled: no Error in its name)
+        # (huggingface_hub's OfflineModeIsEnabled: no Error in its name), and so is a
+        # class named with its module path anywhere
         exception = text
     shown, panic = _inner(text)
     severity = _SEVERITY.get(normal.level or "", 0)
@@ -413,7 +540,9 @@ def _candidate(
             rank = _WRAPPER
         else:
             rank = _EXCEPTIONAL if severity >= _EXCEPTION_SEVERITY else _ERROR
-        phase = _frame_phase(frames) if exception is not None and wrapper is None else None
+        phase = None
+        if exception is not None and wrapper is None:
+            phase = _class_kind(exception) or _frame_phase(frames)
         if phase is None:
             cause = Cause(line=line, text=shown, signature=wrapper)
         else:
@@ -458,6 +587,10 @@ def select_cause(
     reporter: str | None = None
     reporting = False
     raised: Logical | None = None  # the last raise statement with a literal message
+    # the next line is the detail a failure line introduced: NCCL's "Last error:" under
+    # its error, a line that relays another program's "stderr: ..."
+    relay_next = False
+    last_failing = -2  # the position of the last candidate at ERROR severity or above
     functions: list[str] = []  # the frames of the traceback being read, outermost first
     for position, entry in enumerate(entries):
         normal = entry.normal
@@ -484,17 +617,25 @@ def select_cause(
             moved_on.append(position)
             continue
         inside = position > 0 and entries[position - 1].line is entry.line
+        relayed, relay_next = relay_next, False
         candidate = _candidate(
             position,
             entry,
             rules,
             hints or {},
-            reported=reporting,
+            reported=reporting or relayed,
             inside=inside,
             frames=frames,
         )
         if candidate is not None:
+            if relayed:
+                candidate = replace(candidate, relayed=True)
             found.append(candidate)
+            if candidate.severity >= _SEVERITY["error"]:
+                last_failing = position
+            relay_next = _RELAYS.search(text) is not None
+        elif text.endswith(":") and normal.level is None and last_failing == position - 1:
+            relay_next = True  # "Last error:" right under a failure line
         if text.endswith(":") and _SEVERITY.get(normal.level or "", 0) >= _SEVERITY["error"]:
             reporter, reporting = normal.source, True
     if not found:
@@ -512,6 +653,20 @@ def select_cause(
         pick = chosen[-1]
     else:
         pick = min(chosen, key=lambda c: (-c.severity, c.position))
+    detail = next(
+        (
+            c
+            for c in found
+            if c.relayed and 0 < c.position - pick.position <= _DETAIL_LINES and c.cause.kind
+        ),
+        None,
+    )
+    if detail is not None and (
+        best != _SIGNATURE or kind_order(detail.cause.kind) < kind_order(pick.cause.kind)
+    ):
+        # the detail the chosen line introduces right below it names what failed ("NCCL
+        # error ... unhandled cuda error", then "Last error: Failed to CUDA calloc ...")
+        pick = replace(detail, cause=replace(detail.cause, detail=True))
     if pick.cause.text.endswith(_TRACEBACK_OPENS):
         ending = _traceback_end(entries, pick.position)
         if ending is not None:
@@ -537,7 +692,40 @@ def select_cause(
         root = _explaining(entries[: pick.position], signature.explained_by, hints or {})
         if root is not None:
             return root
+    if pick.cause.kind is None and signature is None and pick.severity >= _SEVERITY["error"]:
+        above = _above_phase(entries, pick.position, start)
+        if above is not None:
+            kind, title = above
+            hint = (hints or {}).get(kind, KIND_HINTS.get(kind))
+            return replace(pick.cause, kind=kind, title=title, hint=hint)
     return pick.cause
+
+
+# a line that relays another program's standard error after its own words
+_RELAYS = re.compile(r"\bstderr: \S")
+_DETAIL_LINES = 4  # how far below the chosen line the detail it introduces may stand
+# a line that says an activity ended
+_DONE = re.compile(
+    r"\b(?:took|done|completed?|finished|succeeded|loaded|ready)\b|\b100 ?%", re.IGNORECASE
+)
+
+
+def _above_phase(entries: Sequence[Logical], position: int, start: int) -> tuple[str, str] | None:
+    """The kind the nearest line above ``position`` (after ``start``) names by what the
+    engine was doing (``_ABOVE_PHASES``), if one of the last ``_ABOVE_LINES`` does; none
+    once a nearer line says that something was done (``took 4.1 seconds``, ``100%``):
+    the failure came after that activity."""
+    low = max(start + 1, position - _ABOVE_LINES, 0)
+    for entry in reversed(entries[low:position]):
+        normal = entry.normal
+        if is_source(normal) or _FRAME.match(normal.body):
+            continue
+        if _DONE.search(normal.text) is not None:
+            return None
+        for pattern, kind, title in _ABOVE_PHASES:
+            if pattern.search(normal.text) is not None:
+                return kind, title
+    return None
 
 
 _TRACEBACK_OPENS = "Traceback (most recent call last):"
@@ -654,3 +842,46 @@ def explain(lines: Sequence[str], signature: Signature, hints: Mapping[str, str]
     if not signature.explained_by:
         return None
     return _explaining(logical_lines(lines), signature.explained_by, hints)
+
+
+# the startup phase the server had reached when it died, as the last evidence of a
+# quoted exception's or error line's kind (phase names of the engines' profiles)
+_PHASE_KINDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"download"), "download", "it failed while downloading the model"),
+    (re.compile(r"load_weights|load_model"), "model-load", "it failed while loading the model"),
+    (re.compile(r"kv_cache"), "oom", "it failed while sizing the KV cache"),
+    (re.compile(r"init_distributed"), "distributed", "it failed while the group started"),
+    (re.compile(r"cuda_graph"), "cuda-graph", "it failed while capturing CUDA graphs"),
+    (re.compile(r"warmup|torch_compile"), "engine-init", "it failed in the warmup"),
+    (re.compile(r"parse_args"), "bad-args", "it failed while reading its arguments"),
+)
+
+
+def phase_kind(cause: Cause, phase: str | None, lines: Sequence[str]) -> tuple[str, str] | None:
+    """The kind and title that ``phase`` (the startup phase open when the server died)
+    gives ``cause`` when nothing else named one: only for a quoted exception or ERROR /
+    FATAL line (a bare line such as ``Illegal instruction`` is how the process ended,
+    not a failure of the phase), and not when the line of ``lines`` (the tail) just
+    above it says that an activity was done (the phase's end line may be unprinted)."""
+    if phase is None or cause.kind is not None or not cause.line:
+        return None
+    entries = logical_lines(lines)
+    at = next(
+        (n for n in range(len(entries) - 1, -1, -1) if entries[n].line.strip() == cause.line),
+        None,
+    )
+    if at is not None:
+        before = (e for e in reversed(entries[:at]) if not is_source(e.normal) and e.normal.text)
+        previous = next(before, None)
+        if previous is not None and _DONE.search(previous.normal.text) is not None:
+            return None
+    normal = normalise(cause.line)
+    erring = _SEVERITY.get(normal.level or "", 0) > 0
+    if not erring and _exception(normal) is None and _QUALIFIED.match(normal.text) is None:
+        return None
+    if _SIGNALLED.search(normal.text) is not None:
+        return None  # a process a signal ended: how it ended, whatever the phase
+    for pattern, kind, title in _PHASE_KINDS:
+        if pattern.search(phase) is not None:
+            return kind, title
+    return None

@@ -26,7 +26,9 @@ from urllib.parse import urlsplit
 
 from servegate.diag.diagnosis import Diagnosis
 from servegate.diag.stacks import Stacks
+from servegate.engines.families import KIND_HINTS, kind_order
 from servegate.engines.profile import Signature
+from servegate.gate.cause import Cause, phase_kind
 from servegate.gate.children import ChildWatch
 from servegate.gate.follow import FileFollower
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
@@ -531,7 +533,7 @@ class Gate:
                 hint = "the cause is in the log tail"
         if last:
             reason += f" after {last[:200]}"
-        cause = self.watcher.cause()
+        cause = self._phased(self.watcher.cause())
         if cause is not None and cause.kind is not None:
             # the cause line names the failure: its kind, not how the process ended
             kind, hint = cause.kind, cause.hint or hint
@@ -830,9 +832,29 @@ class Gate:
             )
         return hint
 
+    def _phased(self, cause: Cause | None) -> Cause | None:
+        """``cause`` with the kind of the startup phase the server had reached, where
+        nothing else named one (gate/cause.py's ``phase_kind``): the last evidence."""
+        if cause is None or cause.kind is not None:
+            return cause
+        current = self.watcher.phases.current()  # a closed phase: it came after it
+        name = None if current is None else current.name
+        found = phase_kind(cause, name, self.watcher.tail.last())
+        if found is None:
+            return cause
+        kind, title = found
+        hint = self.watcher.rules.hints.get(kind, KIND_HINTS.get(kind))
+        return replace(cause, kind=kind, title=title, hint=hint)
+
     def _crash_signature(self, signature: Signature, line: str) -> None:
         reason, kind, hint = signature.title, signature.kind, signature.hint
         root = self.watcher.explain(signature, line)
+        if root is None:
+            # the detail the failure line introduced below it, where it names the root of
+            # the chain (NCCL's "Last error:" then "Failed to CUDA calloc ...": memory)
+            found = self.watcher.cause()
+            if found is not None and found.detail and kind_order(found.kind) < kind_order(kind):
+                root = found
         if root is not None:
             # an earlier line says why (SGLang: the model's module failed to import)
             reason = f"{reason}: {root.text[:200]}"
