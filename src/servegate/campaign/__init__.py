@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from servegate.campaign.schema import MAX_RESTARTS
     from servegate.campaign.session import CampaignRun, run
     from servegate.campaign.tune import Trial, TuneOptions, TuneOutcome, run_tune
+    from servegate.campaign.tune_report import search_report
 
 # public name -> the module that defines it
 _WHERE = {
@@ -70,6 +71,7 @@ _WHERE = {
     "TuneOptions": "tune",
     "TuneOutcome": "tune",
     "run_tune": "tune",
+    "search_report": "tune_report",
 }
 
 __all__ = [
@@ -97,6 +99,7 @@ __all__ = [
     "run",
     "run_campaign",
     "run_tune",
+    "search_report",
     "start_order",
 ]
 

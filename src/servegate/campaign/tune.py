@@ -24,6 +24,8 @@ events go to the ``CampaignProgress`` given, as for a campaign.
 from __future__ import annotations
 
 import copy
+import importlib.util
+import inspect
 import math
 import re
 import shlex
@@ -34,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from servegate.campaign.config import Campaign
 from servegate.campaign.interrupt import Interrupted, Interrupts
@@ -58,7 +60,8 @@ __all__ = [
 ]
 
 OBJECTIVES = ("capacity", "goodput", "throughput")
-SAMPLERS = ("tpe", "random")
+SAMPLERS = ("tpe", "random", "qmc", "gp", "nsga2")  # Optuna's samplers by name
+NSGA2_POPULATION = 10  # NSGA-II's generation: the first is drawn at random (seeded)
 _PARAM_KEYS = {"choices", "low", "high", "log", "step", "when", "memory", "type"}
 _SEARCH_KEYS = {"name", "args", "env", "command", "objective", "sampler", "params"}
 NONE = "none"  # a parameter whose condition is not met, in names
@@ -146,6 +149,7 @@ class TuneOptions:
     log_dir: Path | None = None
     finalists: int = 0  # the best N trials restarted with the baseline at the end
     finalist_starts: int = 3  # fresh starts each, interleaved in seeded rounds
+    sampler: str | None = None  # one of SAMPLERS, in place of [search] sampler
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -324,7 +328,7 @@ def _space(raw: dict[str, Any], where: str) -> SearchSpace:
         raise bad("objective", f"{objective!r} is not one; choose {', '.join(OBJECTIVES)}.")
     sampler = raw.get("sampler", "tpe")
     if sampler not in SAMPLERS:
-        raise bad("sampler", f"{sampler!r} is not one; choose {', '.join(SAMPLERS)}.")
+        raise bad("sampler", f"{sampler!r} is not one; choose {_or(SAMPLERS)}.")
     names = [p.name for p in params]
     template = raw.get("name") or ",".join(f"{n}={{{n}}}" for n in names)
     used = set(re.findall(r"\{(\w+)\}", template))
@@ -461,6 +465,27 @@ def _trial_variant(space: SearchSpace, values: Mapping[str, Any]) -> dict[str, A
     if space.command is not None:
         table["command"] = space.command
     return table
+
+
+def distributions(optuna: Any, space: SearchSpace, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Optuna's distribution of each parameter set in ``values`` (a trial's search space)."""
+    dist = optuna.distributions
+    out: dict[str, Any] = {}
+    for p in space.params:
+        if p.name not in values:
+            continue
+        if p.choices:
+            out[p.name] = dist.CategoricalDistribution(list(p.choices))
+        elif p.integer:
+            step = int(p.step or 1)
+            out[p.name] = dist.IntDistribution(
+                int(p.low or 0), int(p.high or 0), log=p.log, step=step
+            )
+        else:
+            out[p.name] = dist.FloatDistribution(
+                p.low or 0.0, p.high or 0.0, log=p.log, step=p.step
+            )
+    return out
 
 
 # --- the memory skip -----------------------------------------------------------------------
@@ -743,13 +768,39 @@ class Search:
         self.idle = 0  # proposals in a row that needed no start
 
     def _sampler(self) -> Any:
-        samplers = self.optuna.samplers
-        if self.space.sampler == "random":
-            return samplers.RandomSampler(seed=self.options.seed)
-        with warnings.catch_warnings():  # experimental (group) and, in Optuna 5, deprecated
+        """Optuna's sampler by name; crashes go to those that take constraints through
+        ``constraints_func`` (TPE, GP, NSGA-II); random and QMC ignore every value."""
+        name = self.options.sampler or self.space.sampler
+        samplers, seed = self.optuna.samplers, self.options.seed
+        if name not in SAMPLERS:
+            raise UsageError(f"--sampler {name}: not one servegate offers; choose {_or(SAMPLERS)}.")
+        missing = [m for m in _SAMPLER_NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
+        if missing:
+            raise UsageError(
+                f"the {name} sampler needs {' and '.join(missing)}; "
+                f"pip install {' '.join(missing)}, or choose another sampler."
+            )
+        with warnings.catch_warnings():  # experimental (group), deprecated in Optuna 5
             warnings.simplefilter("ignore")
+            if name == "random":
+                return samplers.RandomSampler(seed=seed)
+            if name == "qmc":
+                return samplers.QMCSampler(seed=seed, warn_independent_sampling=False)
+            if name == "gp":
+                if "constraints_func" not in inspect.signature(samplers.GPSampler).parameters:
+                    raise UsageError(
+                        "the gp sampler takes crashes as constraints from Optuna 4.2 on; "
+                        "pip install 'optuna>=4.2', or choose another sampler."
+                    )
+                return samplers.GPSampler(
+                    seed=seed, constraints_func=_constraints, n_startup_trials=STARTUP_TRIALS
+                )
+            if name == "nsga2":
+                return samplers.NSGAIISampler(
+                    seed=seed, constraints_func=_constraints, population_size=NSGA2_POPULATION
+                )
             return samplers.TPESampler(
-                seed=self.options.seed,
+                seed=seed,
                 constraints_func=_constraints,
                 n_startup_trials=STARTUP_TRIALS,
                 multivariate=True,
@@ -757,23 +808,7 @@ class Search:
             )
 
     def _distributions(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        dist = self.optuna.distributions
-        out: dict[str, Any] = {}
-        for p in self.space.params:
-            if p.name not in values:
-                continue
-            if p.choices:
-                out[p.name] = dist.CategoricalDistribution(list(p.choices))
-            elif p.integer:
-                step = int(p.step or 1)
-                out[p.name] = dist.IntDistribution(
-                    int(p.low or 0), int(p.high or 0), log=p.log, step=step
-                )
-            else:
-                out[p.name] = dist.FloatDistribution(
-                    p.low or 0.0, p.high or 0.0, log=p.log, step=p.step
-                )
-        return out
+        return distributions(self.optuna, self.space, values)
 
     # --- the store's trials ---
 
@@ -917,6 +952,14 @@ class Search:
         )
 
 
+# the packages a sampler imports that Optuna does not require
+_SAMPLER_NEEDS = {"gp": ("torch", "scipy"), "qmc": ("scipy",)}
+
+
+def _or(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
 CONSTRAINTS_KEY = "constraints"  # where Optuna's samplers read a trial's constraints
 
 
@@ -932,7 +975,14 @@ def _fields(trial: Trial) -> dict[str, Any]:
 # --- reading trials back -------------------------------------------------------------------
 
 
-def _stored_trials(store: Store, cid: int, space: SearchSpace, base: Campaign) -> list[Trial]:
+class _Baselined(Protocol):
+    """A campaign as its trials are read back: the file's (Campaign) or the store's."""
+
+    @property
+    def baseline(self) -> str: ...
+
+
+def _stored_trials(store: Store, cid: int, space: SearchSpace, base: _Baselined) -> list[Trial]:
     """Every trial of the campaign in the store, in the order they were first started."""
     attempts = store.attempts(cid)
     first: dict[str, int] = {}
@@ -955,7 +1005,7 @@ def _stored_trials(store: Store, cid: int, space: SearchSpace, base: Campaign) -
 
 
 def _read_trial(
-    store: Store, cid: int, space: SearchSpace, base: Campaign, name: str
+    store: Store, cid: int, space: SearchSpace, base: _Baselined, name: str
 ) -> Trial | None:
     """The trial stored as variant ``name``; None for a variant that is none."""
     if name == base.baseline:

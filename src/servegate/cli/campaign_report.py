@@ -191,6 +191,12 @@ def report(
         result = reports.build_report(
             store, campaign, confidence=confidence, seed=seed, min_effect=threshold
         )
+        if "[search" in result.campaign.config_text:  # a tune: its search report too
+            from dataclasses import replace
+
+            from servegate.campaign import search_report
+
+            result = replace(result, search=search_report(store, result.campaign.id))
     outputs = (  # markdown, JSON, CSV, HTML: each rendered once
         (as_markdown, markdown_file, reports.render_markdown, "--markdown-file"),
         (as_json, json_file, reports.render_json, "--json-file"),

@@ -78,6 +78,13 @@ __all__ = ["tune"]
     help="Fresh starts per finalist.",
 )
 @click.option(
+    "--sampler",
+    default=None,
+    metavar="NAME",
+    help="Optuna's sampler, in place of [search] sampler: tpe (the default), random, qmc, "
+    "gp or nsga2 (docs/tune.md says how each treats crashes).",
+)
+@click.option(
     "--seed",
     type=click.IntRange(min=0),
     default=0,
@@ -105,6 +112,7 @@ def tune(
     resume: bool,
     finalists: int,
     finalist_starts: int,
+    sampler: str | None,
     seed: int,
     events: Path | None,
     as_json: bool,
@@ -150,6 +158,7 @@ def tune(
         gpu_hours=gpu_hours,
         resume=resume,
         seed=seed,
+        sampler=sampler,
         finalists=finalists,
         finalist_starts=finalist_starts,
     )
@@ -160,13 +169,24 @@ def tune(
     finally:
         if stream is not None:
             stream.close()
+    found = _search_report(db, outcome)
     document = outcome.to_json()
+    document.update(
+        found.to_json()
+        if found is not None
+        else {"pareto": None, "importances": None, "crash_map": None}
+    )
     if json_file is not None:
         write_json_file(json_file, document)
     if as_json:
         click.echo(json.dumps(document))
     else:
         _summary(outcome)
+        if found is not None:
+            from servegate.report.search import search_lines
+
+            for line in search_lines(found):
+                click.echo(line)
     if outcome.signum is not None:
         click.echo(
             f"Interrupted; the trials are kept in {db}; continue with: servegate tune "
@@ -174,6 +194,19 @@ def tune(
             err=True,
         )
     sys.exit(outcome.exit_code)
+
+
+def _search_report(db: Path, outcome: Any) -> Any:
+    """The Pareto front, importances and crash map of the search just run (None without
+    a store)."""
+    from servegate.campaign import search_report
+    from servegate.store import Store
+
+    if not db.is_file():
+        return None
+    with Store.open(db, read_only=True) as store:
+        info = store.find_campaign(outcome.campaign)
+        return None if info is None else search_report(store, info.id, outcome.trials)
 
 
 def _line(trial: Any, outcome: Any, max_trials: int | None, gpu_hours: float | None) -> str:

@@ -31,7 +31,7 @@ import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -66,6 +66,9 @@ from servegate.store import (
     PointInfo,
     Samples,
 )
+
+if TYPE_CHECKING:
+    from servegate.report.search import SearchReport
 
 # the attempt statuses that fail a start (a row's status compares equal to its string)
 FAILED_STATUSES = frozenset({AttemptStatus.CRASH, AttemptStatus.TIMEOUT, AttemptStatus.FAILED})
@@ -318,6 +321,7 @@ class Report:
     capacity_rows: tuple[CapacityRow, ...] = ()  # find_max: each variant's capacities
     capacity: tuple[CapacityComparison, ...] = ()  # ... compared with the baseline's
     metrics: tuple[Metric, ...] = METRICS  # what was compared (METRICS and extra percentiles)
+    search: SearchReport | None = None  # a tune campaign: its Pareto front, importances, crashes
 
     @property
     def baseline(self) -> str:

@@ -172,6 +172,11 @@ def render_console(report: Report, console: Console | None = None) -> None:
             )
     for line in text.capacity_lines(report):
         out.print(Text(line), soft_wrap=True)
+    if report.search is not None:
+        from servegate.report.search import search_lines
+
+        for line in search_lines(report.search):
+            out.print(Text(line), soft_wrap=True)
     for line in text.noise_lines(report):
         out.print(Text(line, style="dim" if line.startswith(" ") else ""), soft_wrap=True)
     for line in text.placement_lines(report):

@@ -191,6 +191,7 @@ def report_json(report: Report) -> dict[str, Any]:
             for c in report.startup
         ],
         "capacity": _capacity(report),
+        "search": None if report.search is None else report.search.to_json(),
     }
 
 

@@ -46,6 +46,7 @@ def render_markdown(report: Report) -> str:
         *_latency(report),
         *_startup(report),
         *_capacity(report),
+        *_search(report),
         *_noise_floor(report),
         *_not_compared(report),
         *_not_finished(report),
@@ -148,6 +149,13 @@ def _startup(report: Report) -> list[str]:
     ]
     header = ["variant", "start", report.baseline, "variant", "change", "call"]
     return ["## Startup vs baseline", "", *_table(header, rows, right_from=2), ""]
+
+
+def _search(report: Report) -> list[str]:
+    """A tune campaign: the Pareto front, the importances and the crash map."""
+    from servegate.report.search import search_markdown
+
+    return [] if report.search is None else search_markdown(report.search)
 
 
 def _capacity(report: Report) -> list[str]:
