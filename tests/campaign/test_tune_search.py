@@ -171,39 +171,33 @@ def test_a_tune_reports_its_front_importances_and_crash_map(tmp_path: Any) -> No
     assert set(importances["values"]) == {"fraction", "bs", "quant"}
     assert sum(importances["values"].values()) == pytest.approx(1.0)
 
-    report = tune_report(tmp_path)
+    report, page = tune_report(tmp_path)
     assert "## Search: crash map" in report
     assert f"| fraction | 0.96 | {buckets[('fraction', '0.96')]['run']} |" in report
+    if page is not None:
+        assert "<h2>Search: crash map</h2>" in page
+        assert f"<td>fraction</td><td>0.96</td><td>{buckets[('fraction', '0.96')]['run']}<" in page
 
 
-def tune_report(tmp_path: Any) -> str:
-    """servegate report --markdown of the tune campaign."""
+def tune_report(tmp_path: Any) -> tuple[str, str | None]:
+    """servegate report --markdown of the tune campaign, and its HTML where plotly is."""
     import subprocess
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "servegate",
-            "report",
-            "tune-sim",
-            "--markdown",
-            "--db",
-            str(tmp_path / "t.db"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    html = tmp_path / "report.html"
+    plotly = importlib.util.find_spec("plotly") is not None
+    argv = [sys.executable, "-m", "servegate", "report", "tune-sim", "--markdown"]
+    argv += ["--db", str(tmp_path / "t.db")]
+    argv += ["--html-file", str(html)] if plotly else []
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return done.stdout, html.read_text() if plotly else None
 
 
 def test_the_crash_map_counts_skips_with_the_trial_that_dominated_them() -> None:
     """A skipped configuration is counted in each of its values' buckets with the trial
     that ran out of memory; a range parameter falls in four buckets; a reused trial is
-    not counted again; an unset parameter has its own row."""
+    not counted again; a pruned one is run, neither feasible nor infeasible; an unset
+    parameter has its own row."""
     params = (
         Param(name="fraction", low=0.8, high=0.96, memory=True),
         Param(name="quant", choices=("none", "fp8")),
@@ -224,6 +218,7 @@ def test_the_crash_map_counts_skips_with_the_trial_that_dominated_them() -> None
         trial(3, 0.85, "fp8", "feasible"),
         trial(4, 0.85, "fp8", "reused"),
         trial(5, 0.81, "none", "infeasible", kind="timeout"),
+        trial(6, 0.86, "none", "pruned"),
     ]
     rows = {(b.param, b.label): b for b in _crash_map(params, trials)}
     assert list(rows)[:4] == [
@@ -241,9 +236,11 @@ def test_the_crash_map_counts_skips_with_the_trial_that_dominated_them() -> None
     )
     low = rows[("fraction", "[0.8, 0.84)")]
     assert (low.run, low.infeasible) == (1, {"timeout": 1})  # the baseline is not a trial
+    mid = rows[("fraction", "[0.84, 0.88)")]
+    assert (mid.run, mid.feasible, mid.pruned) == (2, 1, 1)
     none = rows[("quant", "none")]
-    assert (none.run, none.infeasible, len(none.skipped)) == (2, {"oom": 1, "timeout": 1}, 1)
+    assert (none.run, none.infeasible, len(none.skipped)) == (3, {"oom": 1, "timeout": 1}, 1)
     assert rows[("quant", "fp8")].run == 1  # the reused trial is not counted again
-    assert rows[("tile", "unset")].run == 2
+    assert rows[("tile", "unset")].run == 3
     assert rows[("tile", "64")].feasible == 1
     assert ("tile", "32") in rows and rows[("tile", "32")].run == 0

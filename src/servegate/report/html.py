@@ -536,6 +536,13 @@ def _failures(report: Report) -> str:
     return "<h2>Variants that did not finish</h2>" + "".join(parts) if parts else ""
 
 
+def _search_section(report: Report) -> str:
+    """A tune campaign: its Pareto front, importances and crash map."""
+    from servegate.report.search import search_html
+
+    return "" if report.search is None else search_html(report.search)
+
+
 def render_html(report: Report) -> str:
     """The whole report as one HTML document with plotly.js inline."""
     go = require_plotly()
@@ -588,6 +595,7 @@ def render_html(report: Report) -> str:
 {blocks[3]}
 {_startup_table(report)}
 {capacity_section([f[0] for f in figures], blocks, report)}
+{_search_section(report)}
 {energy_section([f[0] for f in figures], blocks, report.data)}
 {_latency_table(report)}
 {_noise_table(report)}

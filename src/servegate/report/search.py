@@ -42,6 +42,7 @@ __all__ = [
     "SearchReport",
     "build_search",
     "dominates",
+    "search_html",
     "search_lines",
     "search_markdown",
 ]
@@ -159,9 +160,10 @@ class Bucket:
 
     param: str
     label: str  # the value as names spell it, "[0.8, 0.85)" for a range, "unset"
-    run: int  # trials started: feasible + infeasible
+    run: int  # trials started: feasible + infeasible + pruned
     feasible: int
     infeasible: dict[str, int]  # kind -> trials
+    pruned: int  # stopped after the short rung ([search.fidelity])
     skipped: tuple[tuple[str, str], ...]  # (the skipped configuration, the trial dominating it)
 
     def to_json(self) -> dict[str, Any]:
@@ -171,6 +173,7 @@ class Bucket:
             "run": self.run,
             "feasible": self.feasible,
             "infeasible": self.infeasible,
+            "pruned": self.pruned,
             "skipped": len(self.skipped),
             "skipped_by": [{"variant": name, "by": by} for name, by in self.skipped],
         }
@@ -354,6 +357,7 @@ def _crash_map(params: Sequence[ParamLike], trials: Sequence[TrialLike]) -> tupl
                     run=sum(t.state not in ("skipped", "reused") for t in mine),
                     feasible=sum(t.state == "feasible" for t in mine),
                     infeasible=dict(sorted(kinds.items())),
+                    pruned=sum(t.state == "pruned" for t in mine),
                     skipped=tuple(
                         (t.name, t.skipped_by or "") for t in mine if t.state == "skipped"
                     ),
@@ -451,6 +455,8 @@ def search_lines(report: SearchReport) -> list[str]:
     )
     for b in report.crash_map:
         text = f"  {b.param}={b.label}: {b.run} run, {b.feasible} feasible, {_kinds(b)} infeasible"
+        if b.pruned:
+            text += f", {b.pruned} pruned"
         if b.skipped:
             by = sorted({by for _, by in b.skipped})
             text += f", {len(b.skipped)} skipped (dominated by {', '.join(by)})"
@@ -511,3 +517,64 @@ def search_markdown(report: SearchReport) -> list[str]:
     if not report.skips_known:
         out += ["", "Skipped configurations are not stored; servegate tune's output lists them."]
     return [*out, ""]
+
+
+def search_html(report: SearchReport) -> str:
+    """The search report as an HTML section (tables, no figure)."""
+    import html
+
+    def table(head: list[str], rows: list[list[str]]) -> str:
+        cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        )
+        return f"<table><tr>{cells}</tr>{body}</table>"
+
+    front = table(
+        ["trial", "variant", report.objective, "TTFT ms", "TPOT ms", "J/token"],
+        [
+            [
+                str(p.trial),
+                p.name,
+                f"{p.objective:.4g}",
+                _number(p.ttft_ms),
+                _number(p.tpot_ms),
+                _number(p.joules_per_token),
+            ]
+            for p in report.front
+        ],
+    )
+    imp = report.importances
+    importances = (
+        table(
+            ["parameter", f"importance ({imp.method})"],
+            [[k, f"{v:.3f}"] for k, v in imp.values.items()],
+        )
+        if imp.values
+        else f"<p>None: {html.escape(imp.why or '')}.</p>"
+    )
+    crashes = table(
+        ["parameter", "value", "run", "feasible", "infeasible", "pruned", "skipped"],
+        [
+            [
+                b.param,
+                b.label,
+                str(b.run),
+                str(b.feasible),
+                _kinds(b),
+                str(b.pruned),
+                f"{len(b.skipped)}"
+                + (f" (by {', '.join(sorted({by for _, by in b.skipped}))})" if b.skipped else ""),
+            ]
+            for b in report.crash_map
+        ],
+    )
+    note = (
+        ""
+        if report.skips_known
+        else "<p>Skipped configurations are not stored; servegate tune's output lists them.</p>"
+    )
+    return (
+        f"<h2>Search: Pareto front</h2>{front}<h2>Search: parameter importances</h2>"
+        f"{importances}<h2>Search: crash map</h2>{crashes}{note}"
+    )
