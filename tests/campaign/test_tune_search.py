@@ -179,6 +179,36 @@ def test_a_tune_reports_its_front_importances_and_crash_map(tmp_path: Any) -> No
         assert f"<td>fraction</td><td>0.96</td><td>{buckets[('fraction', '0.96')]['run']}<" in page
 
 
+def test_the_capacity_front_takes_the_latency_at_the_capacity(tmp_path: Any) -> None:
+    """objective = "capacity": a trial's latency on the front is that of its points at
+    the highest load that met the SLO, not of every probe."""
+    text = (
+        write(tmp_path)
+        .read_text()
+        .replace("concurrency = 8\n", 'find_max = "concurrency"\nmax_concurrency = 16\n')
+        .replace('objective = "throughput"', 'objective = "capacity"')
+        .replace("[search]", '[slo]\nttft_p99 = "200ms"\n\n[search]')
+    )
+    path = tmp_path / "search.toml"
+    path.write_text(text)
+    done = tune(path, "--max-trials", "1", "--seed", "4", "--json", "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    with Store.open(tmp_path / "t.db", read_only=True) as store:
+        info = store.find_campaign("tune-sim")
+        assert info is not None
+        capacities = store.capacities(info.id)
+        stored = store.points(info.id)
+    for point in result["pareto"]["points"]:
+        (capacity,) = [c for c in capacities if c.variant == point["variant"]]
+        load = f"c={capacity.data['bracket']['passes']:g}"
+        mine = [p for p in stored if p.variant == point["variant"]]
+        assert len({p.load for p in mine}) > 1  # probes at other loads, left out
+        at = [p.summary["ttft_ms_p99"] for p in mine if p.load == load]
+        assert point["ttft_ms_p99"] == pytest.approx(statistics.fmean(at))
+        assert point["objective"] == capacity.data["value"]
+
+
 def tune_report(tmp_path: Any) -> tuple[str, str | None]:
     """servegate report --markdown of the tune campaign, and its HTML where plotly is."""
     import subprocess
