@@ -11,7 +11,9 @@ that name one), and every miss. Signatures are fitted on the ``fit`` half only; 
 ``held-out`` half measures them. ``--batch DATE`` keeps only the fixtures of a blind
 batch (those whose sidecar note starts with ``blind batch DATE``), collected after the
 signatures were written and measured before any change; ``--by-engine`` adds the
-figures per engine. ``--root DIR`` replays the fixtures under DIR instead (default
+figures per engine. Each split also counts the CRASH verdicts whose kind is the bare
+``exit`` (how the process ended: no line, family, class or phase named more), and how
+many of those quote a line. ``--root DIR`` replays the fixtures under DIR instead (default
 tests/fixtures/crash_logs), so that a batch held back under
 tests/fixtures/crash_logs_blind/<batch> is measured where it lies.
 """
@@ -80,18 +82,27 @@ def main() -> int:
         chosen = [o for o in outcomes if group in ("all", o.fixture.split)]
         fig = figures(chosen)
         misses = [o.describe() for o in chosen if not o.ok and group != "all"]
+        # CRASH verdicts whose kind is the bare ``exit``: how the process ended, no more
+        crashes = [o for o in chosen if o.verdict.status == "crash"]
+        bare = [o for o in crashes if o.verdict.kind == "exit"]
+        quoted = sum(1 for o in bare if o.verdict.matched_line)
         report["splits"][group] = {  # type: ignore[index]
             "n": fig.n,
             "status": fig.status,
             "kind": fig.kind,
             "cause": fig.cause,
             "misses": misses,
+            "bare_exit": (len(bare), quoted, len(crashes)),
         }
         if not args.json:
             print(f"{group}: {fig.n} logs")
             print(f"  status right  {_pct(*fig.status)}")
             print(f"  kind right    {_pct(*fig.kind)}")
             print(f"  cause right   {_pct(*fig.cause)}")
+            print(
+                f"  bare exit     {len(bare)} of {len(crashes)} CRASH verdicts "
+                f"({quoted} with a quoted line)"
+            )
             for line in misses:
                 print(f"  miss: {line}")
     if args.by_engine:
