@@ -334,11 +334,14 @@ def test_finalists_are_restarted_fresh_and_interleaved(tmp_path: Path) -> None:
     feasible = [t for t in result["trials"] if t["state"] == "feasible" and t["trial"] > 0]
     assert len(finalists) == 1 + min(2, len(feasible))
     assert finalists[-1]["variant"] == "baseline"
-    assert finalists[-1]["vs_baseline"] == pytest.approx(1.0)
+    assert finalists[-1]["vs_baseline"]["ratio"] == pytest.approx(1.0)
     for finalist in finalists:
         assert len(finalist["starts"]) == 2
         low, high = finalist["interval"]
         assert low <= finalist["mean"] <= high
+        ratio = finalist["vs_baseline"]  # Fieller's interval over the paired fresh starts
+        assert ratio["low"] is not None, ratio
+        assert ratio["low"] <= ratio["ratio"] <= ratio["high"]
     with Store.open(tmp_path / "t.db") as store:
         info = store.find_campaign("tune-sim")
         assert info is not None
@@ -381,3 +384,111 @@ def test_an_unset_parameter_takes_its_argument_and_flag_out() -> None:
         "--port-less",
     ]
     assert triton["vars"] == {"backend": "triton", "tile": "64"}
+
+
+# a space whose speed differs tenfold (--itl-ms 4 or 40): a slow configuration after a fast
+# one is clearly worse at the short rung; nothing runs out of memory (0.91, fp8)
+PRUNING = CAMPAIGN.replace(
+    """name = "f{{fraction}}-bs{{bs}}-{{quant}}"
+args = [
+  "--mem-fraction-static", "{{fraction}}", "--cuda-graph-max-bs", "{{bs}}",
+  "--quantization", "{{quant}}", "--attention-backend", "fa3", "--chunked-prefill-size", "4096",
+]
+objective = "throughput"
+""",
+    """name = "itl{{itl}}-bs{{bs}}"
+args = "--itl-ms {{itl}} --cuda-graph-max-bs {{bs}} --mem-fraction-static 0.91 --quantization fp8"
+objective = "throughput"
+fidelity = {{ requests = 4, keep = 0.01, min_trials = 1 }}
+
+[search.params.itl]
+choices = [4, 40]
+
+[search.params.bs]
+choices = [32, 64, 128]
+""",
+).split("[search.params.fraction]")[0]
+
+
+def test_a_pruned_trial_stops_at_its_rung_and_a_resume_keeps_it_pruned(tmp_path: Path) -> None:
+    """[search.fidelity]: every trial runs a short rung (NAME~rung1) first; one clearly
+    worse than the best rung so far is pruned there (no full measurement, its rung value
+    kept, its cost counted); --resume reads it back pruned and starts it never again."""
+    path = write(tmp_path, text=PRUNING)
+    log = tmp_path / "trials.jsonl"
+    done = tune(path, "--max-trials", "4", "--events-file", str(log), "--json", "--seed", "4")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    pruned = [t for t in result["trials"] if t["state"] == "pruned"]
+    assert pruned, [(t["variant"], t["state"], t["rung_value"]) for t in result["trials"]]
+    assert result["pruned"] == len(pruned)
+    assert "at rung 1 of 2, pruned" in done.stderr
+    feasible = [t for t in result["trials"] if t["state"] == "feasible" and t["trial"] > 0]
+    assert feasible and all(t["rung"] == 2 for t in feasible)
+    for trial in pruned:
+        assert trial["rung"] == 1 and trial["value"] is None and trial["cost_s"] > 0
+        earlier = [t["rung_value"] for t in feasible if t["trial"] < trial["trial"]]
+        assert earlier and trial["rung_value"] < max(earlier)  # worse than the best rung
+    with Store.open(tmp_path / "t.db") as store:
+        info = store.find_campaign("tune-sim")
+        assert info is not None
+        first = Counter(a.variant for a in store.attempts(info.id))
+    for trial in pruned:
+        assert first[trial["variant"] + "~rung1"] == 1
+        assert first[trial["variant"]] == 0  # not fully measured
+    for trial in feasible:
+        assert first[trial["variant"] + "~rung1"] == 1 and first[trial["variant"]] == 1
+
+    again = tune(path, "--max-trials", "6", "--json", "--seed", "4", "--resume", "-q")
+    assert again.returncode == 0, again.stderr[-3000:]
+    resumed = json.loads(again.stdout)
+    by_trial = {t["trial"]: t for t in resumed["trials"] if t["resumed"]}
+    for trial in pruned:
+        back = by_trial[trial["trial"]]
+        assert (back["state"], back["rung"], back["rung_value"]) == (
+            "pruned",
+            1,
+            pytest.approx(trial["rung_value"]),
+        )
+    with Store.open(tmp_path / "t.db") as store:
+        info = store.find_campaign("tune-sim")
+        assert info is not None
+        after = Counter(a.variant for a in store.attempts(info.id))
+    for trial in pruned:  # measured never again: neither its rung nor its full objective
+        assert after[trial["variant"] + "~rung1"] == 1 and after[trial["variant"]] == 0
+
+
+def test_the_sampler_s_random_draws_run_warm_cache_first() -> None:
+    """With a cache = true parameter, TPE's seeded random draws are asked together and
+    run grouped by cache key: a key, once left, does not come back among them."""
+    import optuna
+
+    from servegate.campaign.tune import STARTUP_TRIALS, Search, TuneOptions
+
+    cached = SearchSpace(
+        params=(
+            Param(name="backend", choices=("fa3", "flashinfer", "triton"), cache=True),
+            Param(name="bs", choices=(32, 64, 128, 160, 256)),
+        ),
+        name="{backend}-{bs}",
+        args="",
+        env={},
+        command=None,
+        objective="throughput",
+        sampler="tpe",
+    )
+    for seed in range(4):
+        search = Search(optuna, cached, TuneOptions(max_trials=10, seed=seed), campaign="c")
+        order = []
+        while search.spent_why() is None:
+            values = search.next_values() or {}
+            name = cached.name_of(values) if values else "baseline"
+            found = search.without_start(name, values) or Trial(
+                number=0, name=name, values=values, state="feasible", value=1.0, cost_s=1.0
+            )
+            trial = search.record(found)
+            if 0 < trial.number <= STARTUP_TRIALS and trial.state == "feasible":
+                order.append(values["backend"])  # the random draws (re-draws are reused)
+        draws = order
+        runs = [k for i, k in enumerate(draws) if i == 0 or draws[i - 1] != k]
+        assert len(runs) == len(set(runs)), (seed, draws)  # each key in one run

@@ -62,11 +62,26 @@ __all__ = [
 OBJECTIVES = ("capacity", "goodput", "throughput")
 SAMPLERS = ("tpe", "random", "qmc", "gp", "nsga2")  # Optuna's samplers by name
 NSGA2_POPULATION = 10  # NSGA-II's generation: the first is drawn at random (seeded)
-_PARAM_KEYS = {"choices", "low", "high", "log", "step", "when", "memory", "type"}
-_SEARCH_KEYS = {"name", "args", "env", "command", "objective", "sampler", "params"}
+_PARAM_KEYS = {"choices", "low", "high", "log", "step", "when", "memory", "type", "cache"}
+_SEARCH_KEYS = {"name", "args", "env", "command", "objective", "sampler", "params", "fidelity"}
 NONE = "none"  # a parameter whose condition is not met, in names
 STARTUP_TRIALS = 5  # TPE's first trials are drawn at random (seeded), then it models
 IDLE_PROPOSALS = 50  # proposals in a row needing no start (reused, skipped) end the search
+RUNG = "~rung1"  # a trial's short rung is stored as the variant NAME~rung1
+# [search.fidelity]: the [bench] settings a short rung may change, and the pruning rule's keys
+FIDELITY_BENCH = (
+    "requests",
+    "duration_s",
+    "warmup",
+    "repeats",
+    "concurrency",
+    "rate",
+    "max_probes",
+    "precision",
+    "max_concurrency",
+    "max_rate",
+)
+FIDELITY_KEYS = {*FIDELITY_BENCH, "keep", "min_trials"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +97,7 @@ class Param:
     step: float | None = None
     when: tuple[tuple[str, Any], ...] = ()  # present only when these have these values
     memory: bool = False  # memory = "increasing": larger values use more memory
+    cache: bool = False  # cache = true: a new value compiles new kernels (a cold start)
 
     def active(self, values: Mapping[str, Any]) -> bool:
         """Whether this parameter is set, given the values chosen before it."""
@@ -98,6 +114,28 @@ class Param:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Fidelity:
+    """``[search.fidelity]``: the short rung each trial runs first, and who goes on.
+
+    A trial is promoted to the full measurement when its rung value is among the best
+    ``keep`` share (rounded up) of the rung values so far, its own included; the first
+    ``min_trials`` rung values are all promoted. Otherwise it is pruned at rung 1.
+    """
+
+    bench: dict[str, Any]  # the [bench] settings of the short rung
+    keep: float = 1 / 3
+    min_trials: int = 3
+
+    def promotes(self, value: float, earlier: Sequence[float]) -> bool:
+        """Whether a rung value goes on to the full measurement, given the earlier ones."""
+        count = len(earlier) + 1
+        if count <= self.min_trials:
+            return True
+        rank = 1 + sum(v > value for v in earlier)
+        return rank <= max(1, math.ceil(self.keep * count))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SearchSpace:
     """The ``[search]`` table, checked."""
 
@@ -108,6 +146,11 @@ class SearchSpace:
     command: str | None
     objective: str
     sampler: str
+    fidelity: Fidelity | None = None  # [search.fidelity]: a short rung first, then the promoted
+
+    def cache_key(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The values of the ``cache = true`` parameters: equal keys share a warm cache."""
+        return tuple(values.get(p.name) for p in self.params if p.cache)
 
     def name_of(self, values: Mapping[str, Any]) -> str:
         """The variant name of a configuration (an inactive parameter reads ``none``)."""
@@ -163,6 +206,8 @@ class Finalist:
     low: float | None  # the 95 % interval of the mean over starts (Student's t)
     high: float | None
     ratio: float | None  # mean / the baseline's mean
+    ratio_low: float | None = None  # its 95 % Fieller interval over the fresh starts
+    ratio_high: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """One finalist of ``--json``."""
@@ -172,7 +217,7 @@ class Finalist:
             "starts": list(self.values),
             "mean": self.mean,
             "interval": None if self.low is None else [self.low, self.high],
-            "vs_baseline": self.ratio,
+            "vs_baseline": {"ratio": self.ratio, "low": self.ratio_low, "high": self.ratio_high},
         }
 
 
@@ -183,13 +228,16 @@ class Trial:
     number: int  # 0: the baseline
     name: str
     values: dict[str, Any]
-    state: str  # "feasible", "infeasible" (crash, timeout), "skipped" (memory), "reused"
+    state: str  # "feasible", "infeasible" (crash, timeout), "skipped" (memory), "reused",
+    # "pruned" (stopped after its short rung, [search.fidelity])
     value: float | None  # the objective; None unless feasible
     kind: str | None = None  # the crash kind (oom, ...) or "timeout"
     cause: str | None = None
     cost_s: float = 0.0  # wall seconds of its attempts, start to stop
     skipped_by: str | None = None  # the OOM-ed trial that dominates it
     resumed: bool = False  # read back from the store, not measured by this run
+    rung: int | None = None  # with [search.fidelity]: the rung it ended at (1: the short one)
+    rung_value: float | None = None  # the objective at the short rung
 
     def to_json(self) -> dict[str, Any]:
         """One line of ``--events-file``: the trial as scripts read it."""
@@ -204,6 +252,8 @@ class Trial:
             "cost_s": round(self.cost_s, 3),
             "skipped_by": self.skipped_by,
             "resumed": self.resumed,
+            "rung": self.rung,
+            "rung_value": self.rung_value,
         }
 
 
@@ -243,6 +293,7 @@ class TuneOutcome:
             "trials": [t.to_json() for t in self.trials],
             "infeasible": sum(t.state == "infeasible" for t in self.trials),
             "skipped": sum(t.state == "skipped" for t in self.trials),
+            "pruned": sum(t.state == "pruned" for t in self.trials),
             "gpu_hours": round(self.gpu_hours, 6),
             "stopped_by": self.stopped_by,
             "finalists": [f.to_json() for f in self.finalists],
@@ -288,6 +339,8 @@ def load_search(path: Path) -> tuple[dict[str, Any], SearchSpace, str]:
     if baseline is not None and not any(v.get("name") == baseline for v in data["variant"]):
         data["variant"].append({"name": baseline})  # the command as written: trial 0
     base = _campaign_of(data, text, path, None)  # every mistake of the rest, before a start
+    if space.fidelity is not None:  # the short rung's [bench] too
+        _campaign_of(_rung_data(data, space.fidelity), text, path, None)
     plan = base.variant(base.baseline).bench
     if space.objective == "capacity" and plan.search is None:
         raise ConfigError(
@@ -354,7 +407,33 @@ def _space(raw: dict[str, Any], where: str) -> SearchSpace:
         command=command,
         objective=objective,
         sampler=sampler,
+        fidelity=_fidelity(raw.get("fidelity"), bad),
     )
+
+
+def _fidelity(raw: Any, bad: Callable[[str, str], ConfigError]) -> Fidelity | None:
+    """``[search.fidelity]``, checked (its [bench] values are checked with the campaign)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise bad("fidelity", "write a table, e.g. [search.fidelity] requests = 32.")
+    for key in raw:
+        if key not in FIDELITY_KEYS:
+            raise bad(f"fidelity.{key}", f"unknown key; use {', '.join(sorted(FIDELITY_KEYS))}.")
+    bench = {k: raw[k] for k in FIDELITY_BENCH if k in raw}
+    if not bench:
+        raise bad(
+            "fidelity",
+            "say what makes the rung short, e.g. requests = 32 (a load point) or max_probes = 4 "
+            "(a capacity search).",
+        )
+    keep = _number(raw.get("keep", 1 / 3))
+    if keep is None or not 0 < keep < 1:
+        raise bad("fidelity.keep", "the share of rung values promoted is a number in (0, 1).")
+    least = raw.get("min_trials", 3)
+    if isinstance(least, bool) or not isinstance(least, int) or least < 1:
+        raise bad("fidelity.min_trials", "give a whole number >= 1.")
+    return Fidelity(bench=bench, keep=keep, min_trials=least)
 
 
 def _param(
@@ -365,6 +444,9 @@ def _param(
         if k not in _PARAM_KEYS:
             raise bad(f"{key}.{k}", f"unknown key; use {', '.join(sorted(_PARAM_KEYS))}.")
     memory = spec.get("memory")
+    cache = spec.get("cache", False)
+    if not isinstance(cache, bool):
+        raise bad(f"{key}.cache", "write cache = true (a new value starts cold) or leave it out.")
     if memory not in (None, "increasing"):
         raise bad(f"{key}.memory", 'the one value is "increasing" (larger uses more memory).')
     when = spec.get("when", {})
@@ -382,7 +464,11 @@ def _param(
         ):
             raise bad(f"{key}.memory", "a memory parameter's choices must be numbers.")
         return Param(
-            name=name, choices=tuple(choices), when=tuple(when.items()), memory=bool(memory)
+            name=name,
+            choices=tuple(choices),
+            when=tuple(when.items()),
+            memory=bool(memory),
+            cache=cache,
         )
     low, high = _number(spec.get("low")), _number(spec.get("high"))
     if low is None or high is None or low >= high:
@@ -406,6 +492,7 @@ def _param(
         step=step,
         when=tuple(when.items()),
         memory=bool(memory),
+        cache=cache,
     )
 
 
@@ -624,13 +711,16 @@ def _finalists(
             t.name: _per_start(store, ran.campaign_id, space.objective, t.name) for t in chosen
         }
     base_mean = None
+    base_starts: dict[int, float] = {}
     finalists = []
     for t in chosen:
-        fresh = [v for start, v in sorted(per_start[t.name].items()) if start > 1]
+        starts = {start: v for start, v in sorted(per_start[t.name].items()) if start > 1}
+        fresh = list(starts.values())
         mean, low, high = _interval(fresh)
         if t.number == 0:
-            base_mean = mean
+            base_mean, base_starts = mean, starts
         ratio = None if mean is None or not base_mean else mean / base_mean
+        ratio_low, ratio_high = _ratio_interval(starts, base_starts)
         finalists.append(
             Finalist(
                 name=t.name,
@@ -640,10 +730,19 @@ def _finalists(
                 low=low,
                 high=high,
                 ratio=ratio,
+                ratio_low=ratio_low,
+                ratio_high=ratio_high,
             )
         )
     finalists.sort(key=lambda f: (f.trial == 0, -(f.mean or 0.0)))
     return dataclasses.replace(outcome, finalists=tuple(finalists))
+
+
+def _rung_data(data: dict[str, Any], fidelity: Fidelity) -> dict[str, Any]:
+    """The file's tables with ``[bench]`` changed as the short rung changes it."""
+    tables = copy.deepcopy(data)
+    tables["bench"] = {**tables.get("bench", {}), **fidelity.bench}
+    return tables
 
 
 def _campaign_of_many(
@@ -691,6 +790,40 @@ def _interval(values: Sequence[float]) -> tuple[float | None, float | None, floa
     return mean, mean - half, mean + half
 
 
+def _ratio_interval(
+    starts: Mapping[int, float], base: Mapping[int, float]
+) -> tuple[float | None, float | None]:
+    """The 95 % Fieller interval of mean(starts) / mean(base) over fresh starts.
+
+    Paired by start number when both have the same starts (the interleaved rounds put a
+    finalist's start k and the baseline's in one round: their covariance is used, n - 1
+    degrees of freedom); otherwise independent, min(n) - 1 degrees of freedom. (None, None)
+    with fewer than 2 starts a side, or when the baseline's mean is not clearly above 0
+    (the interval is then unbounded).
+    """
+    x, y = list(starts.values()), list(base.values())
+    if len(x) < 2 or len(y) < 2:
+        return None, None
+    from servegate.report.hierarchy import t_quantile
+
+    a, b = statistics.fmean(x), statistics.fmean(y)
+    va, vb = statistics.variance(x) / len(x), statistics.variance(y) / len(y)
+    paired = sorted(starts) == sorted(base)
+    cov = 0.0
+    if paired:
+        pairs = [(starts[k], base[k]) for k in sorted(starts)]
+        cov = sum((u - a) * (v - b) for u, v in pairs) / (len(pairs) - 1) / len(pairs)
+    t = t_quantile(0.975, (len(x) if paired else min(len(x), len(y))) - 1)
+    # the ratios r with (a - r b)^2 <= t^2 var(a - r b): A r^2 - 2 B r + C <= 0
+    big_a = b * b - t * t * vb
+    big_b = a * b - t * t * cov
+    big_c = a * a - t * t * va
+    if big_a <= 0:
+        return None, None
+    root = math.sqrt(max(0.0, big_b * big_b - big_a * big_c))
+    return (big_b - root) / big_a, (big_b + root) / big_a
+
+
 def _trials(
     search: Search,
     *,
@@ -705,27 +838,53 @@ def _trials(
     """Trial after trial until the budget is spent or a signal stops the run."""
     space, options = search.space, search.options
     base = _campaign_of(data, text, path, None)
+
+    def start(run_name: str, variant: dict[str, Any] | None, tables: dict[str, Any]) -> int | None:
+        """One variant run as a one-variant campaign into the store; the signal, if any."""
+        campaign = _campaign_of(tables, text, path, variant).only([run_name])
+        run_options = RunOptions(resume=True, log_dir=options.log_dir)
+        with Store.open(db) as store:
+            ran = run_campaign(
+                campaign, store, options=run_options, progress=progress, interrupts=interrupts
+            )
+        return ran.signum
+
+    def read(name: str) -> Trial | None:
+        with Store.open(db) as store:
+            info = store.find_campaign(base.name)
+            return None if info is None else _read_trial(store, info.id, space, base, name)
+
     while (why := search.spent_why()) is None:
         values = search.next_values()
         name = base.baseline if values is None else space.name_of(values)
         found = search.without_start(name, values or {})
         if found is None:
             variant = None if values is None else _trial_variant(space, values)
-            campaign = _campaign_of(data, text, path, variant).only([name])
-            run_options = RunOptions(resume=True, log_dir=options.log_dir)
-            with Store.open(db) as store:
-                ran = run_campaign(
-                    campaign,
-                    store,
-                    options=run_options,
-                    progress=progress,
-                    interrupts=interrupts,
-                )
-                if ran.signum is not None:
+            full = True
+            if space.fidelity is not None and variant is not None:
+                # the short rung first (NAME~rung1); the full measurement only if promoted
+                short = {**variant, "name": name + RUNG}
+                signum = start(name + RUNG, short, _rung_data(data, space.fidelity))
+                if signum is not None:
                     search.abandon()
-                    return search.outcome(signum=ran.signum)
-                found = _read_trial(store, ran.campaign_id, space, base, name)
-            if found is None or found.state == "in-flight":
+                    return search.outcome(signum=signum)
+                found = read(name)
+                full = found is not None and found.state == "rung"
+                if full and found is not None and found.rung_value is not None:
+                    if search.promotes(found.rung_value):
+                        progress.info(
+                            f"{name}: {found.rung_value:g} at rung 1 of 2, promoted to the "
+                            "full measurement"
+                        )
+                    else:
+                        found, full = search.pruned(found), False
+            if full:
+                signum = start(name, variant, data)
+                if signum is not None:
+                    search.abandon()
+                    return search.outcome(signum=signum)
+                found = read(name)
+            if found is None or found.state in ("in-flight", "rung"):
                 found = Trial(
                     number=0,
                     name=name,
@@ -764,6 +923,7 @@ class Search:
         self.study = optuna.create_study(direction="maximize", sampler=self._sampler())
         self.trials: list[Trial] = []
         self.pending: list[dict[str, Any]] = []  # in flight when the last run stopped
+        self.queue: list[tuple[Any, dict[str, Any]]] = []  # asked together, run warm-first
         self.asked: Any = None
         self.idle = 0  # proposals in a row that needed no start
 
@@ -822,6 +982,18 @@ class Search:
         self.trials.append(trial)
         if trial.number == 0:
             return
+        if trial.state == "pruned" and trial.rung_value is not None:
+            self.study.add_trial(
+                self.optuna.trial.create_trial(
+                    params=trial.values,
+                    distributions=self._distributions(trial.values),
+                    state=self.optuna.trial.TrialState.PRUNED,
+                    intermediate_values={1: trial.rung_value},
+                    system_attrs={CONSTRAINTS_KEY: [0.0]},
+                    user_attrs={"constraint": 0.0},
+                )
+            )
+            return
         feasible = trial.state == "feasible"
         self.study.add_trial(
             self.optuna.trial.create_trial(
@@ -870,24 +1042,85 @@ class Search:
         if not any(t.number == 0 for t in self.trials):
             self.asked = None
             return None
-        self.asked = self.study.ask()
+        if not self.queue:
+            self.queue = [self._suggest(self.study.ask()) for _ in range(self._free_draws())]
+        self.asked, values = self.queue.pop(self._warm_first())
+        if self.pending and values == self.pending[0]:
+            self.pending.pop(0)
+        return values
+
+    def _suggest(self, asked: Any) -> tuple[Any, dict[str, Any]]:
         values: dict[str, Any] = {}
         for p in self.space.params:
             if not p.active(values):
                 continue
             if p.choices:
-                values[p.name] = self.asked.suggest_categorical(p.name, list(p.choices))
+                values[p.name] = asked.suggest_categorical(p.name, list(p.choices))
             elif p.integer:
-                values[p.name] = self.asked.suggest_int(
+                values[p.name] = asked.suggest_int(
                     p.name, int(p.low or 0), int(p.high or 0), log=p.log, step=int(p.step or 1)
                 )
             else:
-                values[p.name] = self.asked.suggest_float(
+                values[p.name] = asked.suggest_float(
                     p.name, p.low or 0.0, p.high or 0.0, log=p.log, step=p.step
                 )
-        if self.pending and values == self.pending[0]:
-            self.pending.pop(0)
-        return values
+        return asked, values
+
+    def _free_draws(self) -> int:
+        """How many proposals to ask at once: the sampler's seeded random draws that are
+        left (TPE's first STARTUP_TRIALS, or the random sampler's), when a parameter is
+        declared ``cache = true``; else one. Their order is free: none depends on a result."""
+        if not any(p.cache for p in self.space.params) or self.pending:
+            return 1
+        name = getattr(self.options, "sampler", None) or self.space.sampler
+        finished = (self.optuna.trial.TrialState.COMPLETE, self.optuna.trial.TrialState.PRUNED)
+        told = len(self.study.get_trials(deepcopy=False, states=finished))
+        if name == "random":
+            return STARTUP_TRIALS
+        if name == "tpe":
+            return max(1, STARTUP_TRIALS - told)
+        return 1
+
+    def _warm_first(self) -> int:
+        """The queued proposal to run next: the first with the last start's cache key, else
+        the first with a key started before in this search, else the first drawn."""
+        started = [
+            self.space.cache_key(t.values)
+            for t in self.trials
+            if t.number > 0 and t.state in ("feasible", "infeasible", "pruned")
+        ]
+        keys = [self.space.cache_key(values) for _, values in self.queue]
+        if started and started[-1] in keys:
+            return keys.index(started[-1])
+        return next((i for i, key in enumerate(keys) if key in started), 0)
+
+    def promotes(self, rung_value: float) -> bool:
+        """Whether a trial's short rung promotes it to the full measurement (the rule of
+        ``Fidelity.promotes`` against the rung values of the trials before it)."""
+        if self.space.fidelity is None:
+            return True
+        earlier = [
+            t.rung_value
+            for t in self.trials
+            if t.rung_value is not None and t.state in ("feasible", "pruned")
+        ]
+        return self.space.fidelity.promotes(rung_value, earlier)
+
+    def pruned(self, trial: Trial) -> Trial:
+        """The trial stopped after its short rung: no full measurement, its rung value kept."""
+        fidelity = self.space.fidelity
+        keep = "" if fidelity is None else f"; promoted: the best {fidelity.keep:.2g} of them"
+        count = 1 + sum(t.rung_value is not None for t in self.trials if t.state != "reused")
+        return Trial(
+            **{
+                **_fields(trial),
+                "state": "pruned",
+                "value": None,
+                "rung": 1,
+                "cause": f"pruned at rung 1 of 2: {trial.rung_value:g} against {count} rung "
+                f"value(s){keep}",
+            }
+        )
 
     def without_start(self, name: str, values: dict[str, Any]) -> Trial | None:
         """The trial when it needs no start: measured before, or memory-dominated."""
@@ -903,6 +1136,8 @@ class Search:
                 value=earlier.value,
                 kind=earlier.kind,
                 cause=f"measured as trial {earlier.number}",
+                rung=earlier.rung if earlier.state == "pruned" else None,
+                rung_value=earlier.rung_value if earlier.state == "pruned" else None,
             )
         oom = [t for t in self.trials if t.kind == "oom" and t.state == "infeasible"]
         by = dominated(self.space, values, oom)
@@ -924,6 +1159,14 @@ class Search:
         """Number the trial, tell the study, keep it."""
         number = 0 if self.asked is None else len(self.done()) + 1
         trial = Trial(**{**_fields(trial), "number": number})
+        pruned = trial.state in ("pruned", "reused") and trial.value is None
+        if self.asked is not None and pruned and trial.rung_value is not None:
+            # pruned (or a configuration pruned before): its rung value, as Optuna's pruners
+            # leave a trial (TPE ranks a pruned trial by its last reported value)
+            self.asked.set_user_attr("constraint", 0.0)
+            self.asked.report(trial.rung_value, 1)
+            self.study.tell(self.asked, state=self.optuna.trial.TrialState.PRUNED)
+            self.asked = None
         if self.asked is not None:
             feasible = trial.value is not None and trial.state in ("feasible", "reused")
             if trial.state == "reused" and trial.value is None:
@@ -986,13 +1229,22 @@ def _stored_trials(store: Store, cid: int, space: SearchSpace, base: _Baselined)
     """Every trial of the campaign in the store, in the order they were first started."""
     attempts = store.attempts(cid)
     first: dict[str, int] = {}
-    for attempt in attempts:
-        first.setdefault(attempt.variant, attempt.id)
+    for attempt in attempts:  # a short rung (NAME~rung1) stands for its trial, NAME
+        first.setdefault(attempt.variant.removesuffix(RUNG), attempt.id)
     out = []
+    rungs: list[float] = []  # the rung values so far, in order: the pruning rule's input
     for name in sorted(first, key=lambda n: first[n]):
         trial = _read_trial(store, cid, space, base, name)
-        if trial is not None:
-            out.append(Trial(**{**_fields(trial), "resumed": True}))
+        if trial is None:
+            continue
+        if trial.state == "rung" and space.fidelity is not None and trial.rung_value is not None:
+            # its rung ended and nothing more: pruned, or promoted and its full measurement
+            # in flight, by the same rule as when it ran (the same earlier rung values)
+            promoted = space.fidelity.promotes(trial.rung_value, rungs)
+            trial = Trial(**{**_fields(trial), "state": "in-flight" if promoted else "pruned"})
+        if trial.rung_value is not None and trial.state in ("feasible", "pruned"):
+            rungs.append(trial.rung_value)
+        out.append(Trial(**{**_fields(trial), "resumed": True}))
     number = 0
     numbered = []
     for trial in out:
@@ -1007,12 +1259,35 @@ def _stored_trials(store: Store, cid: int, space: SearchSpace, base: _Baselined)
 def _read_trial(
     store: Store, cid: int, space: SearchSpace, base: _Baselined, name: str
 ) -> Trial | None:
+    """The trial ``name`` from the store: with [search.fidelity], its short rung (variant
+    NAME~rung1) and its full measurement (NAME) read together; state ``rung`` when the rung
+    was measured and nothing after it. None for a variant that is no trial."""
+    if space.fidelity is None or name == base.baseline:
+        return _read_variant(store, cid, space, base, name)
+    rung = _read_variant(store, cid, space, base, name + RUNG)
+    full = _read_variant(store, cid, space, base, name)
+    if rung is None or full is None:
+        return None
+    if rung.cost_s == 0 and full.cost_s > 0:  # measured before the file had a fidelity
+        return full
+    if rung.state != "feasible":  # crashed, timed out or in flight at the rung
+        return Trial(**{**_fields(rung), "name": name, "rung": 1})
+    cost = rung.cost_s + full.cost_s
+    if full.state == "in-flight":
+        fields = {"state": "rung", "rung": 1, "rung_value": rung.value, "cost_s": cost}
+        return Trial(**{**_fields(full), **fields})
+    return Trial(**{**_fields(full), "rung": 2, "rung_value": rung.value, "cost_s": cost})
+
+
+def _read_variant(
+    store: Store, cid: int, space: SearchSpace, base: _Baselined, name: str
+) -> Trial | None:
     """The trial stored as variant ``name``; None for a variant that is none."""
     if name == base.baseline:
         values: dict[str, Any] | None = {}
         number = 0
     else:
-        values = space.values_of(name)
+        values = space.values_of(name.removesuffix(RUNG))
         number = 1  # renumbered by the caller
     if values is None:
         return None

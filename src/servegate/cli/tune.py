@@ -214,8 +214,12 @@ def _line(trial: Any, outcome: Any, max_trials: int | None, gpu_hours: float | N
     of = f" of {max_trials}" if max_trials is not None else ""
     if trial.state == "feasible":
         got = f"{trial.value:g}"
+    elif trial.state == "pruned":
+        got = f"{trial.rung_value:g} at rung 1 of 2, pruned: {trial.cause}"
     elif trial.state == "reused":
         got = f"{trial.value:g} (already measured)" if trial.value is not None else "infeasible"
+        if trial.value is None and trial.rung_value is not None:
+            got = f"pruned at rung {trial.rung} before ({trial.rung_value:g})"
     elif trial.state == "skipped":
         got = f"skipped without a start: {trial.cause}"
     else:
@@ -246,11 +250,13 @@ def _summary(outcome: Any) -> None:
         if f.low is not None:
             shown += f" [{f.low:g}, {f.high:g}]"
         ratio = "" if f.ratio is None or f.trial == 0 else f", {f.ratio:.3f}x the baseline"
+        if ratio and f.ratio_low is not None:
+            ratio += f" [{f.ratio_low:.3f}, {f.ratio_high:.3f}]"
         starts = len(f.values)
         click.echo(f"  finalist {f.name}: {shown} over {starts} fresh start(s){ratio}")
     counts = outcome.to_json()
     click.echo(
         f"{len(outcome.trials)} trial(s): {counts['infeasible']} infeasible, "
-        f"{counts['skipped']} skipped; {outcome.gpu_hours:.4f} GPU-hours; "
-        f"{outcome.stopped_by or 'stopped'}"
+        f"{counts['skipped']} skipped, {counts['pruned']} pruned; "
+        f"{outcome.gpu_hours:.4f} GPU-hours; {outcome.stopped_by or 'stopped'}"
     )
