@@ -422,7 +422,7 @@ def test_a_pruned_trial_stops_at_its_rung_and_a_resume_keeps_it_pruned(tmp_path:
     pruned = [t for t in result["trials"] if t["state"] == "pruned"]
     assert pruned, [(t["variant"], t["state"], t["rung_value"]) for t in result["trials"]]
     assert result["pruned"] == len(pruned)
-    assert "at rung 1 of 2, pruned" in done.stderr
+    assert "-> pruned at rung 1 of 2: " in done.stderr
     feasible = [t for t in result["trials"] if t["state"] == "feasible" and t["trial"] > 0]
     assert feasible and all(t["rung"] == 2 for t in feasible)
     for trial in pruned:

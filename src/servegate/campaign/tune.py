@@ -1110,15 +1110,17 @@ class Search:
         """The trial stopped after its short rung: no full measurement, its rung value kept."""
         fidelity = self.space.fidelity
         keep = "" if fidelity is None else f"; promoted: the best {fidelity.keep:.2g} of them"
-        count = 1 + sum(t.rung_value is not None for t in self.trials if t.state != "reused")
+        count = sum(
+            t.rung_value is not None for t in self.trials if t.state in ("feasible", "pruned")
+        )
         return Trial(
             **{
                 **_fields(trial),
                 "state": "pruned",
                 "value": None,
                 "rung": 1,
-                "cause": f"pruned at rung 1 of 2: {trial.rung_value:g} against {count} rung "
-                f"value(s){keep}",
+                "cause": f"pruned at rung 1 of 2: {trial.rung_value:g} against {count} earlier "
+                f"rung value(s){keep}",
             }
         )
 

@@ -215,7 +215,7 @@ def _line(trial: Any, outcome: Any, max_trials: int | None, gpu_hours: float | N
     if trial.state == "feasible":
         got = f"{trial.value:g}"
     elif trial.state == "pruned":
-        got = f"{trial.rung_value:g} at rung 1 of 2, pruned: {trial.cause}"
+        got = trial.cause or f"pruned at rung {trial.rung} ({trial.rung_value:g})"
     elif trial.state == "reused":
         got = f"{trial.value:g} (already measured)" if trial.value is not None else "infeasible"
         if trial.value is None and trial.rung_value is not None:
