@@ -29,7 +29,7 @@ from servegate.bench.sample import RequestSample
 from servegate.bench.sessions import Tree, run_sessions
 from servegate.bench.slo import StopRule, StopState
 from servegate.bench.stream import patterns, send_request
-from servegate.bench.tokens import Counter
+from servegate.bench.tokens import Counter, ServerCounter
 
 LAG_INTERVAL_S = 0.01
 PRECONNECT_MAX = 1024
@@ -196,6 +196,8 @@ async def run_worker(
             monitor.cancel()
     finally:
         pool.close()
+        if isinstance(plan.counter, ServerCounter):
+            plan.counter.close()
     return WorkerResult(
         samples=samples,
         cpu_s=cpu1 - cpu0,

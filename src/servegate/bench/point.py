@@ -65,10 +65,14 @@ def run_point(
     warnings: list[str] = []
     ignore_eos = probe(settings, model, headers, warnings)
     counter, note = _counter(settings, model)
-    warmup, measured = _prompts(settings, model, ignore_eos, counter)
-    sessions = bool(measured) and measured[0].session is not None
-    if sessions and isinstance(counter, ServerCounter) and settings.api == "chat":
-        counter.prepare_conversations()
+    try:
+        warmup, measured = _prompts(settings, model, ignore_eos, counter)
+        sessions = bool(measured) and measured[0].session is not None
+        if sessions and isinstance(counter, ServerCounter) and settings.api == "chat":
+            counter.prepare_conversations()
+    finally:
+        if isinstance(counter, ServerCounter):
+            counter.close()  # a session's turns open their own connections when counted
     plans = plan_workers(settings, headers, warmup, measured, counter if sessions else None)
     metrics_url = (
         settings.metrics_url if settings.metrics_url is not None else settings.base_url + "/metrics"

@@ -23,11 +23,12 @@ counter travels to the worker processes as a pickle.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import random
-import urllib.error
-import urllib.request
+import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -113,24 +114,73 @@ class ServerCounter:
     _overhead: int | None = field(default=None, repr=False)
     _pair: int | None = field(default=None, repr=False)  # template tokens per reply + message
     _contents: dict[str, int] = field(default_factory=dict, repr=False)  # raw counts, cached
+    # one kept-alive connection a thread (a session's turns are counted from threads)
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+    _opened: list[http.client.HTTPConnection] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        self.shape = self._detect()
+        try:
+            self.shape = self._detect()
+        finally:
+            if not self.shape:
+                self.close()
         self.name = f"server /tokenize ({self.shape})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled without its connections, its shape and template counts kept (a worker
+        asks nothing again)."""
+        keys = ("base_url", "model", "authorization", "timeout_s", "shape", "name")
+        state = {key: getattr(self, key) for key in (*keys, "_overhead", "_pair")}
+        return (_server_counter, (state,))
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """This thread's connection to the server, opened on first use."""
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            url = urllib.parse.urlsplit(self.base_url)
+            kind = (
+                http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+            )
+            conn = kind(url.netloc, timeout=self.timeout_s)
+            self._local.conn = conn
+            with self._lock:
+                self._opened.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every thread's connection (the counter opens one again when used)."""
+        with self._lock:
+            opened, self._opened[:] = list(self._opened), []
+        for conn in opened:
+            conn.close()
+        self._local = threading.local()
+
     def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """POST ``body`` on this thread's kept-alive connection: the status and the JSON
+        answer (None when the status is not 200). A connection the server closed is
+        opened again once; a server that does not answer is a `TokenizeMissing`."""
         headers = {"Content-Type": "application/json"}
         if self.authorization:
             headers["Authorization"] = self.authorization
-        req = urllib.request.Request(  # noqa: S310 (the base URL was checked: http or https)
-            self.base_url + path, data=json.dumps(body).encode(), headers=headers
-        )
+        target = urllib.parse.urlsplit(self.base_url).path.rstrip("/") + path
+        data = json.dumps(body).encode()
+        for attempt in range(2):
+            conn = self._connection()
+            try:
+                conn.request("POST", target, body=data, headers=headers)
+                resp = conn.getresponse()
+                raw = resp.read()
+                break
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()  # opened again by the next request
+                if attempt:
+                    raise TokenizeMissing(f"{path} did not answer ({exc})") from None
+        if resp.status != 200:
+            return resp.status, None
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, None
-        except (OSError, ValueError) as exc:
+            return resp.status, json.loads(raw)
+        except ValueError as exc:
             raise TokenizeMissing(f"{path} did not answer ({exc})") from None
 
     def _detect(self) -> str:
@@ -247,6 +297,16 @@ class ContentCounter:
     def count_messages(self, messages: list[dict[str, str]]) -> int:
         """The tokens of the messages' contents alone."""
         return sum(self.count(m["content"], chat=True) for m in messages)
+
+
+def _server_counter(state: dict[str, Any]) -> ServerCounter:
+    """A `ServerCounter` unpickled in a worker process, its shape not asked again."""
+    counter = object.__new__(ServerCounter)
+    for key, value in state.items():
+        setattr(counter, key, value)
+    counter._contents, counter._opened = {}, []
+    counter._local, counter._lock = threading.local(), threading.Lock()
+    return counter
 
 
 def model_tokenizer(model: str) -> Path | None:
