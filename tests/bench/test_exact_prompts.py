@@ -5,6 +5,7 @@ every turn of multiturn and agentic sessions."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from tests.sim.helpers import Sim, wait_http
 from servegate.bench import BenchSettings, run_point
 from servegate.bench.dataset import VOCABULARY
 from servegate.bench.result import PointResult
+from servegate.bench.sessions import _count
 from servegate.bench.tokens import LocalCounter, ServerCounter, exact_text
 
 FAST = ("--startup", "0.2", "--ttft-ms", "1", "--itl-ms", "1")
@@ -212,3 +214,15 @@ def test_a_grown_turn_costs_one_tokenize_call(
     assert result.prompt_tokens["mismatched"] == 0
     during = [path for thread, path in calls if thread != threading.main_thread().name]
     assert during == ["/tokenize"] * 6  # 2 sessions x 3 grown turns
+
+
+def test_a_turn_whose_count_fails_is_requested_as_minus_one(bpe: Path, port: int) -> None:
+    """The server's /tokenize stops answering mid-run: the turn's count is -1 (a mismatch
+    the point's warning reports), not an exception that ends the session."""
+    with Sim(port, "--engine", "vllm", *FAST, "--tokenizer", str(bpe)) as sim:
+        wait_http(sim.url + "/health", timeout=30)
+        counter = ServerCounter(base_url=sim.url, model="m")
+        talk = [{"role": "user", "content": "the water"}]
+        assert asyncio.run(_count(counter, talk)) > 0
+    assert asyncio.run(_count(counter, talk)) == -1
+    counter.close()
