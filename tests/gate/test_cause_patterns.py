@@ -1050,3 +1050,63 @@ def test_a_warmup_requests_http_answer_is_not_the_hub_refusing_a_token(tmp_path:
     ]
     verdict = gate(tmp_path, "sglang", lines)
     assert (verdict.kind, verdict.matched_line) == ("engine-init", cause)
+
+
+def test_an_exception_naming_no_family_takes_the_phase_of_its_frames(tmp_path: Path) -> None:
+    """A RuntimeError whose words name no family, raised in init_process_group: distributed."""
+    cause = "RuntimeError: the peer sent an unexpected value"
+    lines = [
+        "INFO 12-04 10:00:00 [core.py:58] Initializing a V1 LLM engine",
+        "Traceback (most recent call last):",
+        '  File "/app/vllm/parallel_state.py", line 10, in init_distributed_environment',
+        "    torch.distributed.init_process_group(backend)",
+        '  File "/app/torch/distributed/c10d_logger.py", line 20, in init_process_group',
+        "    func(*args)",
+        cause,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("distributed", cause)
+
+
+def test_an_exception_naming_no_family_takes_what_the_line_above_was_doing(
+    tmp_path: Path,
+) -> None:
+    """No family, class or frame names a kind: the line above says weights were loading;
+    the same exception after a line that says loading was done stays the bare exit."""
+    cause = "RuntimeError: the worker process exited before reporting"
+    loading = "Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:03<00:03]"
+    verdict = gate(tmp_path, "sglang", [loading, cause])
+    assert (verdict.kind, verdict.matched_line) == ("model-load", cause)
+    done = tmp_path / "done"
+    done.mkdir()
+    verdict = gate(done, "sglang", [loading, "[2026-12-04 10:00:05] Load weight end.", cause])
+    assert (verdict.kind, verdict.matched_line) == ("exit", cause)
+
+
+def test_the_detail_an_nccl_error_introduces_is_the_cause(tmp_path: Path) -> None:
+    """NCCL's wrapper reports a CUDA error; its "Last error:" below says an allocation
+    failed: memory, quoted, over the NCCL line that only reports it."""
+    cause = "Failed to CUDA calloc 67108864 bytes"
+    lines = [
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:76, unhandled cuda "
+        "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        cause,
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("oom", cause)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    verdict = gate(alone, "sglang", lines[:2])
+    assert verdict.kind == "nccl"
+
+
+def test_a_raise_glued_to_its_exception_quotes_the_exception(tmp_path: Path) -> None:
+    """A one-line paste: ``raise X(`` then the exception; the exception's words decide."""
+    line = (
+        "raise RuntimeError( RuntimeError: Cannot re-initialize CUDA in forked subprocess. "
+        "To use CUDA with multiprocessing, you must use the 'spawn' start method"
+    )
+    verdict = gate(tmp_path, "sglang", [line])
+    assert (verdict.kind, verdict.matched_line) == ("cuda-error", line)

@@ -44,9 +44,19 @@ The rule, over the tail:
    exception line) gives the kind its message names; it is not quoted.
 7. The line that ends a traceback is its exception, whatever its class is called
    (``huggingface_hub.errors.OfflineModeIsEnabled: ...``).
-8. An exception whose words name no family takes the phase its traceback's innermost
-   frame names: loading weights (``load_weights``) is ``model-load``, a warmup
-   (``_wait_and_warmup``) ``engine-init``.
+8. An exception whose words name no family takes the kind its class and module name
+   (``huggingface_hub``'s ``OfflineModeIsEnabled``: ``download``), else the phase its
+   traceback's innermost frame names: loading weights (``load_weights``) is
+   ``model-load``, a warmup (``_wait_and_warmup``) ``engine-init``,
+   ``init_process_group`` ``distributed``. An exception or ERROR line that still names
+   none takes what the nearest of the lines above it says the engine was doing
+   (``Loading safetensors checkpoint shards``), unless a nearer one says it was done;
+   the gate (gate/decide.py) then tries the startup phase still open (``phase_kind``).
+9. A failure line's detail printed right below it (NCCL's ``Last error:`` then its line,
+   a runtime's ``stderr: ...`` continued on the next line) is the cause in its place
+   where its words name a family.
+10. A class named with its module path (``pkg.mod.Name: ...``) is an exception line
+    anywhere, and so is the exception a one-line paste glued after ``raise X(``.
 
 The message inside a panic (``panicked at ...: called `Result::unwrap()` on an `Err`
 value: ...``) or a Rust error's debug form (``Error: Warmup(Generation("..."))``) is the
@@ -704,9 +714,9 @@ def select_cause(
 # a line that relays another program's standard error after its own words
 _RELAYS = re.compile(r"\bstderr: \S")
 _DETAIL_LINES = 4  # how far below the chosen line the detail it introduces may stand
-# a line that says an activity ended
+# a line that says an activity ended (a bar's "50% Completed" is not done)
 _DONE = re.compile(
-    r"\b(?:took|done|completed?|finished|succeeded|loaded|ready)\b|\b100 ?%", re.IGNORECASE
+    r"\b(?:took|done|complete|finished|succeeded|loaded|ready|end(?:ed)?)\b|\b100 ?%", re.IGNORECASE
 )
 
 
