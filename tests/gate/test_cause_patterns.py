@@ -1110,3 +1110,12 @@ def test_a_raise_glued_to_its_exception_quotes_the_exception(tmp_path: Path) -> 
     )
     verdict = gate(tmp_path, "sglang", [line])
     assert (verdict.kind, verdict.matched_line) == ("cuda-error", line)
+
+
+def test_uvicorn_that_finds_no_app_is_a_bad_argument(tmp_path: Path) -> None:
+    """uvicorn's import string names no app (the command's argument): bad-args."""
+    cause = (
+        'ERROR:    Error loading ASGI app. Attribute "app" not found in module "llama_cpp.server".'
+    )
+    verdict = gate(tmp_path, "llamacpp", ["INFO:     Started server process [601969]", cause])
+    assert (verdict.status, verdict.kind, verdict.matched_line) == ("crash", "bad-args", cause)

@@ -364,6 +364,9 @@ _WORDS: tuple[Words, ...] = (
         # `max_total_tokens`"); a ValueError that names the option it refuses (snake_case
         # or a flag) and what it must be; a flag given where a positional argument is
         # wanted; a dtype or a method a quantization scheme does not take
+        # uvicorn's import string of the app (a command argument) names no app:
+        # 'Error loading ASGI app. Attribute "app" not found in module "x"'
+        r"|Error loading ASGI app"
         r"|ArgumentValidation|\bmust be (?:<|>|<=|>=|at (?:least|most)|smaller|larger|less"
         r"|greater)\b|ValueError: \W?(?:--)?[a-z]+_[a-z_]+\b\W?.{0,60}\bmust\b"
         r"|as a positional argument|not supported for quantization"
