@@ -252,6 +252,25 @@ def test_a_resume_after_sigint_measures_no_finished_trial_twice(tmp_path: Path) 
             '[search]\nargs = "--x {a}"\nobjective = "goodput"\n[search.params.a]\nchoices = [1]\n',
             "[slo]",
         ),
+        (
+            '[search]\nargs = "--x {a}"\nobjective = "throughput"\nfidelity = { keep = 0.5 }\n'
+            "[search.params.a]\nchoices = [1]\n",
+            "fidelity: say what makes the rung short",
+        ),
+        (
+            '[search]\nargs = "--x {a}"\nobjective = "throughput"\n'
+            "fidelity = { requests = 4, keep = 1.5 }\n[search.params.a]\nchoices = [1]\n",
+            "fidelity.keep",
+        ),
+        (
+            '[search]\nargs = "--x {a}"\nobjective = "throughput"\nfidelity = { requests = 0 }\n'
+            "[search.params.a]\nchoices = [1]\n",
+            "fidelity.requests",
+        ),
+        (
+            '[search]\nargs = "--x {a}"\n[search.params.a]\nchoices = [1]\ncache = "yes"\n',
+            "params.a.cache",
+        ),
     ],
 )
 def test_bad_search_input_is_exit_2_with_one_sentence(

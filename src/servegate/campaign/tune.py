@@ -339,8 +339,14 @@ def load_search(path: Path) -> tuple[dict[str, Any], SearchSpace, str]:
     if baseline is not None and not any(v.get("name") == baseline for v in data["variant"]):
         data["variant"].append({"name": baseline})  # the command as written: trial 0
     base = _campaign_of(data, text, path, None)  # every mistake of the rest, before a start
-    if space.fidelity is not None:  # the short rung's [bench] too
-        _campaign_of(_rung_data(data, space.fidelity), text, path, None)
+    if space.fidelity is not None:  # the short rung's [bench] too, named as the rung's
+        try:
+            _campaign_of(_rung_data(data, space.fidelity), text, path, None)
+        except ConfigError as exc:
+            detail = str(exc).split(": ", 1)[-1].removeprefix("bench.")
+            raise ConfigError(
+                f"{where}: [search] fidelity.{detail}", path=where, key="search.fidelity"
+            ) from None
     plan = base.variant(base.baseline).bench
     if space.objective == "capacity" and plan.search is None:
         raise ConfigError(
