@@ -1119,3 +1119,68 @@ def test_uvicorn_that_finds_no_app_is_a_bad_argument(tmp_path: Path) -> None:
     )
     verdict = gate(tmp_path, "llamacpp", ["INFO:     Started server process [601969]", cause])
     assert (verdict.status, verdict.kind, verdict.matched_line) == ("crash", "bad-args", cause)
+
+
+@pytest.mark.parametrize(
+    ("engine", "line", "kind"),
+    [
+        ("llamacpp", "Invalid argument: --mmproj, expected a file", "bad-args"),
+        (
+            "vllm",
+            "ValueError: Speculative decoding does not work with pipeline parallel",
+            "bad-args",
+        ),
+        (
+            "tgi",
+            "NotImplementedError: Sliding window is not supported with prefix caching",
+            "bad-args",
+        ),
+        ("vllm", "ValueError: The supplied chat template (my.jinja) appears path-like", "bad-args"),
+        ("tgi", "ValueError: Non-consecutive added token '<pad>' found.", "model-load"),
+        ("vllm", "TypeError: type 'collections.OrderedDict' is not subscriptable", "install"),
+        ("sglang", "RuntimeError: mooncake transfer engine init failed: rdma", "distributed"),
+        ("sglang", "RuntimeError: socket: Address family not supported by protocol", "distributed"),
+    ],
+)
+def test_words_of_issue_22s_last_fit_name_their_family(
+    tmp_path: Path, engine: str, line: str, kind: str
+) -> None:
+    """A flag named as invalid, two features that cannot be combined, a template path that
+    is not there (bad-args); a tokenizer's vocabulary (model-load); a Python too old for a
+    dependency (install); NVSHMEM, transfer engines, a socket family (distributed)."""
+    verdict = gate(tmp_path, engine, [line])
+    assert (verdict.kind, verdict.matched_line) == (kind, line)
+
+
+def test_errnos_invalid_argument_is_no_bad_flag(tmp_path: Path) -> None:
+    """``[Errno 22] Invalid argument`` names no flag: not bad-args."""
+    line = "OSError: [Errno 22] Invalid argument: '/dev/shm/x'"
+    assert gate(tmp_path, "vllm", [line]).kind != "bad-args"
+
+
+def test_a_line_pasted_in_backticks_is_read_without_them(tmp_path: Path) -> None:
+    """A one-line paste in inline code marks: the exception inside them is read as one."""
+    inner = "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 1"
+    verdict = gate(tmp_path, "vllm", [f"`{inner}`"])
+    assert verdict.kind == "cuda-arch"
+    assert verdict.matched_line == f"`{inner}`"
+
+
+def test_a_frame_glued_to_its_exception_is_read_for_the_exception(tmp_path: Path) -> None:
+    """A paste that joined a frame, its source and its qualified exception in one line."""
+    line = (
+        '  File "/x/requests/adapters.py", line 519, in send raise ConnectionError(e) '
+        "requests.exceptions.ConnectionError: Max retries exceeded with url: /api/models"
+    )
+    verdict = gate(tmp_path, "vllm", [line])
+    assert verdict.kind == "download"
+
+
+def test_a_minijinja_error_in_a_panic_is_the_models_template(tmp_path: Path) -> None:
+    """TGI's router panics on minijinja's ``Error { kind: ..., detail: ... }``: model-load."""
+    lines = [
+        "thread 'main' panicked at router/src/infer.rs:30:14:",
+        "called `Result::unwrap()` on an `Err` value: Error { kind: UndefinedError, detail: "
+        '"x is undefined", name: "<string>", line: 2 }',
+    ]
+    assert gate(tmp_path, "tgi", lines).kind == "model-load"

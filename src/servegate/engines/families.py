@@ -292,6 +292,10 @@ _WORDS: tuple[Words, ...] = (
         # Windows' status of a program whose DLL is missing (STATUS_DLL_NOT_FOUND)
         r"|\b0xc0000135\b|STATUS_DLL_NOT_FOUND"
         r"|\bto be installed\b"
+        # a Python older than a dependency's code: a class subscripted as a generic type
+        # (type 'array.array' is not subscriptable before 3.12, 'list' before 3.9), a
+        # union written with | before 3.10
+        r"|\btype '[\w.]+' is not subscriptable|unsupported operand type\(s\) for \|: 'type'"
         # a package's own loader of its native library or extension (llama-cpp-python's
         # "Shared library with base name 'llama' not found", macOS's dyld, Windows')
         r"|(?:shared|native|dynamic) (?:library|libraries|object|extension)\b.{0,80}"
@@ -343,7 +347,12 @@ _WORDS: tuple[Words, ...] = (
         r"|DistBackendError|ProcessGroup|torch\.distributed|connection (?:closed|reset) by peer"
         # the engines' ZeroMQ sockets between processes or nodes (an address the node
         # does not hold)
-        r"|\bZMQError\b|cannot assign requested address|\bEADDRNOTAVAIL\b",
+        r"|\bZMQError\b|cannot assign requested address|\bEADDRNOTAVAIL\b"
+        # the libraries that move tensors between GPUs and nodes for the group: NVSHMEM
+        # (DeepEP's all-to-all), the KV transfer engines of disaggregated serving
+        # (Mooncake, NIXL), and a socket family the node's network does not offer
+        r"|\bnvshmem|\bmooncake\b|\bnixl\b|transfer[ _-]?engine"
+        r"|address family not supported|\bEAFNOSUPPORT\b",
     ),
     Words(
         kind="max-model-len",
@@ -359,7 +368,22 @@ _WORDS: tuple[Words, ...] = (
         r"|missing (?:required )?argument|arguments are required|no such option"
         r"|must be (?:one of|divisible by|a multiple of|greater than|less than|between"
         r"|positive)|is not divisible by|expected one argument"
-        r"|is not a valid (?-i:[A-Z][a-z]\w*)"  # an enum's value from a flag ('fp9' is not a valid CacheDType)
+        r"|is not a valid (?-i:[A-Z][a-z]\w*)"
+        # a flag named as the argument refused ("Invalid argument: --chat-template, use
+        # one of the built-in templates"; not errno's "[Errno 22] Invalid argument")
+        r"|invalid (?:argument|parameter)s?:? ['\"`]?--?[a-z]"
+        # a file an option names that is not there, read as a path ("The supplied chat
+        # template string (tool_use) appears path-like, but doesn't exist!")
+        r"|appears path-like|(?:chat[ _-]template|--[a-z][\w-]*)\b.{0,60}\b(?:does not|doesn't)"
+        r" exist"
+        # two features the user turned on together that the engine cannot combine ("Vlm
+        # do not work with prefix caching yet", "... is not supported with speculative
+        # decoding"): one of the options must go
+        r"|\b(?:do(?:es)? not|don't|doesn't|cannot|can't) (?:yet )?(?:work|be used) (?:together )?with"
+        r"|\bnot (?:yet )?(?:supported|implemented|compatible) (?:together )?with (?:the )?"
+        r"(?:prefix[ _-]caching|chunked[ _-]prefill|speculative|lora|cuda[ _-]?graphs?"
+        r"|pipeline[ _-]parallel|tensor[ _-]parallel|quantiz|sliding[ _-]window|fp8"
+        r"|kv[ _-]cache)"  # an enum's value from a flag ('fp9' is not a valid CacheDType)
         # TGI's launcher; a bound between two flags ("`max_input_tokens`(65537) must be <
         # `max_total_tokens`"); a ValueError that names the option it refuses (snake_case
         # or a flag) and what it must be; a flag given where a positional argument is
@@ -406,6 +430,13 @@ _WORDS: tuple[Words, ...] = (
         r"|failed to load (?:the |all )?models?|model loading|loading the model"
         r"|HFValidationError|repo id must|trust_remote_code"
         r"|weight \S+ does not exist"
+        # the tokenizer's vocabulary and its added tokens ("Non-consecutive added token
+        # '<unk>' found ... in saved vocabulary")
+        r"|\bvocab(?:ulary)?\b|\badded tokens?\b"
+        # the model's chat template does not parse or render: minijinja's error (TGI's
+        # router: "Error { kind: SyntaxError, detail: ..., name: ..., line: 7 }"), a
+        # template's syntax error by name
+        r"|\bError \{ kind: \w+, detail: |\btemplate\w*\b.{0,40}\b(?:syntax|parse) ?error"
         # a quantized layout the checkpoint does not hold ("Cannot load `awq` weight");
         # a tensor of the checkpoint whose shape the model's config does not expect
         r"|(?:cannot|can't|could not|unable to) load `?\w+`? weights?\b"

@@ -114,6 +114,8 @@ _RAISE_THEN = re.compile(
     r"raise\s+[\w.]+\(\s*(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
     r"(?:Error|Exception|Exit|Interrupt|Failure): \S)"
 )
+# an exception named with its module path after a frame's source, in the same line
+_GLUED = re.compile(r"\s(?:[a-z_][a-z0-9_]*\.)+_?[A-Z]\w*: \S")
 _WHAT = re.compile(r"\s*what\(\):\s+\S")  # std::terminate's report of a C++ exception
 _CHAINED = (
     "During handling of the above exception",
@@ -359,7 +361,13 @@ def is_source(normal: Normal) -> bool:
     text = body.strip()
     if not text:
         return False
-    if _FRAME.match(body) or _MARKERS.match(body):
+    frame = _FRAME.match(body)
+    if frame is not None:
+        # a one-line paste that glued the frame, its source and its exception ("File
+        # "...", line 519, in send raise ConnectionError(e) requests.exceptions.
+        # ConnectionError: ..."): the exception is there to read
+        return _GLUED.search(body, frame.end()) is None
+    if _MARKERS.match(body):
         return True
     if text.startswith(("raise ", "raise(")) or text == "raise":
         return _RAISE_THEN.match(text) is None

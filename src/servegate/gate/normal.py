@@ -66,6 +66,7 @@ _PREFIX = re.compile(
     rf"""
     (?: [│┃|]\ ?                                               # a log viewer's frame
       | >\                                                     # a quote in a paste
+      | `(?!`)(?=.*`\s*$)                                      # a paste's inline code
       | (?P<l1>{_PY})\ \d\d-\d\d\ \d\d:\d\d:\d\d(?:[.,]\d+)?
         \ \[?[\w./-]+:\d+\[?\]\ ?                              # vLLM's logger
       | \d{{4}}-\d\d-\d\d\ \d\d:\d\d:\d\d(?:[.,]\d+)?\ (?P<l2>{_PY})
@@ -171,6 +172,7 @@ def normalise(line: str) -> Normal:
     level: str | None = None
     source: str | None = None
     header = False
+    coded = False  # a paste's inline code mark opened the line: its closing one goes too
     for _ in range(_MAX_PREFIXES):
         stripped = rest.lstrip(" \t")
         match = _PREFIX.match(stripped)
@@ -179,6 +181,7 @@ def normalise(line: str) -> Normal:
             rest = rest.lstrip("\t")
             break
         header = True
+        coded = coded or match.group() == "`"
         name = match.lastgroup  # the alternative's level group, if it has one
         if name is not None:
             level, source = _LEVEL.get(match.group(name).upper(), level), _LEVEL_GROUPS[name]
@@ -186,6 +189,8 @@ def normalise(line: str) -> Normal:
         if source in _PADDED:
             rest = rest.lstrip()
     body = rest.rstrip().rstrip("│┃").rstrip()
+    if coded:
+        body = body.removesuffix("`")
     if body.startswith("{"):
         parsed = _from_json(body)
         if parsed is not None:
