@@ -1184,3 +1184,68 @@ def test_a_minijinja_error_in_a_panic_is_the_models_template(tmp_path: Path) -> 
         '"x is undefined", name: "<string>", line: 2 }',
     ]
     assert gate(tmp_path, "tgi", lines).kind == "model-load"
+
+
+def test_a_failed_import_named_by_the_exception_is_its_root(tmp_path: Path) -> None:
+    """A warning that a module failed to import, then an exception naming that module."""
+    root = (
+        "WARNING 01-01 00:00:00 _ext.py:1] Failed to import from vllm._moe_C with "
+        "ImportError('libfoo.so: cannot open shared object file: No such file or directory')"
+    )
+    lines = [root, "RuntimeError: Tried to instantiate class '_moe_C.Thing', but it does not exist"]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("install", root)
+    other = tmp_path / "other"
+    other.mkdir()
+    lines[1] = "RuntimeError: Tried to instantiate class '_core_C.Thing', but it does not exist"
+    assert gate(other, "vllm", lines).kind != "install"
+
+
+def test_a_line_naming_what_failed_outranks_an_exception_naming_nothing(tmp_path: Path) -> None:
+    """A no-level line in a family's words, then a consequence exception: the former;
+    the server starting after its scheduler died is no recovery."""
+    root = "/src/host/nvshmem/transport.cpp:416: non-zero status: 7 No devices selected."
+    lines = [
+        root,
+        "[2026-02-25 15:04:37] Scheduler or DataParallelController 848532 terminated with 255",
+        "[2026-02-25 15:04:39] INFO:     Started server process [848143]",
+        "[2026-02-25 15:04:39] INFO:     Waiting for application startup.",
+        "AttributeError: 'NoneType' object has no attribute 'server_args'",
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("distributed", root)
+
+
+def test_a_signature_inside_a_relayed_http_answer_is_a_wrappers(tmp_path: Path) -> None:
+    """A client's ``status=500 body=... failed to load model`` first, then the server's own
+    lines: the server's specific line is the cause."""
+    cause = "load_hparams: unknown projector type: newproj9"
+    lines = [
+        "preload failed: status=500 body=llama.cpp failed: failed to load model",
+        "Verbose output:",
+        f"clip_init: failed to load model 'x.mmproj': {cause}",
+        "main: exiting due to model loading error",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert verdict.kind == "unsupported-model"
+    assert verdict.matched_line is not None and cause in verdict.matched_line
+
+
+def test_llama_cpps_backend_refusal_explains_the_allocators_summary(tmp_path: Path) -> None:
+    """The backend's own refusal above ``ggml_gallocr``'s summary is the root."""
+    root = "ggml_vulkan: Requested buffer size exceeds device memory allocation limit"
+    lines = [
+        root,
+        "ggml_gallocr_reserve_n: failed to allocate Vulkan0 buffer of size 8753520640",
+        "graph_reserve: failed to allocate compute buffers",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("oom", root)
+
+
+def test_llama_cpps_template_error_explains_the_model_loading_exit(tmp_path: Path) -> None:
+    """The chat template's ``Error: ...`` above ``exiting due to model loading error``."""
+    root = "Error: Unknown filter 'foo' at line 1"
+    lines = [root, "main: exiting due to model loading error"]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", root)

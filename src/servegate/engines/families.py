@@ -351,7 +351,7 @@ _WORDS: tuple[Words, ...] = (
         # the libraries that move tensors between GPUs and nodes for the group: NVSHMEM
         # (DeepEP's all-to-all), the KV transfer engines of disaggregated serving
         # (Mooncake, NIXL), and a socket family the node's network does not offer
-        r"|\bnvshmem|\bmooncake\b|\bnixl\b|transfer[ _-]?engine"
+        r"|nvshmem|\bmooncake\b|\bnixl\b|transfer[ _-]?engine"
         r"|address family not supported|\bEAFNOSUPPORT\b",
     ),
     Words(

@@ -48,6 +48,14 @@ _CONTEXT_WHY = (
     r"llama_init_from_model: .*\b(?:requires?|not supported|unsupported|invalid|must|cannot"
     r"|exceeds?|too (?:large|small|many))\b"
 )
+# the backend's own refusal printed just above the graph allocator's summary ("ggml_
+# gallocr_reserve_n: failed to allocate CPU buffer of size N"): the CPU backend's
+# "_alloc_buffer: failed to allocate buffer of size N", Vulkan's "Requested buffer size
+# exceeds device buffer size limit", a device's "allocation of size N failed"
+_ALLOC_WHY = (
+    r"_alloc_buffer: failed to allocate buffer of size \d+|\bexceeds (?:the )?device "
+    r"(?:\w+ ){0,3}limit\b|\ballocation of size \d+ failed"
+)
 _ARCH_HINT = (
     "this llama.cpp build does not know the model's architecture: update llama.cpp "
     "(for llama-cpp-python, a release that vendors a newer llama.cpp)"
@@ -111,6 +119,7 @@ _FATAL: tuple[Signature, ...] = (
         title="a buffer could not be allocated",
         hint=_OOM_HINT,
         withdrawn_by=_RETRY_WITHOUT_PP,
+        explained_by=_ALLOC_WHY,
     ),
     Signature(
         pattern=r"failed to allocate compute buffers",
@@ -118,6 +127,7 @@ _FATAL: tuple[Signature, ...] = (
         title="the compute buffers do not fit in memory",
         hint=_OOM_HINT,
         withdrawn_by=_RETRY_WITHOUT_PP,
+        explained_by=_ALLOC_WHY,
     ),
     Signature(
         pattern=r"CUDA error: out of memory",
@@ -268,6 +278,10 @@ _FATAL: tuple[Signature, ...] = (
         kind="model-load",
         title="the model failed to load",
         hint=_MODEL_HINT,
+        # the chat template's own error above it (the jinja engine's "Error: Expected
+        # iterable or object type in for loop", the server's "chat template parsing
+        # error: ..."): what failed to load
+        explained_by=r"^Error: \S|\bchat template (?:parsing )?error\b",
     ),
     Signature(
         pattern=r"failed to create context with model",

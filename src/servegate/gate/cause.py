@@ -21,19 +21,26 @@ The rule, over the tail:
 2. Only the failure's own episode counts: the lines after the last sign that the engine
    moved on (a phase opening, a ready line) before the last candidate line. An error the
    engine printed and then moved on from (a benign early ``ERROR``) is not the cause.
+   A sign of moving on that comes after a line saying one of its processes died
+   (``terminated with 255``) is no recovery.
 3. The most specific class wins: a line a fatal signature names; then an error line (an
    exception, a panic, ``what():``, a ``FATAL`` or ``ERROR`` level, ``error: ...``)
-   whose words name a family of kinds (engines/families.py); then any other exception,
-   panic or ``FATAL`` line; then a reported line whose words name a family; then a
-   line with no level at all that says something failed in a family's words (the
-   dynamic loader's ``error while loading shared libraries``, llama.cpp's backends'
-   ``Device memory allocation of size N failed.``; not one that says the engine goes
-   on: ``falling back``, ``Ignore import error``); then a wrapper or consequence
-   signature; then an ``ERROR`` line naming no family; last, a
-   line that says it will retry (``retrying (1/3)``) or that a wrapper gave up after its
-   retries (``more than 5 times, cancelling``). An exception logged at ``WARNING`` or
-   below was handled: it is no error line, except at ``INFO`` at the end of a traceback
-   (a wrapper that relays its child's output at ``INFO``, line by line).
+   whose words name a family of kinds (engines/families.py); then a line with no level
+   at all that says something failed in a family's words (the dynamic loader's ``error
+   while loading shared libraries``, llama.cpp's backends' ``Device memory allocation
+   of size N failed.``, NVSHMEM's ``non-zero status: 7 No devices selected.``; not one
+   that says the engine goes on: ``falling back``, ``Ignore import error``); then any
+   other exception, panic or ``FATAL`` line (one that names no family: a consequence
+   such as ``'NoneType' object has no attribute`` is less specific than a line that
+   names what failed); then a reported line whose words name a family (in a dump that
+   an error line introduced, the dump's exception is what it reports); then a wrapper
+   or consequence signature (and a signature's hit inside another program's HTTP answer
+   that the line relays, ``status=500 body=...``); then an ``ERROR`` line naming no
+   family; last, a line that says it will retry (``retrying (1/3)``) or that a wrapper
+   gave up after its retries (``more than 5 times, cancelling``). An exception logged
+   at ``WARNING`` or below was handled: it is no error line, except at ``INFO`` at the
+   end of a traceback (a wrapper that relays its child's output at ``INFO``, line by
+   line).
 4. Within a class: the higher severity (``FATAL`` or a panic, then an exception, then an
    ``ERROR`` line), then the earliest line, the root: the first exception of a chained
    traceback, the shard's error before the launcher's ``Webserver Crashed``. Wrappers go
@@ -52,6 +59,10 @@ The rule, over the tail:
    none takes what the nearest of the lines above it says the engine was doing
    (``Loading safetensors checkpoint shards``), unless a nearer one says it was done;
    the gate (gate/decide.py) then tries the startup phase still open (``phase_kind``).
+   Before those, an earlier line (a warning, often) that says in install's words that a
+   module failed to import is the cause when the exception names that module
+   (``Failed to import from vllm._core_C with ImportError(...)``, then ``Tried to
+   instantiate class '_core_C.ScalarType'``).
 9. A failure line's detail printed right below it (NCCL's ``Last error:`` then its line,
    a runtime's ``stderr: ...`` continued on the next line) is the cause in its place
    where its words name a family.
@@ -86,6 +97,7 @@ __all__ = [
     "is_source",
     "is_source_line",
     "phase_kind",
+    "relays_answer",
     "select_cause",
     "strip_prefix",
 ]
@@ -190,12 +202,12 @@ _RAISE = re.compile(
 )
 _EXCEPTION_SEVERITY = 3
 # classes of candidate lines, most specific first: a signature; an error line whose words
-# name a family; an exception, panic or FATAL line; a line of another program's output
-# that an error line introduced, whose words name a family; a line with no level that
-# says something failed in a family's words; a wrapper signature; an ERROR line naming
-# no family; a line that says it will retry
-_SIGNATURE, _FAMILY, _EXCEPTIONAL, _REPORTED = 7, 6, 5, 4
-_SAID, _WRAPPER, _ERROR, _RETRIED = 3, 2, 1, 0
+# name a family; a line with no level that says something failed in a family's words;
+# an exception, panic or FATAL line naming no family; a line of another program's output
+# that an error line introduced, whose words name a family; a wrapper signature; an
+# ERROR line naming no family; a line that says it will retry
+_SIGNATURE, _FAMILY, _SAID, _EXCEPTIONAL = 7, 6, 5, 4
+_REPORTED, _WRAPPER, _ERROR, _RETRIED = 3, 2, 1, 0
 # an exception logged at these levels was handled (vLLM's warnings with a traceback),
 # except at INFO at the end of a traceback printed line by line at INFO: a wrapper that
 # relays its child's output so (olmocr's "- __main__ - INFO - " before each line)
@@ -495,6 +507,15 @@ def _candidate(
         severity = max(severity, _SEVERITY["error"])
     line = entry.line.strip()
     hit = _first_rule(rules, text, text if inside else entry.line)
+    if (
+        hit is not None
+        and hit[1] is not None
+        and not hit[0].wrapper
+        and _ANSWER.search(text, 0, hit[1].start()) is not None
+    ):
+        # the hit is inside another program's answer that this line relays
+        # (``relays_answer``): a wrapper's line here
+        hit = (replace(hit[0], wrapper=True), hit[1])
     if hit is not None and not hit[0].wrapper:
         signature = hit[0]
         return _Candidate(
@@ -535,7 +556,7 @@ def _candidate(
     words = words_kind(words_in)
     order = 0
     if wrapper is not None:
-        order = next(n for n, (_, _, sig) in enumerate(rules) if sig is wrapper)
+        order = next(n for n, (_, _, sig) in enumerate(rules) if sig.pattern == wrapper.pattern)
     if wrapper is None and severity == 0 and (words is None or _GOES_ON.search(text)):
         # says something failed, with no level: naming no family, or saying that the
         # engine goes on without it ("falling back to ...", "Ignore import error ...")
@@ -599,6 +620,7 @@ def select_cause(
     entries = logical_lines(lines)
     found: list[_Candidate] = []
     moved_on: list[int] = []
+    died: list[int] = []  # lines that say a process ended with a failing status
     after_frame = False  # the line after a frame's header is its source line
     # inside what an error line introduced ("Shard 3 failed to start:", then the shard's
     # own output), until the reporter's next line: the logger family of the reporter
@@ -634,6 +656,8 @@ def select_cause(
         if _any(moves, text):
             moved_on.append(position)
             continue
+        if any(word in text for word in _DIED_WORDS) and _DIED.search(text) is not None:
+            died.append(position)
         inside = position > 0 and entries[position - 1].line is entry.line
         relayed, relay_next = relay_next, False
         candidate = _candidate(
@@ -661,6 +685,16 @@ def select_cause(
             return _from_raise(raised, rules, hints or {})
         return _last_failure(entries, hints or {})
     last = found[-1].position
+    # a sign of moving on after a process of the engine died (SGLang's HTTP server that
+    # starts after its schedulers "terminated with 255") is no recovery: the failure
+    # that killed the process, above, stays in the episode
+    moved_on = [
+        p
+        for p in moved_on
+        if not any(
+            max((c.position for c in found if c.position < p), default=-1) < d < p for d in died
+        )
+    ]
     start = max((p for p in moved_on if p < last), default=-1)
     found = [c for c in found if c.position > start]
     best = max(c.rank for c in found)
@@ -711,6 +745,9 @@ def select_cause(
         if root is not None:
             return root
     if pick.cause.kind is None and signature is None and pick.severity >= _SEVERITY["error"]:
+        failed = _failed_import(entries[: pick.position], pick.cause.text, hints or {})
+        if failed is not None:
+            return failed
         above = _above_phase(entries, pick.position, start)
         if above is not None:
             kind, title = above
@@ -719,8 +756,31 @@ def select_cause(
     return pick.cause
 
 
+# a line that says a process ended with a failing status ("Scheduler 848532 terminated
+# with 255", "worker exited with code 1")
+_DIED_WORDS = ("terminated", "exited", "died")
+_DIED = re.compile(
+    r"\b(?:terminated|exited|died)\b(?: (?:with|by))?(?: exit)?(?: (?:code|status))?:? ?"
+    r"-?[1-9]\d*\b"
+)
 # a line that relays another program's standard error after its own words
 _RELAYS = re.compile(r"\bstderr: \S")
+# a line that quotes another server's HTTP answer ("status=500 body=...")
+_ANSWER = re.compile(r"\bbody[=:] ?\S|\bresponse body\b", re.IGNORECASE)
+
+
+def relays_answer(line: str, signature: Signature) -> bool:
+    """True when ``signature``'s hit in ``line`` stands inside another program's HTTP
+    answer that the line relays (a client's ``preload failed: status=500 body=...
+    failed to load model``): it says only that the other program failed, and that
+    program's own lines, when the log holds them, say why; the hit is a wrapper's."""
+    if "body" not in line.lower():
+        return False
+    text = normalise(line).text
+    match = re.search(signature.pattern, text)
+    return match is not None and _ANSWER.search(text, 0, match.start()) is not None
+
+
 _DETAIL_LINES = 4  # how far below the chosen line the detail it introduces may stand
 # a line that says an activity ended (a bar's "50% Completed" is not done)
 _DONE = re.compile(
@@ -743,6 +803,41 @@ def _above_phase(entries: Sequence[Logical], position: int, start: int) -> tuple
         for pattern, kind, title in _ABOVE_PHASES:
             if pattern.search(normal.text) is not None:
                 return kind, title
+    return None
+
+
+# a module that a line says could not be imported ("Failed to import from vllm._core_C
+# with ImportError(...)", "No module named 'x'", "cannot import name 'y' from 'z'")
+_IMPORTED = re.compile(
+    r"\bimport (?:from )?['\"]?(?P<a>[\w.]+)|No module named ['\"](?P<b>[\w.]+)"
+    r"|cannot import name ['\"]\w+['\"] from ['\"](?P<c>[\w.]+)"
+)
+
+
+def _failed_import(entries: Sequence[Logical], text: str, hints: Mapping[str, str]) -> Cause | None:
+    """The earlier line (a warning, often: the engine went on) that says a module failed
+    to import, in install's words, when ``text`` (an exception naming no family) names
+    that module (vLLM's ``Failed to import from vllm._core_C with ImportError(
+    'libtorch_hip.so: cannot open shared object file')``, then ``Tried to instantiate
+    class '_core_C.ScalarType'``): the missing module is the root of the failure."""
+    for entry in reversed(entries):
+        line_text = entry.normal.text
+        if "import" not in line_text and "module named" not in line_text:
+            continue
+        words = words_kind(line_text)
+        if words is None or words.kind != "install":
+            continue
+        for match in _IMPORTED.finditer(line_text):
+            name = (match.group("a") or match.group("b") or match.group("c")).strip(".")
+            parts = [part for part in name.split(".") if len(part) >= 4]
+            if parts and re.search(rf"(?<!\w){re.escape(parts[-1])}(?!\w)", text):
+                return Cause(
+                    line=entry.line.strip(),
+                    text=line_text,
+                    kind=words.kind,
+                    title=words.title,
+                    hint=hints.get(words.kind, KIND_HINTS.get(words.kind)),
+                )
     return None
 
 

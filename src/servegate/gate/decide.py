@@ -28,7 +28,7 @@ from servegate.diag.diagnosis import Diagnosis
 from servegate.diag.stacks import Stacks
 from servegate.engines.families import KIND_HINTS, kind_order
 from servegate.engines.profile import Signature
-from servegate.gate.cause import Cause, phase_kind
+from servegate.gate.cause import Cause, phase_kind, relays_answer
 from servegate.gate.children import ChildWatch
 from servegate.gate.follow import FileFollower
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
@@ -410,7 +410,7 @@ class Gate:
                     if not self._held:
                         self._held_until = time.monotonic() + _WITHDRAW_WAIT_S
                     self._held.append((hit.signature, hit.line))
-                elif not hit.signature.wrapper:
+                elif not hit.signature.wrapper and not relays_answer(hit.line, hit.signature):
                     # a held hit came first: it is the more specific line (llama.cpp's
                     # generic "failed to load model" cascade follows its cause)
                     self._crash_signature(
