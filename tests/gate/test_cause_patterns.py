@@ -1186,18 +1186,22 @@ def test_a_minijinja_error_in_a_panic_is_the_models_template(tmp_path: Path) -> 
     assert gate(tmp_path, "tgi", lines).kind == "model-load"
 
 
-def test_a_failed_import_named_by_the_exception_is_its_root(tmp_path: Path) -> None:
+@pytest.mark.parametrize("module", ["_moe_C", "_C"])
+def test_a_failed_import_named_by_the_exception_is_its_root(tmp_path: Path, module: str) -> None:
     """A warning that a module failed to import, then an exception naming that module."""
     root = (
-        "WARNING 01-01 00:00:00 _ext.py:1] Failed to import from vllm._moe_C with "
+        f"WARNING 01-01 00:00:00 _ext.py:1] Failed to import from vllm.{module} with "
         "ImportError('libfoo.so: cannot open shared object file: No such file or directory')"
     )
-    lines = [root, "RuntimeError: Tried to instantiate class '_moe_C.Thing', but it does not exist"]
+    lines = [
+        root,
+        f"RuntimeError: Tried to instantiate class '{module}.Thing', but it does not exist",
+    ]
     verdict = gate(tmp_path, "vllm", lines)
     assert (verdict.kind, verdict.matched_line) == ("install", root)
     other = tmp_path / "other"
     other.mkdir()
-    lines[1] = "RuntimeError: Tried to instantiate class '_core_C.Thing', but it does not exist"
+    lines[1] = "RuntimeError: Tried to instantiate class '_other.Thing', but it does not exist"
     assert gate(other, "vllm", lines).kind != "install"
 
 

@@ -829,7 +829,8 @@ def _failed_import(entries: Sequence[Logical], text: str, hints: Mapping[str, st
             continue
         for match in _IMPORTED.finditer(line_text):
             name = (match.group("a") or match.group("b") or match.group("c")).strip(".")
-            parts = [part for part in name.split(".") if len(part) >= 4]
+            # a name of its own: not a short common one ("vllm._C": its "_C" counts)
+            parts = [p for p in name.split(".") if len(p) >= 4 or p.startswith("_")]
             if parts and re.search(rf"(?<!\w){re.escape(parts[-1])}(?!\w)", text):
                 return Cause(
                     line=entry.line.strip(),
