@@ -781,6 +781,25 @@ def relays_answer(line: str, signature: Signature) -> bool:
     return match is not None and _ANSWER.search(text, 0, match.start()) is not None
 
 
+# the line itself says the engine goes on without what failed ("... does not appear to
+# have a file named generation_config.json ... Proceeding without generation config.")
+_PROCEEDS = re.compile(
+    r"\b(?:proceeding|continuing|going on|carrying on) (?:without|anyway)\b"
+    r"|\bfalling back to\b|\bwill be ignored\b",
+    re.IGNORECASE,
+)
+
+
+def goes_on(line: str, signature: Signature) -> bool:
+    """True when ``line``, after ``signature``'s hit in it, says the engine proceeds
+    without what failed: a warning, not a failure."""
+    found = _PROCEEDS.search(line)
+    if found is None:
+        return False
+    match = re.search(signature.pattern, line)
+    return match is not None and found.start() > match.start()
+
+
 _DETAIL_LINES = 4  # how far below the chosen line the detail it introduces may stand
 # a line that says an activity ended (a bar's "50% Completed" is not done)
 _DONE = re.compile(

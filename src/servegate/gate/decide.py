@@ -28,7 +28,7 @@ from servegate.diag.diagnosis import Diagnosis
 from servegate.diag.stacks import Stacks
 from servegate.engines.families import KIND_HINTS, kind_order
 from servegate.engines.profile import Signature
-from servegate.gate.cause import Cause, phase_kind, relays_answer
+from servegate.gate.cause import Cause, goes_on, phase_kind, relays_answer
 from servegate.gate.children import ChildWatch
 from servegate.gate.follow import FileFollower
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
@@ -405,6 +405,8 @@ class Gate:
                     self._held_until = None
             elif hit.what == "fatal":
                 assert hit.signature is not None
+                if goes_on(hit.line, hit.signature):
+                    continue  # the line says the engine proceeds without it
                 self._ready_hold = None  # a failure after a ready line of a port not bound
                 if hit.signature.withdrawn_by is not None:
                     if not self._held:
