@@ -457,6 +457,19 @@ def test_a_pruned_trial_stops_at_its_rung_and_a_resume_keeps_it_pruned(tmp_path:
         assert first[trial["variant"]] == 0  # not fully measured
     for trial in feasible:
         assert first[trial["variant"] + "~rung1"] == 1 and first[trial["variant"]] == 1
+    report = subprocess.run(
+        [sys.executable, "-m", "servegate", "report", "--db", str(tmp_path / "t.db"), "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    rows = {v["name"]: v for v in json.loads(report.stdout)["variants"]}
+    rungs = [name for name in rows if name.endswith("~rung1")]
+    assert rungs, list(rows)
+    for name in rungs:  # a short rung is never compared with the full baseline
+        assert rows[name]["reference"] is None, rows[name]
+        assert rows[name]["not_compared"].startswith("not compared: the short rung of tune trial")
+    compared = {c["variant"] for c in json.loads(report.stdout)["comparisons"]}
+    assert not compared & set(rungs)
 
     again = tune(path, "--max-trials", "6", "--json", "--seed", "4", "--resume", "-q")
     assert again.returncode == 0, again.stderr[-3000:]

@@ -43,6 +43,7 @@ from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.rounds import RunOptions, run_campaign
 from servegate.errors import ConfigError, UsageError
+from servegate.report.compare import TUNE_RUNG
 from servegate.store import Store
 
 __all__ = [
@@ -67,7 +68,7 @@ _SEARCH_KEYS = {"name", "args", "env", "command", "objective", "sampler", "param
 NONE = "none"  # a parameter whose condition is not met, in names
 STARTUP_TRIALS = 5  # TPE's first trials are drawn at random (seeded), then it models
 IDLE_PROPOSALS = 50  # proposals in a row needing no start (reused, skipped) end the search
-RUNG = "~rung1"  # a trial's short rung is stored as the variant NAME~rung1
+RUNG = TUNE_RUNG  # a trial's short rung is stored as the variant NAME~rung1
 # [search.fidelity]: the [bench] settings a short rung may change, and the pruning rule's keys
 FIDELITY_BENCH = (
     "requests",

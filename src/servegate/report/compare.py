@@ -582,6 +582,10 @@ def summarize_variant(data: CampaignData, name: str) -> VariantSummary:
     )
 
 
+# the variant name suffix of a tune trial's short rung ([search.fidelity]; docs/tune.md)
+TUNE_RUNG = "~rung1"
+
+
 def _references(
     data: CampaignData, rows: dict[str, VariantSummary]
 ) -> dict[str, tuple[str | None, str | None, bool]]:
@@ -604,6 +608,15 @@ def _references(
             continue
         if row.status == "not run":
             out[name] = (None, None, on_base)
+            continue
+        full, rung, _ = name.rpartition(TUNE_RUNG)
+        if rung and full:  # a tune's short rung: fewer requests than the baseline's
+            out[name] = (
+                None,
+                f"not compared: the short rung of tune trial {full} (docs/tune.md), measured "
+                "with fewer requests than the baseline",
+                on_base,
+            )
             continue
         if base_row.failed:
             words = "did not start" if base_row.status in ("crash", "timeout") else "failed"
