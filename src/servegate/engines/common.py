@@ -11,6 +11,7 @@ from __future__ import annotations
 from servegate.engines.profile import Phase, Progress, Signature
 
 __all__ = [
+    "BUILD_ERROR",
     "COMMON_FATAL",
     "COMMON_PROGRESS",
     "SHARDS_PROGRESS",
@@ -30,6 +31,12 @@ _DISTRIBUTED_HINT = (
     "a peer of the distributed group died or cannot be reached: the first error of "
     "another rank is above; across nodes check the rendezvous address, "
     "GLOO_SOCKET_IFNAME and the firewall"
+)
+# a compiler's or linker's own error line in a build (a JIT kernel's): what explains a
+# wrapper's "ninja exited with status 1" (the header or library it cannot find)
+BUILD_ERROR = (
+    r"fatal error: [^:]{1,200}: No such file or directory|\bcannot find -l[\w+.-]"
+    r"|undefined reference to|\bnvcc fatal\b|\berror: #error\b"
 )
 _CUDA_GRAPH_HINT = "run without CUDA graphs to confirm, then capture fewer batch sizes"
 _PORT_HINT = (
@@ -266,6 +273,9 @@ def common_fatal(
             kind="cuda-graph",
             title="CUDA-graph capture failed",
             hint=cuda_graph_hint,
+            # a kernel that the capture built first (a JIT build) failed to build: the
+            # compiler's or linker's own line says why
+            explained_by=BUILD_ERROR,
         ),
         # a custom kernel's launch check (AWQ, GPTQ, Marlin, exllama: "CUDA kernel failed : ...")
         Signature(

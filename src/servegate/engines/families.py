@@ -262,6 +262,14 @@ _WORDS: tuple[Words, ...] = (
         title="the model's configuration holds a template placeholder never filled in",
         pattern=r"'\$\{\w+\}'|\"\$\{\w+\}\"",
     ),
+    # the process sees no GPU at all, whatever exception says so (TGI's "ImportError:
+    # CUDA is not available"): the device is what is missing, not a module; before
+    # install, whose ImportError the same line holds
+    Words(
+        kind="cuda-error",
+        title="the process sees no usable GPU",
+        pattern=r"\bCUDA is not available|no CUDA GPUs are available|no CUDA-capable device",
+    ),
     Words(
         kind="install",
         title="a module or native library is missing or does not match",
@@ -280,6 +288,10 @@ _WORDS: tuple[Words, ...] = (
         r"|exit status \d+|error: command '[^']*(?:gcc|g\+\+|nvcc|cc|ninja)"
         r"|ninja: build stopped|CalledProcessError|compilation terminated"
         r"|\.h: No such file or directory"
+        # a compiler's or linker's own error line in a build (a JIT kernel's): a header
+        # or a library it cannot find, a symbol it cannot resolve
+        r"|fatal error: [^:]{1,200}: No such file or directory|\bcannot find -l[\w+.-]"
+        r"|collect2: error|undefined reference to|\bnvcc fatal\b"
         # the dynamic loader's own failures, and a build tool that is not installed
         r"|error while loading shared libraries|symbol lookup error|wrong ELF class"
         r"|not found \(required by|No such file or directory: '(?:ninja|nvcc|gcc|g\+\+|c\+\+"
