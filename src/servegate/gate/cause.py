@@ -207,6 +207,9 @@ _EXCEPTION_SEVERITY = 3
 # that an error line introduced, whose words name a family; a wrapper signature; an
 # ERROR line naming no family; a line that says it will retry
 _SIGNATURE, _FAMILY, _SAID, _EXCEPTIONAL = 7, 6, 5, 4
+# a signature of a process's generic end whose message, after the match, may name what
+# failed (llama.cpp's "what():  vk::...: ErrorOutOfDeviceMemory"): those words decide
+_MESSAGE_KINDS = frozenset(("abort",))
 _REPORTED, _WRAPPER, _ERROR, _RETRIED = 3, 2, 1, 0
 # an exception logged at these levels was handled (vLLM's warnings with a traceback),
 # except at INFO at the end of a traceback printed line by line at INFO: a wrapper that
@@ -511,13 +514,25 @@ def _candidate(
         hit is not None
         and hit[1] is not None
         and not hit[0].wrapper
-        and _ANSWER.search(text, 0, hit[1].start()) is not None
+        and (
+            _ANSWER.search(text, 0, hit[1].start()) is not None
+            or _QUOTES_ORIGINAL.search(text, 0, hit[1].start()) is not None
+        )
     ):
         # the hit is inside another program's answer that this line relays
         # (``relays_answer``): a wrapper's line here
         hit = (replace(hit[0], wrapper=True), hit[1])
     if hit is not None and not hit[0].wrapper:
         signature = hit[0]
+        if signature.kind in _MESSAGE_KINDS and hit[1] is not None:
+            # an uncaught exception's what() (a process's generic end): its message is
+            # what failed, and its words give the kind (Vulkan's ErrorOutOfDeviceMemory)
+            said = words_kind(text[hit[1].end() :])
+            if said is not None and said.kind not in _MESSAGE_KINDS:
+                signature = replace(signature, kind=said.kind, title=said.title)
+                signature = replace(
+                    signature, hint=hints.get(said.kind, KIND_HINTS.get(said.kind, ""))
+                )
         return _Candidate(
             position,
             _SIGNATURE,
@@ -704,7 +719,17 @@ def select_cause(
     elif best == _RETRIED:
         pick = chosen[-1]
     else:
-        pick = min(chosen, key=lambda c: (-c.severity, c.position))
+        # a line that quotes another error as its original ("Failed to load model - not
+        # enough GPU memory ... (original error: CUDA out of memory ...)") is that
+        # error's consequence: the error's own line, where the log holds it, is the cause
+        pick = min(
+            chosen,
+            key=lambda c: (
+                -c.severity,
+                _QUOTES_ORIGINAL.search(c.cause.text) is not None,
+                c.position,
+            ),
+        )
     detail = next(
         (
             c
@@ -756,6 +781,8 @@ def select_cause(
     return pick.cause
 
 
+# a line that wraps another error's message as its original one
+_QUOTES_ORIGINAL = re.compile(r"\((?:original (?:error|exception)|caused by):? ", re.IGNORECASE)
 # a line that says a process ended with a failing status ("Scheduler 848532 terminated
 # with 255", "worker exited with code 1")
 _DIED_WORDS = ("terminated", "exited", "died")
@@ -773,12 +800,19 @@ def relays_answer(line: str, signature: Signature) -> bool:
     """True when ``signature``'s hit in ``line`` stands inside another program's HTTP
     answer that the line relays (a client's ``preload failed: status=500 body=...
     failed to load model``): it says only that the other program failed, and that
-    program's own lines, when the log holds them, say why; the hit is a wrapper's."""
-    if "body" not in line.lower():
+    program's own lines, when the log holds them, say why; the hit is a wrapper's. So is
+    a hit inside the original error a line quotes (vLLM's ``Failed to load model - not
+    enough GPU memory ... (original error: CUDA out of memory ...)``): that error's own
+    line, in the traceback below, is the cause."""
+    lowered = line.lower()
+    if "body" not in lowered and "original" not in lowered and "caused by" not in lowered:
         return False
     text = normalise(line).text
     match = re.search(signature.pattern, text)
-    return match is not None and _ANSWER.search(text, 0, match.start()) is not None
+    return match is not None and (
+        _ANSWER.search(text, 0, match.start()) is not None
+        or _QUOTES_ORIGINAL.search(text, 0, match.start()) is not None
+    )
 
 
 # the line itself says the engine goes on without what failed ("... does not appear to
@@ -968,6 +1002,28 @@ def _explaining(entries: Sequence[Logical], pattern: str, hints: Mapping[str, st
                 hint=None if words is None else hints.get(words.kind, KIND_HINTS.get(words.kind)),
             )
     return None
+
+
+def message_cause(line: str, signature: Signature, hints: Mapping[str, str]) -> Cause | None:
+    """``line`` (a hit of ``signature``) with the kind its message names after the hit,
+    when ``signature`` is a process's generic end (an uncaught exception's ``what():``)
+    and the message's words name a family; None otherwise."""
+    if signature.kind not in _MESSAGE_KINDS:
+        return None
+    text = normalise(line).text
+    match = re.search(signature.pattern, text)
+    if match is None:
+        return None
+    words = words_kind(text[match.end() :])
+    if words is None or words.kind in _MESSAGE_KINDS:
+        return None
+    return Cause(
+        line=line.strip(),
+        text=text,
+        kind=words.kind,
+        title=words.title,
+        hint=hints.get(words.kind, KIND_HINTS.get(words.kind)),
+    )
 
 
 def explain(lines: Sequence[str], signature: Signature, hints: Mapping[str, str]) -> Cause | None:

@@ -28,7 +28,7 @@ from servegate.diag.diagnosis import Diagnosis
 from servegate.diag.stacks import Stacks
 from servegate.engines.families import KIND_HINTS, kind_order
 from servegate.engines.profile import Signature
-from servegate.gate.cause import Cause, goes_on, phase_kind, relays_answer
+from servegate.gate.cause import Cause, goes_on, message_cause, phase_kind, relays_answer
 from servegate.gate.children import ChildWatch
 from servegate.gate.follow import FileFollower
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
@@ -851,6 +851,12 @@ class Gate:
     def _crash_signature(self, signature: Signature, line: str) -> None:
         reason, kind, hint = signature.title, signature.kind, signature.hint
         root = self.watcher.explain(signature, line)
+        if root is None:
+            # an uncaught exception's message names what failed (what():  ...: ErrorOutOf
+            # DeviceMemory): its words give the kind, the line stays
+            said = message_cause(line, signature, self.watcher.rules.hints)
+            if said is not None:
+                reason, kind, hint = f"{reason}: {said.title}", said.kind or kind, said.hint or hint
         if root is None:
             # the detail the failure line introduced below it, where it names the root of
             # the chain (NCCL's "Last error:" then "Failed to CUDA calloc ...": memory)
