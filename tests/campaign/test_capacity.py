@@ -182,7 +182,8 @@ def test_a_crash_while_probing_bounds_the_capacity_with_its_kind_and_cause(
     a probe from c=2 up meets the crash): the probe it crashed in is a failure at that
     load, "crashed at c=N" with the crash's kind and cause, never a slow point; the
     capacity is the highest load that passed below it. With retry_below_crash the
-    search goes on below the crash on a new server of the same start (a second attempt)."""
+    search goes on below the crash on a new server of the same start (a second attempt),
+    unless the crash came one user above a pass (nothing is left to search there)."""
     bench = BENCH.replace("restarts = 2", "restarts = 1")
     bench = bench.replace("max_concurrency = 64", "max_concurrency = 64\nmax_probes = 8")
     if retry:
@@ -210,7 +211,16 @@ def test_a_crash_while_probing_bounds_the_capacity_with_its_kind_and_cause(
     # the crash is the capacity's bound, not the variant's failure
     assert attempts[0][1] == "done"
     assert str(attempts[0][3]).startswith(f"crashed at {crash['label']} while probing: ")
-    if retry:
+    # how far the search had come below the crash depends on the machine's speed: when
+    # the crash's load is one user above a load that passed, nothing is left to search
+    first = query(db, "SELECT load FROM point WHERE attempt_id = ?", attempts[0][0])
+    first_loads = {float(str(load)[2:]) for (load,) in first}
+    passed = [p["load"] for p in data["probes"] if p["met"] and p["load"] in first_loads]
+    settled = bool(passed) and crash["load"] - max(passed) <= 1
+    if settled:  # the fit's answer stands: the highest pass, the crash just above it
+        assert len(attempts) == 1, attempts
+        assert (data["value"], data["bounded_by_crash"]) == (max(passed), False)
+    elif retry:
         assert len(attempts) >= 2 and {int(str(a[2])) for a in attempts} == {1}
         later = query(db, "SELECT load FROM point WHERE attempt_id != ?", attempts[0][0])
         assert later and all(float(str(load)[2:]) < crash["load"] for (load,) in later)
