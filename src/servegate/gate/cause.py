@@ -719,6 +719,7 @@ def select_cause(
     elif best == _RETRIED:
         pick = chosen[-1]
     else:
+        chosen = _unhandled(entries, chosen)
         # a line that quotes another error as its original ("Failed to load model - not
         # enough GPU memory ... (original error: CUDA out of memory ...)") is that
         # error's consequence: the error's own line, where the log holds it, is the cause
@@ -779,6 +780,33 @@ def select_cause(
             hint = (hints or {}).get(kind, KIND_HINTS.get(kind))
             return replace(pick.cause, kind=kind, title=title, hint=hint)
     return pick.cause
+
+
+_DURING_HANDLING = "During handling of the above exception, another exception occurred"
+
+
+def _unhandled(entries: Sequence[Logical], chosen: list[_Candidate]) -> list[_Candidate]:
+    """``chosen`` less the exceptions whose handler raised the same class again (TGI's
+    download: ``No .safetensors weights found``, then, during handling of it, the
+    fallback's ``No .bin weights found``): the fallback failed as well, and its
+    exception, the last, is the failure that ended the process."""
+    if len(chosen) < 2:
+        return chosen
+    handled = [n for n, e in enumerate(entries) if _DURING_HANDLING in e.normal.text]
+    if not handled:
+        return chosen
+    kept = []
+    for c in chosen:
+        name = c.cause.text.split(":", 1)[0].strip()
+        again = any(
+            d.position > c.position
+            and d.cause.text.split(":", 1)[0].strip() == name
+            and any(c.position < h < d.position for h in handled)
+            for d in chosen
+        )
+        if not again:
+            kept.append(c)
+    return kept or chosen
 
 
 # a line that wraps another error's message as its original one
