@@ -81,7 +81,8 @@ def test_the_same_server_twice_is_not_called(sim: Callable[..., str], tmp_path: 
     With --min-effect 5 %: on a 2-core machine shared with other suites, one run's
     latencies can really be a few percent slower than the next (the machine, not the
     server, changed), and the default 1 % would rightly call that; the slower simulator
-    of the test above differs by 200 %.
+    of the test above differs by 200 %. The tails (p99) are held to 20 %: one slow
+    moment of the machine in one run moves them more.
     """
     url = sim(*FAST)
     runs = [bench(url, tmp_path / f"r{i}.json") for i in range(4)]
@@ -93,9 +94,16 @@ def test_the_same_server_twice_is_not_called(sim: Callable[..., str], tmp_path: 
     assert doc["a"] == [str(runs[0]), str(runs[2])]
     assert doc["min_effect"] == pytest.approx(0.05)
     found = calls(doc)
-    assert not {m: c for m, c in found.items() if c in ("better", "worse")}
+    # a tail (p99) of one run can really be slower by more than 5 % on a busy machine (CI
+    # once called itl_ms_p99 worse so): the tails are held to a 20 % effect below
+    central = {m: c for m, c in found.items() if not m.endswith(("_p99", "_p999"))}
+    assert not {m: c for m, c in central.items() if c in ("better", "worse")}
     throughput = next(r for r in doc["rows"] if r["metric"] == "output_throughput")
     assert throughput["files_a"] == 2 and throughput["ratio_low"] is not None
+    wide = servegate("compare", side_a, side_b, "--json", "--min-effect", "20%")
+    assert wide.returncode == 0, wide.stderr
+    found = calls(json.loads(wide.stdout))
+    assert not {m: c for m, c in found.items() if c in ("better", "worse")}
 
 
 def test_unlike_runs_are_refused_unless_forced(sim: Callable[..., str], tmp_path: Path) -> None:
