@@ -26,7 +26,10 @@ from tests.gate.crash_replay import (
     score,
 )
 
+from servegate.engines import get_profile
+from servegate.gate.cause import select_cause
 from servegate.gate.verdict import Verdict
+from servegate.gate.watch import Rules
 
 
 def gate(tmp_path: Path, engine: str, lines: list[str], exit: int | None = 1) -> Verdict:
@@ -1253,3 +1256,145 @@ def test_llama_cpps_template_error_explains_the_model_loading_exit(tmp_path: Pat
     lines = [root, "main: exiting due to model loading error"]
     verdict = gate(tmp_path, "llamacpp", lines)
     assert (verdict.kind, verdict.matched_line) == ("model-load", root)
+
+
+def test_an_import_error_the_engine_ignored_is_not_the_root_of_a_later_error(
+    tmp_path: Path,
+) -> None:
+    """SGLang's ``Ignore import error when loading ...`` names no module called "error":
+    a later exception whose words say "error" is not that import's consequence."""
+    cause = "RuntimeError: internal error in operator foo_bar, code 7"
+    lines = [
+        "[2026-06-09 03:35:03 TP0] Ignore import error when loading "
+        "sglang.srt.models.minimax_m2: No module named 'tvm_ffi'",
+        "Traceback (most recent call last):",
+        '  File "/sgl/entrypoints/http_server.py", line 12, in run',
+        "    run_op()",
+        cause,
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert verdict.matched_line == cause
+    assert verdict.kind != "install"
+
+
+@pytest.mark.parametrize(
+    "cause",
+    [
+        "RuntimeError: copy_d2d_baseformat_opapi:build/CMakeFiles/torch_npu.dir/"
+        "compiler_depend.ts:90 NPU function error: call aclnnInplaceCopy failed, "
+        "error code is 161002",
+        "RuntimeError: ACL stream synchronize failed, error code is ACL_ERROR_RT_AICORE_EXCEPTION",
+        "RuntimeError: XPU error: the kernel launch did not complete",
+        "RuntimeError: MUSA error: launch failure",
+    ],
+)
+def test_another_vendors_device_api_error_is_a_device_error(tmp_path: Path, cause: str) -> None:
+    """An Ascend NPU's, an Intel XPU's or a MUSA GPU's runtime error is the device-error
+    family's, as CUDA's and HIP's are."""
+    lines = ["INFO 12-04 10:00:00 [core.py:12] warming up", cause]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("cuda-error", cause)
+
+
+def test_an_accelerators_oom_before_the_interpreters_abort_is_the_cause(
+    tmp_path: Path,
+) -> None:
+    """``Fatal Python error: Aborted`` says only how the process died: the uncaught
+    exception's ``what():  NPU out of memory ...`` above it is what failed."""
+    cause = (
+        "  what():  NPU out of memory. Tried to allocate 4.00 GiB (NPU 4; 61.27 GiB total "
+        "capacity; 52.08 GiB already allocated; 1.50 GiB free)"
+    )
+    lines = [
+        "[2026-01-19 20:23:08 TP4] Capturing batches (bs=24 avail_mem=11.91 GB)",
+        "terminate called after throwing an instance of 'c10::Error'",
+        cause,
+        "Exception raised from malloc at build/CMakeFiles/torch_npu.dir/compiler_depend.ts:1634",
+        "frame #0: c10::Error::Error(c10::SourceLocation) + 0xb0 (0xfffe211948c0 in libc10.so)",
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x0000fffd0a5ff120 (most recent call first):",
+        '  File "/usr/lib/python3.11/threading.py", line 324 in wait',
+    ]
+    verdict = gate(tmp_path, "sglang", lines, exit=-6)
+    assert (verdict.kind, verdict.matched_line) == ("oom", cause.strip())
+
+
+def test_an_interleaved_ranks_oom_after_another_ranks_abort_is_the_cause() -> None:
+    """Ranks print their own failure and their own end, interleaved: over the tail (the
+    cause of an exit), an abort before another rank's out-of-memory line still gives
+    way to it."""
+    cause = "  what():  XPU out of memory. Tried to allocate 2.00 GiB (XPU 1)"
+    lines = [
+        "Fatal Python error: Aborted",
+        "terminate called after throwing an instance of 'c10::Error'",
+        cause,
+        "Fatal Python error: Aborted",
+    ]
+    rules = Rules(get_profile("sglang"))
+    found = select_cause(lines, rules.fatal, progress=rules.progress_marks, hints=rules.hints)
+    assert found is not None
+    assert (found.kind, found.line) == ("oom", cause.strip())
+
+
+def test_the_interpreters_abort_alone_stays_the_cause(tmp_path: Path) -> None:
+    """With no line that names what failed, ``Fatal Python error`` is quoted."""
+    cause = "Fatal Python error: Aborted"
+    lines = ["[2026-01-19 20:23:08 TP0] Load weight end.", "ERROR: something went wrong", cause]
+    verdict = gate(tmp_path, "sglang", lines, exit=-6)
+    assert (verdict.kind, verdict.matched_line) == ("fatal-python", cause)
+
+
+@pytest.mark.parametrize(
+    ("cause", "kind"),
+    [
+        (
+            "2024-08-11T08:31:20.364603Z ERROR download: text_generation_launcher: "
+            "Download process was signaled to shutdown with signal 9:",
+            "killed",
+        ),
+        (
+            "2024-08-11T08:31:20.364603Z ERROR download: text_generation_launcher: "
+            "Download process was signaled to shutdown with signal 11:",
+            "segfault",
+        ),
+    ],
+)
+def test_a_child_a_signal_ended_is_the_root_of_the_launchers_error(
+    tmp_path: Path, cause: str, kind: str
+) -> None:
+    """TGI's download child ended by a signal, then the launcher's ``Error:
+    DownloadError``: the signal line is the cause, its kind the signal's."""
+    lines = [
+        "2024-08-11T08:29:55.863282Z  INFO download: text_generation_launcher: "
+        "Starting download process.",
+        cause,
+        "Error: DownloadError",
+    ]
+    verdict = gate(tmp_path, "tgi", lines)
+    assert (verdict.kind, verdict.matched_line) == (kind, cause)
+
+
+@pytest.mark.parametrize(
+    ("cause", "kind"),
+    [
+        (
+            "./start.sh: línea 18: ./llama_bin/build/bin/llama-server: "
+            "No existe el archivo o el directorio",
+            "install",
+        ),
+        (
+            "./run.sh: ligne 3: /opt/llama/llama-server: Aucun fichier ou dossier de ce nom",
+            "install",
+        ),
+        ("sh: 1: llama-server: not found", "install"),
+        ("cat: /models/llama-2-7b.Q4_0.bin: No such file or directory", "model-load"),
+    ],
+)
+def test_a_shells_missing_program_or_file_is_the_cause(
+    tmp_path: Path, cause: str, kind: str
+) -> None:
+    """A shell's line that the program it runs (or a model file it was given) is not
+    there, in any common locale's words: quoted, with install's kind (or the model's)."""
+    verdict = gate(tmp_path, "llamacpp", ["+ ./start.sh", cause], exit=1)
+    assert (verdict.kind, verdict.matched_line) == (kind, cause)

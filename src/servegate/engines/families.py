@@ -197,7 +197,14 @@ _WORDS: tuple[Words, ...] = (
         kind="cuda-error",
         title="the accelerator's device or driver failed",
         pattern=r"\bvk::\w+(?:::\w+)*: ?Error\w+|\bVK_ERROR_\w+|\bsynStatus=\d+"
-        r"|device acquire failed|\b(?:no |)(?:device|accelerator) not found\b(?! in)",
+        r"|device acquire failed|\b(?:no |)(?:device|accelerator) not found\b(?! in)"
+        # the other vendors' runtimes, as CUDA's errors are (their out-of-memory words are
+        # memory's, above): Ascend's torch_npu and CANN ("NPU function error: call
+        # aclnnInplaceCopy failed", "PTA call acl api failed", ACL_ERROR_*), Intel's XPU,
+        # Moore Threads' MUSA, Cambricon's MLU (CNRT, CNNL), Habana's HPU
+        r"|\b(?:NPU|XPU|MUSA|MLU|HPU|CANN|ACL|CNRT|CNNL|ROCm)(?: \w+)? (?:error|failure)\b"
+        r"|\bcall acl\w* (?:api )?failed|\bacl api failed|\bACL_ERROR_\w+|\bacl(?:rt|nn)\w+ failed"
+        r"|\b(?:musa|cnrt|cnnl|hpu|xpu)(?:Error|_ERROR|_STATUS_ERROR)\w*",
     ),
     Words(
         kind="permission",

@@ -33,8 +33,11 @@ The rule, over the tail:
    other exception, panic or ``FATAL`` line (one that names no family: a consequence
    such as ``'NoneType' object has no attribute`` is less specific than a line that
    names what failed); then a reported line whose words name a family (in a dump that
-   an error line introduced, the dump's exception is what it reports); then a wrapper
-   or consequence signature (and a signature's hit inside another program's HTTP answer
+   an error line introduced, the dump's exception is what it reports); then a line
+   that says a process was ended by a signal (TGI's ``Download process was signaled to
+   shutdown with signal 9:``, a colon after it or not: its kind the signal's, 9
+   ``killed``, 11 ``segfault``, 6 ``abort``), the root of the launcher's ``Error:
+   DownloadError``; then a wrapper or consequence signature (and a signature's hit inside another program's HTTP answer
    that the line relays, ``status=500 body=...``); then an ``ERROR`` line naming no
    family; last, a line that says it will retry (``retrying (1/3)``) or that a wrapper
    gave up after its retries (``more than 5 times, cancelling``). An exception logged
@@ -68,6 +71,14 @@ The rule, over the tail:
    where its words name a family.
 10. A class named with its module path (``pkg.mod.Name: ...``) is an exception line
     anywhere, and so is the exception a one-line paste glued after ``raise X(``.
+11. A signature of a process's generic end (``Fatal Python error: Aborted``,
+    ``Segmentation fault``) gives way to any line of its episode that names what failed
+    at an error level (``what():  NPU out of memory ...``, before or after it: each rank
+    prints its own failure and its own end).
+12. A shell's line that the program it was to run is not there, in the common locales'
+    words (``./start.sh: línea 18: ./llama-server: No existe el archivo o el
+    directorio``, ``sh: 1: x: not found``), ranks as a line that names a family:
+    ``install``, or ``model-load`` where what is missing is a model's file.
 
 The message inside a panic (``panicked at ...: called `Result::unwrap()` on an `Err`
 value: ...``) or a Rust error's debug form (``Error: Warmup(Generation("..."))``) is the
@@ -85,12 +96,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from servegate.engines.families import KIND_HINTS, kind_order, words_kind
+from servegate.engines.families import KIND_HINTS, family_of, kind_order, words_kind
 from servegate.engines.profile import Signature
 from servegate.gate.normal import Logical, Normal, logical_lines, normalise
 from servegate.gate.scan import required_literal
 
 __all__ = [
+    "GENERIC_ENDS",
     "Cause",
     "exception_text",
     "explain",
@@ -166,6 +178,51 @@ _FAILS = re.compile(
 )
 
 
+# a shell's report that a program it was to run (or a file named to a command) is not
+# there, in the common locales' words: bash's "./start.sh: line 18: ./llama-server: No
+# such file or directory" (Spanish: "línea 18: ...: No existe el archivo o el
+# directorio"), "bash: llama-server: command not found", dash's "sh: 1: x: not found",
+# zsh's "zsh: command not found: x"
+_NO_SUCH_FILE = (
+    r"No such file or directory|No existe el archivo o el directorio"
+    r"|Aucun fichier ou dossier de ce (?:nom|type)|Datei oder Verzeichnis nicht gefunden"
+    r"|File o directory non esistente|Arquivo ou diret[oó]rio inexistente"
+    r"|Ficheiro ou pasta inexistente|Nie ma takiego pliku ani katalogu"
+    r"|Bestand of map bestaat niet|Нет такого файла или каталога|没有那个文件或目录"
+    r"|沒有此一檔案或目錄|そのようなファイルやディレクトリはありません"
+)
+_NO_COMMAND = (
+    r"(?:command )?not found|orden no encontrada|no se encontr[oó] la orden"
+    r"|commande introuvable|(?:Kein )?Befehl (?:nicht )?gefunden|comando non trovato"
+    r"|comando n[aã]o encontrado|nie znaleziono polecenia|opdracht niet gevonden"
+    r"|команда не найдена|未找到命令|コマンドが見つかりません"
+)
+_SHELL_MISSING = re.compile(
+    r"^[^\s:]+: (?:(?:line|l[ií]nea|ligne|Zeile|riga|linha|linia|regel|строка|行) ?\d+: |\d+: )?"
+    rf"(?:exec: )?(?P<what>[^\s:]+): (?:{_NO_SUCH_FILE}|{_NO_COMMAND})\.?\s*$"
+    r"|^zsh: (?:command not found|no such file or directory): (?P<zsh>\S+)\s*$",
+    re.IGNORECASE,
+)
+# what a missing path names: a model's file (weights, configuration, tokenizer) is the
+# model's; anything else a shell was to run is the program, or the install
+_MODEL_FILE = re.compile(
+    r"\.(?:gguf|ggml|safetensors|bin|pt|pth|onnx|json|model|tiktoken|engine|plan)$",
+    re.IGNORECASE,
+)
+
+
+def _shell_missing(text: str) -> tuple[str, str] | None:
+    """The kind and title of a shell's line that a program or file is missing
+    (``_SHELL_MISSING``): ``model-load`` for a model's file, else ``install``."""
+    match = _SHELL_MISSING.match(text)
+    if match is None:
+        return None
+    what = (match.group("what") or match.group("zsh") or "").strip("'\"`")
+    if _MODEL_FILE.search(what) is not None:
+        return "model-load", "a file of the model is not where the command names it"
+    return "install", "the program the command runs is not installed where it is named"
+
+
 def _says_failure(text: str) -> bool:
     """True when ``text`` says that something failed (``_FAILS``)."""
     low = text.lower()
@@ -206,11 +263,14 @@ _EXCEPTION_SEVERITY = 3
 # an exception, panic or FATAL line naming no family; a line of another program's output
 # that an error line introduced, whose words name a family; a wrapper signature; an
 # ERROR line naming no family; a line that says it will retry
-_SIGNATURE, _FAMILY, _SAID, _EXCEPTIONAL = 7, 6, 5, 4
+_SIGNATURE, _FAMILY, _SAID, _EXCEPTIONAL = 8, 7, 6, 5
 # a signature of a process's generic end whose message, after the match, may name what
 # failed (llama.cpp's "what():  vk::...: ErrorOutOfDeviceMemory"): those words decide
 _MESSAGE_KINDS = frozenset(("abort",))
-_REPORTED, _WRAPPER, _ERROR, _RETRIED = 3, 2, 1, 0
+# ... a line that says a process was ended by a signal (a launcher's child: TGI's
+# "Download process was signaled to shutdown with signal 9"), above the wrapper's
+# own report that the part failed ("Error: DownloadError"), its consequence
+_REPORTED, _ENDED, _WRAPPER, _ERROR, _RETRIED = 4, 3, 2, 1, 0
 # an exception logged at these levels was handled (vLLM's warnings with a traceback),
 # except at INFO at the end of a traceback printed line by line at INFO: a wrapper that
 # relays its child's output so (olmocr's "- __main__ - INFO - " before each line)
@@ -548,6 +608,26 @@ def _candidate(
             ),
         )
     wrapper = hit[0] if hit is not None else None
+    missing = None
+    if wrapper is None and normal.level not in _HANDLED and ": " in text:
+        missing = _shell_missing(text)
+    if missing is not None:
+        # a shell says the program it was to run is not there: nothing of it ran
+        kind, title = missing
+        rank = _FAMILY if own >= _SEVERITY["error"] else _SAID
+        cause = Cause(
+            line=line,
+            text=text,
+            kind=kind,
+            title=title,
+            hint=hints.get(kind, KIND_HINTS.get(kind)),
+        )
+        return _Candidate(position, rank, severity, 0, cause)
+    if (own > 0 or reported or normal.level is None) and _SIGNALLED.search(text) is not None:
+        # a process a signal ended: how it ended is what the line says, whatever the
+        # process's name says it did ("Download process"); a colon after it opens the
+        # process's output, often empty
+        return _ended(position, entry, shown=shown, severity=severity, wrapper=wrapper)
     if wrapper is None and (
         text.endswith(":")
         or _PYDANTIC_HEADER.match(text) is not None  # its detail lines follow
@@ -711,7 +791,7 @@ def select_cause(
         )
     ]
     start = max((p for p in moved_on if p < last), default=-1)
-    found = [c for c in found if c.position > start]
+    found = _without_generic_ends([c for c in found if c.position > start])
     best = max(c.rank for c in found)
     chosen = [c for c in found if c.rank == best]
     if best == _WRAPPER:
@@ -780,6 +860,31 @@ def select_cause(
             hint = (hints or {}).get(kind, KIND_HINTS.get(kind))
             return replace(pick.cause, kind=kind, title=title, hint=hint)
     return pick.cause
+
+
+# a process's generic end: how it died, whatever failed (a signature of these kinds)
+GENERIC_ENDS = frozenset(("segfault", "fatal-python", "abort"))
+
+
+def _without_generic_ends(found: list[_Candidate]) -> list[_Candidate]:
+    """``found`` (one episode) less the signatures of a process's generic end (``Fatal
+    Python error: Aborted``, ``Segmentation fault``) where a line names what failed, in a
+    family's words or by a signature of its own, at an error level or above (an
+    accelerator's ``what():  NPU out of memory ...`` before the interpreter's abort):
+    the end only says how a process died, of that failure. Before or after it: each
+    rank of a group prints its own failure and its own end, interleaved."""
+    if not any(c.rank == _SIGNATURE and c.cause.kind in GENERIC_ENDS for c in found):
+        return found
+    specific = any(
+        c.rank >= _FAMILY
+        and c.severity >= _SEVERITY["error"]
+        and c.cause.kind not in GENERIC_ENDS
+        and family_of(c.cause.kind) not in (None, "process")
+        for c in found
+    )
+    if not specific:
+        return found
+    return [c for c in found if not (c.rank == _SIGNATURE and c.cause.kind in GENERIC_ENDS)]
 
 
 _DURING_HANDLING = "During handling of the above exception, another exception occurred"
@@ -888,9 +993,12 @@ def _above_phase(entries: Sequence[Logical], position: int, start: int) -> tuple
 
 
 # a module that a line says could not be imported ("Failed to import from vllm._core_C
-# with ImportError(...)", "No module named 'x'", "cannot import name 'y' from 'z'")
+# with ImportError(...)", "No module named 'x'", "cannot import name 'y' from 'z'"); not
+# the words after "import" that say what happened to it (SGLang's "Ignore import error
+# when loading ...": no module called "error", which any later error would name)
 _IMPORTED = re.compile(
-    r"\bimport (?:from )?['\"]?(?P<a>[\w.]+)|No module named ['\"](?P<b>[\w.]+)"
+    r"\bimport (?:from )?(?!(?:error|errors|failed|failure|warning)\b)['\"]?(?P<a>[\w.]+)"
+    r"|No module named ['\"](?P<b>[\w.]+)"
     r"|cannot import name ['\"]\w+['\"] from ['\"](?P<c>[\w.]+)"
 )
 
@@ -939,7 +1047,54 @@ def _traceback_end(entries: Sequence[Logical], position: int) -> Logical | None:
     return None
 
 
-_SIGNALLED = re.compile(r"\bsignal(?:l)?ed\b.*\bsignal \d+|\bkilled by signal\b", re.IGNORECASE)
+_SIGNALLED = re.compile(
+    r"\bsignal(?:l)?ed\b.*\bsignal \d+|\bkilled by signal\b"
+    r"|\b(?:killed|terminated|exited|died) (?:by|with|of) (?:signal \d+|<?Signals\.SIG[A-Z]+)",
+    re.IGNORECASE,
+)
+# the number or name of the signal a line says ended a process
+_SIGNAL_NUMBER = re.compile(r"\bsignal (?P<number>\d+)|\bSIG(?P<name>KILL|SEGV|ABRT)\b")
+# the kind of a process's end by the signal that ended it (another signal: none, so the
+# gate's own reading of how the process ended decides)
+_SIGNAL_KINDS: dict[str, tuple[str, str, str]] = {
+    "9": (
+        "killed",
+        "a process was killed (SIGKILL)",
+        "SIGKILL without a message is often the OOM killer or a container's memory limit: "
+        "check dmesg and the memory limit",
+    ),
+    "11": (
+        "segfault",
+        "a process crashed with a segmentation fault (SIGSEGV)",
+        "a native extension crashed: check that torch, CUDA and the engine were built for "
+        "each other",
+    ),
+    "6": (
+        "abort",
+        "a process aborted itself (SIGABRT)",
+        "the process aborted itself: the cause is in the lines just above",
+    ),
+}
+_SIGNAL_NAMES = {"KILL": "9", "SEGV": "11", "ABRT": "6"}
+
+
+def _ended(
+    position: int, entry: Logical, *, shown: str, severity: int, wrapper: Signature | None
+) -> _Candidate:
+    """The candidate of a line that says a process was ended by a signal: its kind is
+    the signal's (9 ``killed``, 11 ``segfault``, 6 ``abort``), else none."""
+    match = _SIGNAL_NUMBER.search(entry.normal.text)
+    number = None
+    if match is not None:
+        number = match.group("number") or _SIGNAL_NAMES[match.group("name")]
+    known = _SIGNAL_KINDS.get(number or "")
+    cause = Cause(line=entry.line.strip(), text=shown, signature=wrapper)
+    if known is not None:
+        kind, title, hint = known
+        if wrapper is not None and wrapper.kind == kind:
+            title, hint = wrapper.title, wrapper.hint  # the profile's own words
+        cause = replace(cause, kind=kind, title=title, hint=hint)
+    return _Candidate(position, _ENDED, severity, 0, cause)
 
 
 def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause | None:

@@ -26,9 +26,17 @@ from urllib.parse import urlsplit
 
 from servegate.diag.diagnosis import Diagnosis
 from servegate.diag.stacks import Stacks
-from servegate.engines.families import KIND_HINTS, kind_order
+from servegate.engines.families import KIND_HINTS, family_of, kind_order
 from servegate.engines.profile import Signature
-from servegate.gate.cause import Cause, goes_on, message_cause, phase_kind, relays_answer
+from servegate.gate.cause import (
+    GENERIC_ENDS,
+    Cause,
+    goes_on,
+    message_cause,
+    phase_kind,
+    relays_answer,
+    select_cause,
+)
 from servegate.gate.children import ChildWatch
 from servegate.gate.follow import FileFollower
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
@@ -848,6 +856,25 @@ class Gate:
         hint = self.watcher.rules.hints.get(kind, KIND_HINTS.get(kind))
         return replace(cause, kind=kind, title=title, hint=hint)
 
+    def _failure_before(self, line: str) -> Cause | None:
+        """The cause chosen over the tail up to the first copy of ``line`` (a process's
+        generic end: the lines read after it in the same chunk came later), when it is a
+        line of its own that names what failed (a family other than the process's)."""
+        lines = self.watcher.tail.last()
+        hit = line.strip()
+        cut = next((n for n, text in enumerate(lines) if text.strip() == hit), len(lines) - 1)
+        rules = self.watcher.rules
+        found = select_cause(
+            lines[: cut + 1],
+            rules.fatal,
+            progress=rules.progress_marks,
+            hints=rules.hints,
+            literals=rules.literals,
+        )
+        if found is None or found.line == hit or family_of(found.kind) in (None, "process"):
+            return None
+        return found
+
     def _crash_signature(self, signature: Signature, line: str) -> None:
         reason, kind, hint = signature.title, signature.kind, signature.hint
         root = self.watcher.explain(signature, line)
@@ -863,6 +890,10 @@ class Gate:
             found = self.watcher.cause()
             if found is not None and found.detail and kind_order(found.kind) < kind_order(kind):
                 root = found
+            elif signature.kind in GENERIC_ENDS:
+                # a process's generic end (``Fatal Python error: Aborted``) after a line
+                # that says what failed (an accelerator's out-of-memory) is its consequence
+                root = self._failure_before(line)
         if root is not None:
             # an earlier line says why (SGLang: the model's module failed to import)
             reason = f"{reason}: {root.text[:200]}"
