@@ -37,10 +37,11 @@ The rule, over the tail:
    that says a process was ended by a signal (TGI's ``Download process was signaled to
    shutdown with signal 9:``, a colon after it or not: its kind the signal's, 9
    ``killed``, 11 ``segfault``, 6 ``abort``), the root of the launcher's ``Error:
-   DownloadError``; then a wrapper or consequence signature (and a signature's hit inside another program's HTTP answer
-   that the line relays, ``status=500 body=...``); then an ``ERROR`` line naming no
-   family; last, a line that says it will retry (``retrying (1/3)``) or that a wrapper
-   gave up after its retries (``more than 5 times, cancelling``). An exception logged
+   DownloadError``; then a wrapper or consequence signature (and a signature's hit
+   inside another program's HTTP answer that the line relays, ``status=500
+   body=...``); then an ``ERROR`` line naming no family; last, a line that says it
+   will retry (``retrying (1/3)``) or that a wrapper gave up after its retries (``more
+   than 5 times, cancelling``). An exception logged
    at ``WARNING`` or below was handled: it is no error line, except at ``INFO`` at the
    end of a traceback (a wrapper that relays its child's output at ``INFO``, line by
    line).
