@@ -26,12 +26,54 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
+import sys
 import time
 
 _CHAT_ROLE = {"role": "assistant", "content": ""}
 
 
 SELECTED = [0.0]  # perf_counter() right after the event loop's last select
+_OFFSET_NS = time.time_ns() - time.perf_counter_ns()  # CLOCK_REALTIME less CLOCK_MONOTONIC
+
+
+class _KernelTimed:
+    """A connection's socket read with recvmsg: ``at`` is the kernel's receive time.
+
+    Written for this server apart from the client's code, so that the record it keeps
+    does not share the client's errors: a request read while the loop is busy writing a
+    wave of responses is timed when it arrived, not at the next select.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.at = 0.0
+
+    def recv(self, size: int) -> bytes:
+        data, ancillary, _, _ = self.sock.recvmsg(size, 64)
+        self.at = 0.0
+        for level, kind, raw in ancillary:
+            if level == socket.SOL_SOCKET and kind == 35 and len(raw) >= 16:
+                sec, nsec = struct.unpack_from("qq", raw)
+                self.at = (sec * 1_000_000_000 + nsec - _OFFSET_NS) / 1e9
+        return data
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.sock, name)
+
+
+def _kernel_timed(transport: asyncio.BaseTransport) -> _KernelTimed | None:
+    sock = getattr(transport, "_sock", None)
+    if sys.platform != "linux" or type(sock) is not socket.socket:
+        return None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS
+    except OSError:
+        return None
+    timed = _KernelTimed(sock)
+    transport._sock = timed  # type: ignore[attr-defined]
+    return timed
 
 
 def _time_selects(loop: asyncio.AbstractEventLoop) -> None:
@@ -178,6 +220,7 @@ class Server(asyncio.Protocol):
         self.busy = False
         self.handles: list[asyncio.TimerHandle] = []
         self.arrived = 0.0
+        self.timed: _KernelTimed | None = None
         self.closing = False  # the connection is being closed: requests are discarded
         self.idle: asyncio.TimerHandle | None = None
         self.identity = False  # the request being answered sent Accept-Encoding: identity
@@ -189,6 +232,7 @@ class Server(asyncio.Protocol):
             transport.abort()
             return
         self.transport = transport
+        self.timed = _kernel_timed(transport)
         self.stats.connections += 1
         OPEN.add(self)
         self._idle_timer()
@@ -208,8 +252,12 @@ class Server(asyncio.Protocol):
         if self.idle is not None:
             self.idle.cancel()
             self.idle = None
-        # the record starts when the loop saw the bytes: the select that found them
+        # the record starts when the bytes arrived: the kernel's receive time, else the
+        # select that found them
         self.arrived = SELECTED[0] or time.perf_counter()
+        timed = self.timed
+        if timed is not None and self.arrived - 10 < timed.at < self.arrived + 1:
+            self.arrived = timed.at
         self.buf += data
         self._next()
 

@@ -171,3 +171,72 @@ def test_a_bad_chunk_size_fails_the_request_as_a_bad_response(size: bytes) -> No
         )
     assert (result.completed, result.failed) == (0, 1)
     assert "bad chunk size" in result.failure_details["bad_response"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the kernel's receive stamps are Linux's")
+def test_a_read_keeps_the_kernels_time_while_the_loop_is_busy() -> None:
+    """Bytes that arrive while the event loop is busy are timed when they arrived.
+
+    The loop is held in a callback while the server writes the response; the select
+    after it finds the bytes, well after they came. The read's time must be the write's
+    (the kernel's receive stamp), not that select's.
+    """
+    import asyncio
+
+    from servegate.bench.http import Pool, ReadClock, Sink
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    blocking, written = threading.Event(), threading.Event()
+    sent: list[float] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += conn.recv(4096)
+            blocking.wait(30)
+            before = time.perf_counter()
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            sent.extend((before, time.perf_counter()))
+            written.set()
+
+    class Times(Sink):
+        def __init__(self) -> None:
+            self.at: list[float] = []
+
+        def feed(self, payload: bytes, now: float) -> None:
+            self.at.append(now)
+
+    async def client() -> tuple[list[float], float]:
+        loop = asyncio.get_running_loop()
+        pool = Pool(f"http://127.0.0.1:{port}/", ReadClock.install(loop))
+        conn, _ = await pool.acquire()
+        sink = Times()
+        done = conn.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", sink)
+        held: list[float] = []
+
+        def hold() -> None:  # the loop is busy until well after the bytes arrived
+            blocking.set()
+            written.wait(30)
+            until = time.perf_counter() + 0.05
+            while time.perf_counter() < until:
+                pass
+            held.append(time.perf_counter())
+
+        loop.call_soon(hold)
+        assert await done is None
+        pool.close()
+        return sink.at, held[0]
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        at, released = asyncio.run(client())
+    finally:
+        thread.join(30)
+        listener.close()
+    before, after = sent
+    assert len(at) == 1
+    assert before - 0.001 <= at[0] <= after + 0.001, (at[0] - before, released - before)

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import select
+import socket
 import ssl
+import struct
+import sys
 from collections.abc import Callable
 from itertools import repeat
-from time import perf_counter
+from time import perf_counter, perf_counter_ns, time_ns
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -90,12 +93,75 @@ class ReadClock:
         return clock
 
 
+_SO_TIMESTAMPNS = 35  # Linux: SO_TIMESTAMPNS_OLD, a struct timespec of CLOCK_REALTIME
+_TIMESPEC = struct.Struct("qq")
+_ANCILLARY = 64  # room for one timestamp's control message
+_STAMP_SLACK_S = (10.0, 1.0)  # a kernel stamp this far before / after the select is a clock step
+
+
+class StampedSocket:
+    """A transport's TCP socket read with ``recvmsg``, so each read has the kernel's time.
+
+    With ``SO_TIMESTAMPNS`` the kernel stamps every segment as it arrives; a read returns
+    the stamp of the last segment it took. That is when the bytes were there, however
+    long the event loop took to come round to this socket: a burst of thousands of
+    simultaneous responses, parsed one callback after another, or a wave that lands
+    while the loop is still parsing the previous one, keeps each read's own time. The
+    stamp is ``CLOCK_REALTIME``; it is moved onto ``perf_counter`` by the offset between
+    the two clocks read when the socket was wrapped.
+
+    Everything but ``recv`` goes to the socket itself.
+    """
+
+    __slots__ = ("_offset_ns", "_sock", "at")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._offset_ns = time_ns() - perf_counter_ns()
+        self.at = 0.0  # perf_counter time of the last read's newest byte; 0: none given
+
+    @classmethod
+    def wrap(cls, transport: asyncio.BaseTransport) -> StampedSocket | None:
+        """Put a stamped socket under a plain TCP transport; None where that cannot be done.
+
+        Linux only, and only for asyncio's own selector transport reading with
+        ``recv`` (TLS, other event loops and other systems keep the select's time).
+        """
+        if sys.platform != "linux":
+            return None
+        sock = getattr(transport, "_sock", None)
+        if type(sock) is not socket.socket or sock.type != socket.SOCK_STREAM:
+            return None
+        if not hasattr(transport, "_read_ready__data_received"):
+            return None  # not the selector transport whose reads go through sock.recv
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        except OSError:
+            return None
+        stamped = cls(sock)
+        transport._sock = stamped  # type: ignore[attr-defined]
+        return stamped
+
+    def recv(self, size: int) -> bytes:
+        data, ancillary, _flags, _addr = self._sock.recvmsg(size, _ANCILLARY)
+        self.at = 0.0
+        for level, kind, raw in ancillary:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(raw) >= 16:
+                sec, nsec = _TIMESPEC.unpack_from(raw)
+                self.at = (sec * 1_000_000_000 + nsec - self._offset_ns) * 1e-9
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
 class Connection(asyncio.Protocol):
     """One keep-alive connection carrying one streaming request at a time."""
 
     def __init__(self, clock: ReadClock | None = None) -> None:
         self.clock = clock
         self.transport: asyncio.Transport | None = None
+        self._stamped: StampedSocket | None = None  # the kernel's receive times, where read
         self.closed = False
         self.received = False  # a byte of the current response's status line arrived
         self._sink: Sink | None = None
@@ -111,6 +177,8 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        if self.clock is not None:
+            self._stamped = StampedSocket.wrap(transport)
 
     def eof_received(self) -> bool | None:
         # the server closed its side: never send on this connection again
@@ -198,6 +266,11 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         clock = self.clock
         now = clock.at if clock is not None else perf_counter()
+        stamped = self._stamped
+        if stamped is not None:
+            at = stamped.at  # the kernel's time for these bytes, unless a clock stepped
+            if now - _STAMP_SLACK_S[0] < at < now + _STAMP_SLACK_S[1]:
+                now = at
         sink = self._sink
         if sink is None:
             self._keep = False  # bytes nobody asked for: this connection is not reused
