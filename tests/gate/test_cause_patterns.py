@@ -1398,3 +1398,14 @@ def test_a_shells_missing_program_or_file_is_the_cause(
     there, in any common locale's words: quoted, with install's kind (or the model's)."""
     verdict = gate(tmp_path, "llamacpp", ["+ ./start.sh", cause], exit=1)
     assert (verdict.kind, verdict.matched_line) == (kind, cause)
+
+
+def test_an_exception_shaped_like_a_shells_missing_line_is_not_a_missing_program(
+    tmp_path: Path,
+) -> None:
+    """``KeyError: x: not found`` is an exception's message, not a shell's report that
+    a program is missing: no install kind from the shell rule."""
+    cause = "KeyError: rope_scaling: not found"
+    verdict = gate(tmp_path, "llamacpp", ["+ ./start.sh", cause], exit=1)
+    assert verdict.matched_line == cause
+    assert verdict.kind != "install"

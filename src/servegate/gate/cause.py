@@ -199,7 +199,9 @@ _NO_COMMAND = (
     r"|команда не найдена|未找到命令|コマンドが見つかりません"
 )
 _SHELL_MISSING = re.compile(
-    r"^[^\s:]+: (?:(?:line|l[ií]nea|ligne|Zeile|riga|linha|linia|regel|строка|行) ?\d+: |\d+: )?"
+    # the first word a program's (a shell's, a command's): not a level or an exception
+    r"^(?![\w.]*(?:error|exception|warning)\b|fatal\b)[^\s:]+: "
+    r"(?:(?:line|l[ií]nea|ligne|Zeile|riga|linha|linia|regel|строка|行) ?\d+: |\d+: )?"
     rf"(?:exec: )?(?P<what>[^\s:]+): (?:{_NO_SUCH_FILE}|{_NO_COMMAND})\.?\s*$"
     r"|^zsh: (?:command not found|no such file or directory): (?P<zsh>\S+)\s*$",
     re.IGNORECASE,
