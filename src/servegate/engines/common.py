@@ -343,8 +343,10 @@ def common_fatal(
             title="the command line has an unknown flag",
             hint=args_hint,
         ),
+        # "PROG: error: argument --x/-y: MESSAGE": whatever the message (argparse's own
+        # "invalid choice", or a type converter's "Value ... cannot be converted to ...")
         Signature(
-            pattern=r"error: argument .*: (?:invalid|expected|not allowed|ignored)",
+            pattern=r"error: argument [^\s:]+: \S",
             kind="bad-args",
             title="a flag has an invalid value",
             hint=args_hint,

@@ -239,7 +239,13 @@ _WORDS: tuple[Words, ...] = (
         # supported on Blackwell GPUs", "only supported on Hopper")
         r"|(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:[\w()-]+ ){0,3}(?:gpus?"
         r"|(?<!model )architectures?)\b|(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:the )?"
-        r"(?:nvidia )?(?:ampere|hopper|turing|volta|blackwell|ada|pascal|maxwell)\b",
+        r"(?:nvidia )?(?:ampere|hopper|turing|volta|blackwell|ada|pascal|maxwell)\b"
+        # a GPU kernel or pipeline the backend cannot build or find for this device, as
+        # CUDA's "no kernel image" (Metal's "failed to compile pipeline:", then "Function
+        # kernel_mul_mv_ext_bf16_f32 was not found in the library"; a Vulkan shader)
+        r"|failed to (?:compile|create|build) (?:the )?(?:compute )?(?:pipeline|shader)s?\b"
+        r"|\b(?:kernel|function|pipeline|shader)\b.{0,120}\bnot found in (?:the )?"
+        r"(?:metal |default )?library",
     ),
     Words(
         kind="engine-version",
@@ -254,7 +260,11 @@ _WORDS: tuple[Words, ...] = (
     Words(
         kind="segfault",
         title="a process crashed with a segmentation fault",
-        pattern=r"\bSIGSEGV\b|segmentation fault|\bsegfault\b|signal 11\b",
+        pattern=r"\bSIGSEGV\b|segmentation fault|\bsegfault\b|signal 11\b"
+        # Windows' status of a process that touched memory it may not (an access
+        # violation: the segfault of that platform), in hex, by name, or as the unsigned
+        # or signed number a wrapper prints ("exit status 3221225477")
+        r"|\b0xc0000005\b|STATUS_ACCESS_VIOLATION|\b3221225477\b|-1073741819\b",
     ),
     Words(
         kind="abort",
@@ -303,6 +313,9 @@ _WORDS: tuple[Words, ...] = (
         r"|error while loading shared libraries|symbol lookup error|wrong ELF class"
         r"|not found \(required by|No such file or directory: '(?:ninja|nvcc|gcc|g\+\+|c\+\+"
         r"|cc|clang|cmake|make|hipcc)'|forward compatibility was attempted"
+        # a wrapper ran a program by a path that holds nothing ("Failed to run the vllm
+        # server: [Errno 2] No such file or directory: '/usr/local/bin/vllm'")
+        r"|No such file or directory: ['\"](?:[^'\"]*/)?s?bin/[^'\"/]+['\"]"
         r"|failed to find C compiler|could not select device driver|nvidia-container-cli"
         # the container runtime refused the image or the container: the engine never ran
         # (no image for this platform, the NVIDIA hook's requirement, runc's create)
@@ -388,6 +401,15 @@ _WORDS: tuple[Words, ...] = (
         r"|must be (?:one of|divisible by|a multiple of|greater than|less than|between"
         r"|positive)|is not divisible by|expected one argument"
         r"|is not a valid (?-i:[A-Z][a-z]\w*)"
+        # an exception that calls an option's named value invalid ("KeyError: 'invalid
+        # tool call parser: openai (chose from { ... })'"), or lists what to choose from
+        r"|\binvalid (?:[\w-]+ ){0,3}(?:parser|backend|choice|option|mode|strategy|provider)s?\b"
+        r"|\(cho(?:o)?se from\b"
+        # what the model's files say against what an argument says ("Quantization method
+        # specified in the model config (compressed-tensors) does not match the
+        # quantization method specified in the `quantization` argument (awq)"): the
+        # argument must change
+        r"|\bspecified (?:in|by|with) the [`'\"]?-{0,2}[\w-]+[`'\"]? (?:argument|flag|option)\b"
         # a flag named as the argument refused ("Invalid argument: --chat-template, use
         # one of the built-in templates"; not errno's "[Errno 22] Invalid argument")
         r"|invalid (?:argument|parameter)s?:? ['\"`]?--?[a-z]"
@@ -472,6 +494,10 @@ _WORDS: tuple[Words, ...] = (
         r"|(?<!JSONDecodeError: )\bExpecting value: line \d+ column \d+"
         # tritonserver's model configuration file, and protobuf's parse of it
         r"|\bconfig\.pbtxt\b|inference\.ModelConfig\b|Error parsing text-format"
+        # tritonserver's report of a model that did not load ("Model 'x' loading failed
+        # with error: ..."), and an ensemble's step whose model did not ("ensemble 'e'
+        # depends on 'x' which has no loaded version")
+        r"|\bmodel '[^']+' loading failed\b|\bwhich has no loaded version\b"
         # a quantized model placed partly off the GPU ("Found modules on cpu/disk. Using
         # Exllama ... requires all the modules to be on GPU")
         r"|\bmodules? (?:on|to be on) (?:the )?(?:cpu|disk|gpu)\b",

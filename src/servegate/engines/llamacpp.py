@@ -188,6 +188,11 @@ _FATAL: tuple[Signature, ...] = (
         hint="the Vulkan device or its driver refused the call: update the GPU driver and "
         "its Vulkan runtime (vulkaninfo lists the device and its extensions), or pick "
         "another device or backend",
+        # the driver's own out-of-memory line above it ("radv/amdgpu: Not enough memory
+        # for command submission", then "vk::Queue::submit: ErrorDeviceLost"): the lost
+        # device is its consequence
+        explained_by=r"(?i)\bnot enough (?:device |gpu |video |host )?memory\b"
+        r"|\bout of (?:device |gpu |video |host )?memory\b",
     ),
     # "llama_model_load: error loading model: <why>" and the older bare spelling; a
     # backend's buffer allocation that failed above it is the root ("ggml_backend_metal_
@@ -266,6 +271,10 @@ _FATAL: tuple[Signature, ...] = (
         kind="model-load",
         title="the model failed to load",
         hint=_MODEL_HINT,
+        # the loader's own reason above it where it did not decide by itself (a wrapper
+        # relays llama-server's stderr inside its HTTP answer: "status=500 body=...
+        # error loading model: illegal split file idx: 3 ..."): the specific line
+        explained_by=r"error loading model: \S",
     ),
     Signature(
         pattern=r"unable to load model",

@@ -80,6 +80,13 @@ The rule, over the tail:
     words (``./start.sh: línea 18: ./llama-server: No existe el archivo o el
     directorio``, ``sh: 1: x: not found``), ranks as a line that names a family:
     ``install``, or ``model-load`` where what is missing is a model's file.
+13. A C source's own report of why it aborts (GGML_ABORT's ``clip.cpp:4391: Unknown
+    projector type``) says that something failed, as a line with no level does: above
+    the abort and a wrapper's SIGABRT, below a runtime's own line that it only repeats.
+    A line with no level that ends in ``:`` and says in a family's words what failed
+    (Metal's ``failed to compile pipeline:``) is that failure, not only its detail's
+    introduction. Go's ``signal: terminated`` of a child (a supervisor's ``cmd.Wait()
+    returned error: ...``) says that a signal ended it, at whatever level it is logged.
 
 The message inside a panic (``panicked at ...: called `Result::unwrap()` on an `Err`
 value: ...``) or a Rust error's debug form (``Error: Warmup(Generation("..."))``) is the
@@ -227,9 +234,14 @@ def _shell_missing(text: str) -> tuple[str, str] | None:
 
 
 def _says_failure(text: str) -> bool:
-    """True when ``text`` says that something failed (``_FAILS``)."""
+    """True when ``text`` says that something failed (``_FAILS``), or is a C source's
+    report of why it aborts (``_SOURCE_ABORT``)."""
     low = text.lower()
-    return "error" in low or _FAILS.search(low) is not None
+    return (
+        "error" in low
+        or _FAILS.search(low) is not None
+        or (":" in text and _SOURCE_ABORT.match(text) is not None)
+    )
 
 
 # lines that end a process by themselves: an assertion (C, glog's CHECK, GGML_ASSERT,
@@ -247,6 +259,13 @@ _FATAL_INSIDE = re.compile(
     r"|(?:error while loading shared libraries|symbol lookup error): "
 )
 _FATAL_WORDS = ("fatal error", "shared libraries", "symbol lookup error", "GGML_ASSERT")
+# a C or C++ source's own report of why it aborts, as ggml's GGML_ABORT prints it
+# ("tools/mtmd/clip.cpp:4391: Unknown projector type", then "ggml_abort" and the
+# backtrace): the file and line, then the message (a compiler's warning or note is none);
+# it says that something failed whatever its words, as a line with no level does
+_SOURCE_ABORT = re.compile(
+    r"(?:[\w.+-]*/)*[\w.+-]+\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp|m|mm):\d+: (?!(?:warning|note)\b)\S"
+)
 
 
 def _is_fatal(text: str) -> bool:
@@ -626,13 +645,19 @@ def _candidate(
             hint=hints.get(kind, KIND_HINTS.get(kind)),
         )
         return _Candidate(position, rank, severity, 0, cause)
-    if (own > 0 or reported or normal.level is None) and _SIGNALLED.search(text) is not None:
+    if (
+        own > 0 or reported or normal.level is None or _GO_SIGNAL.search(text) is not None
+    ) and _SIGNALLED.search(text) is not None:
         # a process a signal ended: how it ended is what the line says, whatever the
         # process's name says it did ("Download process"); a colon after it opens the
         # process's output, often empty
         return _ended(position, entry, shown=shown, severity=severity, wrapper=wrapper)
     if wrapper is None and (
-        text.endswith(":")
+        # a line that introduces its detail, unless it has no level and says in a
+        # family's words what failed (Metal's "ggml_metal_library_compile_pipeline: failed
+        # to compile pipeline:", then the pipeline's name and "was not found in the
+        # library"): that line is the failure, its detail only names the kernel
+        (text.endswith(":") and (normal.level is not None or words_kind(text) is None))
         or _PYDANTIC_HEADER.match(text) is not None  # its detail lines follow
         or text.startswith(_PYDANTIC_LINK)
         or (own == 0 and not reported and normal.level is not None)
@@ -1035,6 +1060,11 @@ def _failed_import(entries: Sequence[Logical], text: str, hints: Mapping[str, st
 
 
 _TRACEBACK_OPENS = "Traceback (most recent call last):"
+# Go's os/exec error for a child process a signal ended (ExitError's "signal: killed")
+_GO_SIGNAL = re.compile(
+    r"\bsignal: (?:killed|terminated|segmentation fault|aborted|interrupt|hangup|quit"
+    r"|bus error|illegal instruction|floating point exception|user defined signal \d)\b"
+)
 # a line that says the engine tries again (not advice to the user: "Retry with ...")
 _RETRYING = re.compile(r"\bretrying\b|\bwill retry\b|\btrying again\b", re.IGNORECASE)
 
@@ -1052,11 +1082,17 @@ def _traceback_end(entries: Sequence[Logical], position: int) -> Logical | None:
 
 _SIGNALLED = re.compile(
     r"\bsignal(?:l)?ed\b.*\bsignal \d+|\bkilled by signal\b"
-    r"|\b(?:killed|terminated|exited|died) (?:by|with|of) (?:signal \d+|<?Signals\.SIG[A-Z]+)",
+    r"|\b(?:killed|terminated|exited|died) (?:by|with|of) (?:signal \d+|<?Signals\.SIG[A-Z]+)"
+    # Go's os/exec error of a child a signal ended, which a supervisor logs at any level
+    # (llama-swap's "cmd.Wait() returned error: signal: terminated")
+    r"|" + _GO_SIGNAL.pattern,
     re.IGNORECASE,
 )
 # the number or name of the signal a line says ended a process
-_SIGNAL_NUMBER = re.compile(r"\bsignal (?P<number>\d+)|\bSIG(?P<name>KILL|SEGV|ABRT)\b")
+_SIGNAL_NUMBER = re.compile(
+    r"\bsignal (?P<number>\d+)|\bSIG(?P<name>KILL|SEGV|ABRT)\b"
+    r"|\bsignal: (?P<go>killed|segmentation fault|aborted)\b"
+)
 # the kind of a process's end by the signal that ended it (another signal: none, so the
 # gate's own reading of how the process ended decides)
 _SIGNAL_KINDS: dict[str, tuple[str, str, str]] = {
@@ -1078,7 +1114,14 @@ _SIGNAL_KINDS: dict[str, tuple[str, str, str]] = {
         "the process aborted itself: the cause is in the lines just above",
     ),
 }
-_SIGNAL_NAMES = {"KILL": "9", "SEGV": "11", "ABRT": "6"}
+_SIGNAL_NAMES = {
+    "KILL": "9",
+    "SEGV": "11",
+    "ABRT": "6",
+    "killed": "9",
+    "segmentation fault": "11",
+    "aborted": "6",
+}
 
 
 def _ended(
@@ -1089,7 +1132,7 @@ def _ended(
     match = _SIGNAL_NUMBER.search(entry.normal.text)
     number = None
     if match is not None:
-        number = match.group("number") or _SIGNAL_NAMES[match.group("name")]
+        number = match.group("number") or _SIGNAL_NAMES[match.group("name") or match.group("go")]
     known = _SIGNAL_KINDS.get(number or "")
     cause = Cause(line=entry.line.strip(), text=shown, signature=wrapper)
     if known is not None:
