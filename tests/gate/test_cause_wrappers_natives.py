@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.gate.crash_replay import run_log
+from tests.gate.crash_replay import TIMEOUT_S, run_log
 
 from servegate.gate.verdict import Verdict
 
@@ -225,3 +225,25 @@ def test_a_gpu_pipeline_the_backend_cannot_build_is_cuda_arch(tmp_path: Path) ->
     ]
     verdict = gate(tmp_path, "llamacpp", lines, exit=-6)
     assert (verdict.kind, verdict.matched_line) == ("cuda-arch", cause)
+
+
+def test_a_wrappers_line_that_the_server_failed_to_run_ends_the_wait(tmp_path: Path) -> None:
+    """GPUStack's worker says it could not run the server, and why, and keeps running
+    itself (indented as a paste left it: no traceback's source line reads so): CRASH on
+    sight, its kind from the words after the colon (a program not there: install)."""
+    cause = (
+        "      Failed to run the vllm server: [Errno 2] No such file or directory: "
+        "'/usr/local/bin/vllm'"
+    )
+    verdict = gate(tmp_path, "vllm", [cause], exit=None)
+    assert (verdict.status, verdict.detected_by) == ("crash", "signature")
+    assert (verdict.kind, verdict.matched_line) == ("install", cause.strip())
+
+
+def test_a_wrapper_that_says_it_will_try_again_is_no_crash(tmp_path: Path) -> None:
+    """A launcher whose failure line says it retries is not done: the gate waits on, to
+    its deadline here (a live process that prints nothing more)."""
+    log = tmp_path / "server.log"
+    log.write_text("Failed to start the vllm server: connection refused, retrying in 5 s\n")
+    verdict = run_log(log, engine="vllm", exit=None, timeout_s=TIMEOUT_S)
+    assert (verdict.status, verdict.kind) == ("timeout", "deadline"), verdict

@@ -382,6 +382,20 @@ def common_fatal(
             title="a flag is missing its value",
             hint=args_hint,
         ),
+        # a wrapper (GPUStack's worker, KServe's model server) that says the server it
+        # runs failed to run or start, and why ("Failed to run the vllm server: [Errno 2]
+        # No such file or directory: '/usr/local/bin/vllm'"), and keeps running itself:
+        # the line ends the wait; its words after the colon give the kind. Not a line
+        # that says it will try again (a retrying launcher)
+        Signature(
+            pattern=r"Failed to (?:run|start|launch|spawn|exec) (?:the )?(?:[\w.-]+ ){0,2}"
+            r"(?:server|engine|backend)(?: process)?: (?!.*\b(?:[Rr]etry|[Rr]etrying|[Rr]estart))",
+            kind="engine-init",
+            title="the wrapper could not run the server",
+            hint="the wrapper's line says why the server did not run: fix what it names (the "
+            "server's executable or environment) and start it again",
+            wrapper=True,
+        ),
         # the interpreter: python -m of a module that is not installed (no traceback)
         Signature(
             pattern=r"Error while finding module specification for",

@@ -448,6 +448,12 @@ def strip_prefix(line: str) -> str:
     return normalise(line).body
 
 
+# an indented line that opens with a sentence saying something failed ("Failed to run the
+# vllm server: ..."): no language's source line reads so (two words and no operator); a
+# wrapper indented it
+_FAILURE_SENTENCE = re.compile(r"(?:Failed|Unable|Could not|Cannot) to [a-z]+ ")
+
+
 def is_source(normal: Normal) -> bool:
     """True for a traceback's frame header, source line, caret marks or continuation.
 
@@ -470,7 +476,7 @@ def is_source(normal: Normal) -> bool:
         return _RAISE_THEN.match(text) is None
     if normal.indent < 4:
         return False
-    return not (_EXCEPTION.match(text) or _WHAT.match(text))
+    return not (_EXCEPTION.match(text) or _WHAT.match(text) or _FAILURE_SENTENCE.match(text))
 
 
 def is_source_line(line: str) -> bool:
