@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from servegate.bench.result import ClientStats
@@ -38,3 +40,10 @@ def test_cpu_warning_needs_a_busy_client_and_a_point_long_enough(
 def test_loop_lag_warning_names_the_lag() -> None:
     (warning,) = headroom_warnings(stats(cpu=0.2, wall_s=10.0, lag_p99=25.0))
     assert "25.0 ms late (p99)" in warning
+
+
+def test_loop_lag_warning_with_the_kernels_stamps_blames_the_sends() -> None:
+    """With the kernel's receive stamps a late loop no longer moves the responses' times."""
+    late = stats(cpu=0.2, wall_s=10.0, lag_p99=25.0)
+    (warning,) = headroom_warnings(replace(late, read_stamps="kernel"))
+    assert "kernel's receive stamps" in warning and "timestamps may be late" not in warning

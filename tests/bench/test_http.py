@@ -240,3 +240,14 @@ def test_a_read_keeps_the_kernels_time_while_the_loop_is_busy() -> None:
     before, after = sent
     assert len(at) == 1
     assert before - 0.001 <= at[0] <= after + 0.001, (at[0] - before, released - before)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the kernel's receive stamps are Linux's")
+def test_a_point_says_its_reads_were_timed_by_the_kernel(sse_server: Callable[..., str]) -> None:
+    """Every worker's connections read the kernel's stamps, and the point says so."""
+    url = sse_server("--ttft-ms", "2", "--itl-ms", "1")
+    settings = BenchSettings(url=url, concurrency=4, requests=8, input_len=4, output_len=3)
+    result = run_point(settings)
+    assert result.completed == 8
+    assert result.client.read_stamps == "kernel"
+    assert result.to_json()["client"]["read_stamps"] == "kernel"

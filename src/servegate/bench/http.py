@@ -523,6 +523,7 @@ class Pool:
         self._ssl = ssl.create_default_context() if self.tls else None
         self._idle: list[Connection] = []
         self._all: set[Connection] = set()
+        self.opened = [0, 0]  # connections opened: [read with the kernel's stamps, not]
 
     def idle(self) -> Connection | None:
         """A kept-alive connection ready for a request, without waiting, or None."""
@@ -551,7 +552,15 @@ class Pool:
             server_hostname=self.host if self.tls else None,
         )
         self._all.add(conn)
+        self.opened[conn._stamped is None] += 1
         return conn, False
+
+    @property
+    def read_stamps(self) -> str:
+        """``kernel`` when every connection opened read the kernel's receive stamps,
+        ``select`` when none did (or none was opened), else ``mixed``."""
+        kernel, other = self.opened
+        return "mixed" if kernel and other else "kernel" if kernel else "select"
 
     def release(self, conn: Connection) -> None:
         """Return a connection after its response; it is dropped unless reusable."""

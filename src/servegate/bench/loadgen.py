@@ -71,6 +71,7 @@ class WorkerResult:
     send_lags_ms: list[float]
     gone_s: float | None = None  # the server stopped answering this long after the start
     stopped_early: bool = False  # the plan's stop rule ended the sending (certain SLO failure)
+    read_stamps: str = "select"  # how its reads were timed: kernel, select or mixed
 
 
 async def run_worker(
@@ -206,6 +207,7 @@ async def run_worker(
         send_lags_ms=send_lags,
         gone_s=None if live.gone_at is None else live.gone_at - t0,
         stopped_early=verdict.stopped,
+        read_stamps=pool.read_stamps,
     )
 
 

@@ -29,7 +29,11 @@ class ClientStats:
     ``cpu_fraction`` is the busiest worker's event-loop thread CPU time over wall time
     (1.0 = one full core); ``wall_s`` is the longest worker's measured phase;
     ``loop_lag_ms_*`` is how late a 10 ms timer fired in the busiest event loop;
-    ``send_lag_ms_*`` is actual minus scheduled send time under a rate schedule.
+    ``send_lag_ms_*`` is actual minus scheduled send time under a rate schedule;
+    ``read_stamps`` says how the responses' bytes were timed: ``kernel`` (every
+    connection read the kernel's receive stamps, so a late event loop does not move
+    them), ``select`` (when the loop learned the socket was readable: late by as much as
+    the loop), or ``mixed``.
     """
 
     workers: int
@@ -42,6 +46,7 @@ class ClientStats:
     send_lag_ms_p99: float | None = None
     send_lag_ms_max: float | None = None
     wall_s: float = 0.0
+    read_stamps: str = "select"
 
     def to_json(self) -> dict[str, Any]:
         """All fields as a JSON object."""

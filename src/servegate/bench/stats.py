@@ -14,6 +14,7 @@ def client_stats(results: list[WorkerResult]) -> ClientStats:
     lags = np.array([x for r in results for x in r.lags_ms] or [0.0])
     send = [x for r in results for x in r.send_lags_ms]
     send_arr = np.array(send) if send else None
+    kinds = {r.read_stamps for r in results}
     return ClientStats(
         workers=len(results),
         wall_s=float(max((r.wall_s for r in results), default=0.0)),
@@ -25,4 +26,5 @@ def client_stats(results: list[WorkerResult]) -> ClientStats:
         send_lag_ms_p50=None if send_arr is None else float(np.percentile(send_arr, 50)),
         send_lag_ms_p99=None if send_arr is None else float(np.percentile(send_arr, 99)),
         send_lag_ms_max=None if send_arr is None else float(send_arr.max()),
+        read_stamps=kinds.pop() if len(kinds) == 1 else "mixed" if kinds else "select",
     )

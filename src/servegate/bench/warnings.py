@@ -89,9 +89,15 @@ def headroom_warnings(client: ClientStats) -> list[str]:
             "it may be the bottleneck: raise --workers or give the client a free core."
         )
     if client.loop_lag_ms_p99 >= LAG_WARN_MS:
+        late = (
+            "responses are timed by the kernel's receive stamps, but requests may leave "
+            "late by as much"
+            if client.read_stamps == "kernel"
+            else "timestamps may be late by as much"
+        )
         out.append(
             f"the client's event loop ran up to {client.loop_lag_ms_p99:.1f} ms late (p99); "
-            "timestamps may be late by as much: raise --workers or lower the load."
+            f"{late}: raise --workers or lower the load."
         )
     if client.send_lag_ms_p99 is not None and client.send_lag_ms_p99 >= LAG_WARN_MS:
         out.append(

@@ -947,9 +947,17 @@ def render_point(result: PointResult) -> str:
     c = result.client
     lines.append(
         f"  client              {c.cpu_fraction:.0%} of a core, loop lag p99 "
-        f"{c.loop_lag_ms_p99:.1f} ms, {c.workers} worker{'s' if c.workers > 1 else ''}"
+        f"{c.loop_lag_ms_p99:.1f} ms, {c.workers} worker{'s' if c.workers > 1 else ''}, "
+        f"reads timed by {_READ_STAMPS.get(c.read_stamps, c.read_stamps)}"
     )
     return "\n".join(lines)
+
+
+_READ_STAMPS = {
+    "kernel": "the kernel",
+    "select": "the event loop",
+    "mixed": "the kernel and the event loop",
+}
 
 
 def _energy_line(result: PointResult) -> str:
