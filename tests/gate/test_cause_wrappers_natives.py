@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from tests.gate.crash_replay import TIMEOUT_S, run_log
 
+from servegate.gate.cause import is_source_line
 from servegate.gate.verdict import Verdict
 
 
@@ -247,3 +248,17 @@ def test_a_wrapper_that_says_it_will_try_again_is_no_crash(tmp_path: Path) -> No
     log.write_text("Failed to start the vllm server: connection refused, retrying in 5 s\n")
     verdict = run_log(log, engine="vllm", exit=None, timeout_s=TIMEOUT_S)
     assert (verdict.status, verdict.kind) == ("timeout", "deadline"), verdict
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "      Failed to run the vllm server: [Errno 2] No such file or directory: 'x'",
+        "      Could not start the engine: [Errno 2] No such file or directory: 'x'",
+    ],
+)
+def test_an_indented_failure_sentence_is_no_source_line(line: str) -> None:
+    """A paste's indentation does not make a sentence that says something failed a
+    traceback's source line (no language's code reads so); code stays source."""
+    assert not is_source_line(line)
+    assert is_source_line('      raise RuntimeError(f"Failed to run the {name} server: {e}")')

@@ -451,7 +451,7 @@ def strip_prefix(line: str) -> str:
 # an indented line that opens with a sentence saying something failed ("Failed to run the
 # vllm server: ..."): no language's source line reads so (two words and no operator); a
 # wrapper indented it
-_FAILURE_SENTENCE = re.compile(r"(?:Failed|Unable|Could not|Cannot) to [a-z]+ ")
+_FAILURE_SENTENCE = re.compile(r"(?:Failed|Unable) to [a-z]+ |(?:Could not|Cannot) [a-z]+ ")
 
 
 def is_source(normal: Normal) -> bool:
