@@ -228,16 +228,21 @@ def test_a_refused_counter_is_absent_with_nvml_s_words() -> None:
 def test_server_visible_devices_reads_the_process_environment(tmp_path: Path) -> None:
     """CUDA_VISIBLE_DEVICES of a real child process, read from /proc; None when unset."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "3,1"}
-    code = "import sys; sys.stdin.read()"
-    with subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE) as child:
+    # the child says it runs before its environment is read: right after exec returns in
+    # the parent, the kernel may not have laid the new environment out yet (seen under load)
+    code = "import sys; print('up', flush=True); sys.stdin.read()"
+    pipe = subprocess.PIPE
+    with subprocess.Popen([sys.executable, "-c", code], env=env, stdin=pipe, stdout=pipe) as child:
         try:
+            assert child.stdout is not None and child.stdout.readline() == b"up\n"
             assert server_visible_devices([child.pid]) == "3,1"
         finally:
             assert child.stdin is not None
             child.stdin.close()
     plain = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    with subprocess.Popen([sys.executable, "-c", code], env=plain, stdin=subprocess.PIPE) as child:
+    with subprocess.Popen([sys.executable, "-c", code], env=plain, stdin=pipe, stdout=pipe) as child:
         try:
+            assert child.stdout is not None and child.stdout.readline() == b"up\n"
             assert server_visible_devices([child.pid]) is None
         finally:
             assert child.stdin is not None
