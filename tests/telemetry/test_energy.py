@@ -239,8 +239,8 @@ def test_server_visible_devices_reads_the_process_environment(tmp_path: Path) ->
         finally:
             assert child.stdin is not None
             child.stdin.close()
-    plain = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    with subprocess.Popen([sys.executable, "-c", code], env=plain, stdin=pipe, stdout=pipe) as child:
+    bare = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    with subprocess.Popen([sys.executable, "-c", code], env=bare, stdin=pipe, stdout=pipe) as child:
         try:
             assert child.stdout is not None and child.stdout.readline() == b"up\n"
             assert server_visible_devices([child.pid]) is None
