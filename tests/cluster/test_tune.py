@@ -1,5 +1,6 @@
-"""servegate tune on a real Ray cluster (a head and one GPU node on this machine): each
-trial a start on the node; Ctrl-C and --resume measure no finished trial twice."""
+"""servegate tune on a real Ray cluster (a head and two GPU nodes on this machine): the
+trials two at a time, one on each node; Ctrl-C and --resume measure no finished trial
+twice."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
-    yield from start_cluster(["H200"], tmp_path_factory)
+    yield from start_cluster(["H200", "H200"], tmp_path_factory)
 
 
 def _events(path: Path) -> list[dict[str, object]]:
@@ -74,11 +76,54 @@ def test_a_tune_on_the_cluster_interrupted_and_resumed_measures_no_trial_twice(
         info = store.find_campaign("tune-sim")
         assert info is not None
         attempts = store.attempts(info.id)
-    node = cluster.workers[0].node_id[:8]
-    assert all(a.node is not None and a.node.endswith("/" + node) for a in attempts), [
+    nodes = tuple("/" + w.node_id[:8] for w in cluster.workers)
+    assert all(a.node is not None and a.node.endswith(nodes) for a in attempts), [
         a.node for a in attempts
     ]
     ended = Counter(a.variant for a in attempts if str(a.status) in ("done", "crash", "timeout"))
     assert ended and max(ended.values()) == 1, ended  # nothing measured to the end twice
     for trial in before:
         assert sum(1 for a in attempts if a.variant == trial["variant"]) == 1, trial
+
+
+def _at(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+def test_trials_run_two_at_once_on_a_cluster_of_two_nodes(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """With two nodes that fit a server, the trials after the baseline run in pairs: the
+    servers of a pair up at the same time, one on each node; every trial told once, in
+    the events file and the store; nothing measured twice."""
+    text = CAMPAIGN.format(requests=400, extra="--itl-ms 20", cache=tmp_path / "cache")
+    text = text.replace("timeout_s = 60\n", "timeout_s = 60\ngpus = 1\n", 1)
+    path = tmp_path / "search.toml"
+    path.write_text(text)
+    db = tmp_path / "t.db"
+    log = tmp_path / "trials.jsonl"
+    argv = [sys.executable, "-m", "servegate", "tune", str(path), "--db", str(db)]
+    argv += ["--max-trials", "4", "--events-file", str(log), "--ray", cluster.address]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=480, check=False,
+                          cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "2 fit a server" in done.stderr, done.stderr[-3000:]
+    assert wait_none_left() == []
+    events = _events(log)
+    assert sorted(int(str(t["trial"])) for t in events) == [0, 1, 2, 3, 4], events
+    with Store.open(db) as store:
+        info = store.find_campaign("tune-sim")
+        assert info is not None
+        attempts = [a for a in store.attempts(info.id) if a.variant != "baseline"]
+    ended = Counter(a.variant for a in attempts if str(a.status) in ("done", "crash", "timeout"))
+    assert ended and max(ended.values()) == 1, ended
+    # the gate's READY and the stop bound each server's time up; a pair overlaps in it
+    spans = sorted(
+        (_at(a.started_at), _at(a.ended_at), a.node)
+        for a in attempts
+        if a.ended_at is not None and str(a.status) == "done"
+    )
+    overlapping = [
+        (x, y) for i, x in enumerate(spans) for y in spans[i + 1 :] if y[0] < x[1] and x[2] != y[2]
+    ]
+    assert overlapping, spans

@@ -833,9 +833,10 @@ def _placed(
     if len(models) <= 1:
         return [(groups[i], round_, models[0] if models else None) for i in order]
     base = next(
-        i for i, g in enumerate(groups) if any(v.name == campaign.baseline for v in g.variants)
-    )
-    taken = dict.fromkeys(models, 1)  # the baseline's start on each
+        (i for i, g in enumerate(groups) if any(v.name == campaign.baseline for v in g.variants)),
+        None,
+    )  # None: the baseline is not run (a search's trials, added to the campaign later)
+    taken = dict.fromkeys(models, 1 if base is not None else 0)  # the baseline's start on each
     model_of: dict[int, str | None] = {}
     for index in (i for i in range(len(groups)) if i != base):
         model = min(models, key=lambda m: ((taken[m] + 1) / capacity[m], models.index(m)))

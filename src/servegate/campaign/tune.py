@@ -41,7 +41,7 @@ from typing import Any, Protocol
 from servegate.campaign.config import Campaign
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.progress import CampaignProgress
-from servegate.campaign.rounds import RunOptions, run_campaign
+from servegate.campaign.rounds import RunOptions, StartPool, run_campaign
 from servegate.errors import ConfigError, UsageError
 from servegate.report.compare import TUNE_RUNG
 from servegate.store import Store
@@ -194,6 +194,7 @@ class TuneOptions:
     finalists: int = 0  # the best N trials restarted with the baseline at the end
     finalist_starts: int = 3  # fresh starts each, interleaved in seeded rounds
     sampler: str | None = None  # one of SAMPLERS, in place of [search] sampler
+    ray: str | None = None  # a Ray cluster's address, in place of [cluster] ray
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -634,6 +635,7 @@ def run_tune(
     data, space, text = load_search(path)
     base = _campaign_of(data, text, path, None)
     progress = progress or CampaignProgress()
+    # the sampler is checked before the store is touched: a bad name creates nothing
     search = Search(optuna, space, options, campaign=base.name, gpus=max(base.gpus, 1))
     with Store.open(db) as store:
         info = store.find_campaign(base.name)
@@ -643,36 +645,63 @@ def run_tune(
             f"campaign {base.name!r} already has trials in {db}; continue with --resume, or "
             "rename [campaign] name for a new search."
         )
-    for earlier in stored:
-        search.restore(earlier)
-    with Interrupts(notify=progress.notice) as interrupts:
-        try:
-            outcome = _trials(
-                search,
-                data=data,
-                text=text,
-                path=path,
-                db=db,
-                interrupts=interrupts,
-                progress=progress,
-                on_trial=on_trial,
+    address = options.ray or base.ray
+    cluster: StartPool | None = None
+    if address is not None:  # joined once for every trial; its servers are the slots
+        from servegate.campaign.cluster import connect
+
+        cluster = connect(address, base)
+        progress.info(cluster.describe())
+        if len(cluster.models) > 1:
+            models = ", ".join(m or "no GPU model" for m in cluster.models)
+            cluster.close()
+            raise UsageError(
+                f"servegate tune compares trials measured on one GPU model, and the cluster "
+                f"at {address} fits a server on {models}; pin one with [server] resources = "
+                '{ "accelerator_type:MODEL" = 0.001 }.'
             )
-            if outcome.signum is not None or options.finalists <= 0:
-                return outcome
-            return _finalists(
-                outcome,
-                space,
-                data=data,
-                text=text,
-                path=path,
-                db=db,
-                options=options,
-                progress=progress,
-                interrupts=interrupts,
+    try:
+        slots = 1 if cluster is None else max(1, sum(cluster.capacity.values()))
+        if slots > 1:
+            search = Search(
+                optuna, space, options, campaign=base.name, gpus=max(base.gpus, 1), parallel=slots
             )
-        except Interrupted as exc:  # between two starts: nothing was in flight
-            search.abandon()
-            return search.outcome(signum=exc.signum)
+        for earlier in stored:
+            search.restore(earlier)
+        with Interrupts(notify=progress.notice) as interrupts:
+            try:
+                outcome = _trials(
+                    search,
+                    data=data,
+                    text=text,
+                    path=path,
+                    db=db,
+                    interrupts=interrupts,
+                    progress=progress,
+                    on_trial=on_trial,
+                    cluster=cluster,
+                    slots=slots,
+                )
+                if outcome.signum is not None or options.finalists <= 0:
+                    return outcome
+                return _finalists(
+                    outcome,
+                    space,
+                    data=data,
+                    text=text,
+                    path=path,
+                    db=db,
+                    options=options,
+                    progress=progress,
+                    interrupts=interrupts,
+                    cluster=cluster,
+                )
+            except Interrupted as exc:  # between two starts: nothing was in flight
+                search.abandon()
+                return search.outcome(signum=exc.signum)
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 def _finalists(
@@ -686,6 +715,7 @@ def _finalists(
     options: TuneOptions,
     progress: CampaignProgress,
     interrupts: Interrupts,
+    cluster: StartPool | None = None,
 ) -> TuneOutcome:
     """The best ``options.finalists`` trials and the baseline, each started
     ``finalist_starts`` more times in seeded interleaved rounds; their objective over
@@ -710,7 +740,12 @@ def _finalists(
     )
     with Store.open(db) as store:
         ran = run_campaign(
-            campaign, store, options=run_options, progress=progress, interrupts=interrupts
+            campaign,
+            store,
+            options=run_options,
+            progress=progress,
+            interrupts=interrupts,
+            cluster=cluster,
         )
         if ran.signum is not None:
             return dataclasses.replace(outcome, signum=ran.signum)
@@ -841,18 +876,34 @@ def _trials(
     interrupts: Interrupts,
     progress: CampaignProgress,
     on_trial: Callable[[Trial, TuneOutcome], None] | None,
+    cluster: StartPool | None = None,
+    slots: int = 1,
 ) -> TuneOutcome:
-    """Trial after trial until the budget is spent or a signal stops the run."""
-    space, options = search.space, search.options
+    """Trials until the budget is spent or a signal stops the run.
+
+    One at a time; on a Ray cluster (``cluster``) up to ``slots`` at once: that many
+    proposals are asked together (TPE's constant liar keeps them apart), started as one
+    round of the campaign, each on its own node or GPU set, and each told to the study
+    when the round has ended. The baseline runs alone, first. With [search.fidelity] the
+    batch's short rungs run as one round, then the promoted trials' full measurements."""
+    space = search.space
     base = _campaign_of(data, text, path, None)
 
-    def start(run_name: str, variant: dict[str, Any] | None, tables: dict[str, Any]) -> int | None:
-        """One variant run as a one-variant campaign into the store; the signal, if any."""
-        campaign = _campaign_of(tables, text, path, variant).only([run_name])
-        run_options = RunOptions(resume=True, log_dir=options.log_dir)
+    def start(
+        tables: dict[str, Any], variants: list[dict[str, Any]], names: list[str]
+    ) -> int | None:
+        """The variants ``names`` (the file's, or trials' added as ``variants``) run as one
+        campaign into the store, at once where the pool allows; the signal, if any."""
+        campaign = _campaign_of_many(tables, text, path, variants).only(names)
+        run_options = RunOptions(resume=True, log_dir=search.options.log_dir)
         with Store.open(db) as store:
             ran = run_campaign(
-                campaign, store, options=run_options, progress=progress, interrupts=interrupts
+                campaign,
+                store,
+                options=run_options,
+                progress=progress,
+                interrupts=interrupts,
+                cluster=cluster,
             )
         return ran.signum
 
@@ -861,50 +912,97 @@ def _trials(
             info = store.find_campaign(base.name)
             return None if info is None else _read_trial(store, info.id, space, base, name)
 
-    while (why := search.spent_why()) is None:
-        values = search.next_values()
-        name = base.baseline if values is None else space.name_of(values)
-        found = search.without_start(name, values or {})
-        if found is None:
-            variant = None if values is None else _trial_variant(space, values)
-            full = True
-            if space.fidelity is not None and variant is not None:
-                # the short rung first (NAME~rung1); the full measurement only if promoted
-                short = {**variant, "name": name + RUNG}
-                signum = start(name + RUNG, short, _rung_data(data, space.fidelity))
-                if signum is not None:
-                    search.abandon()
-                    return search.outcome(signum=signum)
-                found = read(name)
-                full = found is not None and found.state == "rung"
-                if full and found is not None and found.rung_value is not None:
-                    if search.promotes(found.rung_value):
-                        progress.info(
-                            f"{name}: {found.rung_value:g} at rung 1 of 2, promoted to the "
-                            "full measurement"
-                        )
-                    else:
-                        found, full = search.pruned(found), False
-            if full:
-                signum = start(name, variant, data)
-                if signum is not None:
-                    search.abandon()
-                    return search.outcome(signum=signum)
-                found = read(name)
-            if found is None or found.state in ("in-flight", "rung"):
-                found = Trial(
-                    number=0,
-                    name=name,
-                    values=values or {},
-                    state="infeasible",
-                    value=None,
-                    kind="unmeasured",
-                    cause="nothing was measured",
-                )
-        trial = search.record(found)
+    def told(trial: Trial, asked: Any) -> None:
+        trial = search.record(trial, asked=asked)
         if on_trial is not None:
             on_trial(trial, search.outcome())
+
+    def ended(name: str, values: dict[str, Any], found: Trial | None) -> Trial:
+        if found is not None and found.state not in ("in-flight", "rung"):
+            return found
+        return Trial(
+            number=0,
+            name=name,
+            values=values,
+            state="infeasible",
+            value=None,
+            kind="unmeasured",
+            cause="nothing was measured",
+        )
+
+    def stopped(signum: int, batch: list[Batched]) -> TuneOutcome:
+        """Interrupted: the batch's trials that ended are told, the rest abandoned (the
+        next --resume proposes them first and measures what they lack)."""
+        for asked, name, _values in batch:
+            found = read(name)
+            if found is not None and found.state in ("feasible", "infeasible"):
+                told(found, asked)
+            else:
+                search.abandon(asked)
+        return search.outcome(signum=signum)
+
+    while (why := search.spent_why()) is None:
+        batch: list[Batched] = []  # (proposal, name, values): each needs a start
+        while len(batch) < slots and search.spent_why(planned=len(batch)) is None:
+            values = search.next_values()
+            asked = search.hold()
+            if values is None:  # the baseline (trial 0), alone
+                batch.append((None, base.baseline, {}))
+                break
+            name = space.name_of(values)
+            if any(name == n for _, n, _ in batch):  # proposed twice in one batch
+                search.abandon(asked)
+                break
+            found = search.without_start(name, values, asked=asked)
+            if found is not None:
+                told(found, asked)
+                continue
+            batch.append((asked, name, values))
+        if not batch:
+            continue
+        rungs: dict[str, Trial | None] = {}  # a trial that ended at its short rung
+        full = batch
+        trials = [b for b in batch if b[0] is not None]
+        if space.fidelity is not None and trials:
+            # the short rungs first (NAME~rung1); the full measurement only if promoted
+            short = [{**_trial_variant(space, v), "name": n + RUNG} for _, n, v in trials]
+            signum = start(
+                _rung_data(data, space.fidelity), short, [n + RUNG for _, n, _ in trials]
+            )
+            if signum is not None:
+                return stopped(signum, batch)
+            full = [b for b in batch if b[0] is None]
+            before: list[float] = []  # the rung values earlier in this batch
+            for item in trials:
+                name = item[1]
+                found = read(name)
+                if found is None or found.state != "rung" or found.rung_value is None:
+                    rungs[name] = found  # crashed, timed out or unmeasured at the rung
+                    continue
+                if search.promotes(found.rung_value, also=before):
+                    progress.info(
+                        f"{name}: {found.rung_value:g} at rung 1 of 2, promoted to the "
+                        "full measurement"
+                    )
+                    full.append(item)
+                else:
+                    rungs[name] = search.pruned(found)
+                before.append(found.rung_value)
+        if full:
+            variants = [_trial_variant(space, v) for a, _, v in full if a is not None]
+            signum = start(data, variants, [n for _, n, _ in full])
+            if signum is not None:
+                return stopped(signum, batch)
+        for asked, name, values in batch:
+            found = rungs[name] if name in rungs else read(name)
+            told(ended(name, values, found), asked)
     return search.outcome(stopped_by=why)
+
+
+Batched = tuple[Any, str, dict[str, Any]]  # a proposal (None: the baseline), name, values
+
+
+_CURRENT: Any = object()  # a Search method's ``asked`` left out: the proposal just asked
 
 
 class Search:
@@ -919,13 +1017,21 @@ class Search:
     """
 
     def __init__(
-        self, optuna: Any, space: SearchSpace, options: TuneOptions, *, campaign: str, gpus: int = 1
+        self,
+        optuna: Any,
+        space: SearchSpace,
+        options: TuneOptions,
+        *,
+        campaign: str,
+        gpus: int = 1,
+        parallel: int = 1,
     ) -> None:
         self.optuna = optuna
         self.space = space
         self.options = options
         self.campaign = campaign
         self.gpus = gpus
+        self.parallel = parallel  # trials in flight at once (a Ray cluster's servers)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.study = optuna.create_study(direction="maximize", sampler=self._sampler())
         self.trials: list[Trial] = []
@@ -972,6 +1078,8 @@ class Search:
                 n_startup_trials=STARTUP_TRIALS,
                 multivariate=True,
                 group=True,
+                # trials in flight count as the worst so far: no two proposed alike at once
+                constant_liar=self.parallel > 1,
             )
 
     def _distributions(self, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -1020,10 +1128,11 @@ class Search:
     def gpu_hours(self) -> float:
         return sum(t.cost_s for t in self.trials) / 3600.0 * self.gpus
 
-    def spent_why(self) -> str | None:
-        """Why the budget is spent, or None while trials are left."""
+    def spent_why(self, *, planned: int = 0) -> str | None:
+        """Why the budget is spent, or None while trials are left; ``planned``: trials
+        proposed and not yet recorded (a batch about to start), counted as spent."""
         most = self.options.max_trials
-        if most is not None and len(self.done()) >= most:
+        if most is not None and len(self.done()) + planned >= most:
             return f"--max-trials {most} reached"
         hours = self.options.gpu_hours
         if hours is not None and self.gpu_hours() >= hours:
@@ -1032,7 +1141,7 @@ class Search:
         if hours is not None and costs:
             # no trial is begun that would end past the budget, judged by the median so far
             next_h = statistics.median(costs) / 3600.0 * self.gpus
-            if self.gpu_hours() + next_h > hours:
+            if self.gpu_hours() + (planned + 1) * next_h > hours:
                 return (
                     f"--gpu-hours {hours:g}: {self.gpu_hours():.4f} spent, and a trial costs "
                     f"about {next_h:.4f} (the median so far)"
@@ -1101,9 +1210,10 @@ class Search:
             return keys.index(started[-1])
         return next((i for i, key in enumerate(keys) if key in started), 0)
 
-    def promotes(self, rung_value: float) -> bool:
+    def promotes(self, rung_value: float, *, also: Sequence[float] = ()) -> bool:
         """Whether a trial's short rung promotes it to the full measurement (the rule of
-        ``Fidelity.promotes`` against the rung values of the trials before it)."""
+        ``Fidelity.promotes`` against the rung values of the trials before it, and
+        ``also``: those of the trials before it in its batch)."""
         if self.space.fidelity is None:
             return True
         earlier = [
@@ -1111,7 +1221,7 @@ class Search:
             for t in self.trials
             if t.rung_value is not None and t.state in ("feasible", "pruned")
         ]
-        return self.space.fidelity.promotes(rung_value, earlier)
+        return self.space.fidelity.promotes(rung_value, [*earlier, *also])
 
     def pruned(self, trial: Trial) -> Trial:
         """The trial stopped after its short rung: no full measurement, its rung value kept."""
@@ -1131,9 +1241,17 @@ class Search:
             }
         )
 
-    def without_start(self, name: str, values: dict[str, Any]) -> Trial | None:
+    def hold(self) -> Any:
+        """The proposal just asked, taken out of the search's hands: a batch keeps each
+        of its own and passes it to ``without_start``, ``record`` or ``abandon``."""
+        asked, self.asked = self.asked, None
+        return asked
+
+    def without_start(
+        self, name: str, values: dict[str, Any], *, asked: Any = _CURRENT
+    ) -> Trial | None:
         """The trial when it needs no start: measured before, or memory-dominated."""
-        if self.asked is None:
+        if (self.asked if asked is _CURRENT else asked) is None:
             return None
         earlier = next((t for t in self.done() if t.name == name and t.state != "skipped"), None)
         if earlier is not None:
@@ -1164,34 +1282,38 @@ class Search:
             "while starting",
         )
 
-    def record(self, trial: Trial) -> Trial:
-        """Number the trial, tell the study, keep it."""
-        number = 0 if self.asked is None else len(self.done()) + 1
+    def record(self, trial: Trial, *, asked: Any = _CURRENT) -> Trial:
+        """Number the trial, tell the study, keep it (``asked``: the proposal it answers,
+        when held; else the one just asked)."""
+        if asked is _CURRENT:
+            asked, self.asked = self.asked, None
+        number = 0 if asked is None else len(self.done()) + 1
         trial = Trial(**{**_fields(trial), "number": number})
         pruned = trial.state in ("pruned", "reused") and trial.value is None
-        if self.asked is not None and pruned and trial.rung_value is not None:
+        if asked is not None and pruned and trial.rung_value is not None:
             # pruned (or a configuration pruned before): its rung value, as Optuna's pruners
             # leave a trial (TPE ranks a pruned trial by its last reported value)
-            self.asked.set_user_attr("constraint", 0.0)
-            self.asked.report(trial.rung_value, 1)
-            self.study.tell(self.asked, state=self.optuna.trial.TrialState.PRUNED)
-            self.asked = None
-        if self.asked is not None:
+            asked.set_user_attr("constraint", 0.0)
+            asked.report(trial.rung_value, 1)
+            self.study.tell(asked, state=self.optuna.trial.TrialState.PRUNED)
+            asked = None
+        if asked is not None:
             feasible = trial.value is not None and trial.state in ("feasible", "reused")
             if trial.state == "reused" and trial.value is None:
                 feasible = False
-            self.asked.set_user_attr("constraint", 0.0 if feasible else 1.0)
-            self.study.tell(self.asked, trial.value if feasible else 0.0)
-            self.asked = None
+            asked.set_user_attr("constraint", 0.0 if feasible else 1.0)
+            self.study.tell(asked, trial.value if feasible else 0.0)
         self.trials.append(trial)
         self.idle = self.idle + 1 if trial.state in ("reused", "skipped") else 0
         return trial
 
-    def abandon(self) -> None:
-        """The trial in flight when the run was interrupted: failed for the study."""
-        if self.asked is not None:
-            self.study.tell(self.asked, state=self.optuna.trial.TrialState.FAIL)
-            self.asked = None
+    def abandon(self, asked: Any = _CURRENT) -> None:
+        """A trial in flight when the run was interrupted (the one just asked, or a held
+        one): failed for the study."""
+        if asked is _CURRENT:
+            asked, self.asked = self.asked, None
+        if asked is not None:
+            self.study.tell(asked, state=self.optuna.trial.TrialState.FAIL)
 
     def outcome(self, *, signum: int | None = None, stopped_by: str = "") -> TuneOutcome:
         return TuneOutcome(

@@ -85,6 +85,14 @@ __all__ = ["tune"]
     "gp or nsga2 (docs/tune.md says how each treats crashes).",
 )
 @click.option(
+    "--ray",
+    "ray",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the trials on the Ray cluster at ADDRESS, as many at once as it has nodes (or "
+    "GPU sets) that fit a server; needs servegate[ray]. [default: the file's [cluster] ray]",
+)
+@click.option(
     "--seed",
     type=click.IntRange(min=0),
     default=0,
@@ -113,6 +121,7 @@ def tune(
     finalists: int,
     finalist_starts: int,
     sampler: str | None,
+    ray: str | None,
     seed: int,
     events: Path | None,
     as_json: bool,
@@ -159,6 +168,7 @@ def tune(
         resume=resume,
         seed=seed,
         sampler=sampler,
+        ray=ray,
         finalists=finalists,
         finalist_starts=finalist_starts,
     )
