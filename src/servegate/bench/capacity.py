@@ -13,10 +13,16 @@ bound by a request count, rate probes by time; each stops early at a certain fai
 
 From the probes, per target a monotone (isotonic: pool-adjacent-violators, weighted by
 requests) curve of the margin value / bound against load; the capacity is the load where
-the first of these curves crosses 1 (linear between the probes around the crossing),
-and its interval is the 2.5-97.5 % range of the same over 200 bootstrap resamples of
-every probe's requests. The lowest load failing gives no value (``< lowest``); the top
-passing gives the top, censored (``>= top``).
+the first of these curves crosses 1 (linear between the probes around the crossing).
+Its interval comes from a 95 % band around each probe's margin: a percentile's band by
+order statistics (distribution-free: the ranks a binomial count of the requests puts
+around it), a mean's by Student's t, attainment's by Wilson's interval, each with the
+probe's *effective* number of requests (fewer than its count when requests sent close
+together resemble each other, as a queue makes them: the autocorrelation time of their
+ranks in send order). The interval's low end is where the band's upper edge crosses 1 (the load the
+probes say is met even at the band's worst), its high end where the lower edge does.
+The lowest load failing gives no value (``< lowest``); the top passing gives the top,
+censored (``>= top``).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from servegate.bench.result import PointResult
 from servegate.bench.settings import BenchSettings
 from servegate.bench.slo import Target, request_value_ms
 
-BOOTSTRAP = 200
+LEVEL = 0.95  # the band around each probe's margin, and so the capacity's interval
 MARGIN_CAP = 10.0  # a margin beyond this (a failed request, an early stop) fits as this
 CLIFF_DROP = 0.10  # output throughput this far below a lower load's: a cliff
 SATURATED = 0.90  # achieved below this share of the offered rate: saturated
@@ -344,10 +350,9 @@ def fit_capacity(
     targets: Sequence[Target],
     criterion: float | None,
     search: Search,
-    *,
-    seed: int = 0,
 ) -> Capacity:
-    """The capacity from the probes: the isotonic fit's crossing and its bootstrap interval."""
+    """The capacity from the probes: the isotonic fit's crossing and its interval from the
+    probes' 95 % bands."""
     from servegate.bench.slo import slo_text
 
     # rate probes sit at the rate their schedule really held, not the nominal one
@@ -370,19 +375,17 @@ def fit_capacity(
     if not ordered:
         return Capacity(value=None, low=None, high=None, below_lowest=False, censored=False,
                         limiting=None, **common)  # fmt: skip
-    value, limiting = _crossing(loads, [(name, m) for name, m, _ in curves], weights)
-    rng = np.random.default_rng(seed)
-    draws: list[float] = []
-    for _ in range(BOOTSTRAP):
-        resampled = [(name, boot(rng)) for name, _, boot in curves]
-        draw, _ = _crossing(loads, resampled, weights)
-        draws.append(loads[0] * 0.5 if draw is None else draw)
+    value, limiting = _crossing(loads, [(c.name, c.margins) for c in curves], weights)
+    # the band's upper edge crosses first (the low end), its lower edge last (the high end)
+    worst, _ = _crossing(loads, [(c.name, c.upper) for c in curves], weights)
+    best, _ = _crossing(loads, [(c.name, c.lower) for c in curves], weights)
     top = float(loads[-1])
     below = value is None
     censored = value is not None and value >= top
     low = high = None
     if value is not None:
-        low, high = (float(x) for x in np.percentile(draws, [2.5, 97.5]))
+        low = min(value, loads[0] * 0.5 if worst is None else worst)
+        high = max(value, top if best is None else best)
         if options.over == "concurrency":
             value, low, high = (
                 float(math.floor(value)),
@@ -397,66 +400,153 @@ def fit_capacity(
                     limiting=limiting, **common)  # fmt: skip
 
 
-Curve = tuple[str, np.ndarray, Callable[[np.random.Generator], np.ndarray]]
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """One target's margins (value / bound) at each probe, with their 95 % band."""
+
+    name: str
+    margins: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
 
 
 def _curves(
     probes: Sequence[Probe], targets: Sequence[Target], criterion: float | None
 ) -> list[Curve]:
-    """Per target (or for the attainment criterion): the margins at each probe, and a
-    function drawing them again from resampled requests."""
+    """Per target (or for the attainment criterion): the margins at each probe and their
+    bands. An early-stopped probe stays a failure (its margin above 1) in the whole band."""
+    stopped = [p.stopped_early for p in probes]
     if criterion is not None:
-        attained = [_attained_all(p, targets) for p in probes]
         need = max(1e-9, 1.0 - criterion)
-
-        def margin_att(values: np.ndarray) -> float:
-            return (
-                float(min(MARGIN_CAP, (1.0 - values.mean()) / need)) if values.size else MARGIN_CAP
-            )
-
-        fixed = [MARGIN_CAP if p.stopped_early else None for p in probes]
-        base = np.array(
-            [f if f is not None else margin_att(a) for f, a in zip(fixed, attained, strict=True)]
-        )
-        # an early-stopped probe stays a failure (its margin above 1) in every draw
-
-        def boot_att(rng: np.random.Generator) -> np.ndarray:
-            out = []
-            for f, a in zip(fixed, attained, strict=True):
-                if f is not None or not a.size:
-                    out.append(MARGIN_CAP if f is None else f)
-                else:
-                    out.append(margin_att(a[rng.integers(0, a.size, a.size)]))
-            return np.array(out)
-
-        return [(f"attainment>={criterion:g}", base, boot_att)]
+        rows = []
+        for p, stop in zip(probes, stopped, strict=True):
+            attained = _attained_all(p, targets)
+            if stop or not attained.size:
+                rows.append((MARGIN_CAP, MARGIN_CAP, MARGIN_CAP))
+                continue
+            n = _effective(attained, p)
+            got, low, high = _wilson(float(attained.mean()), n)
+            # fewer attained: a larger margin; the band's edges swap
+            rows.append(tuple(min(MARGIN_CAP, (1.0 - a) / need) for a in (got, high, low)))
+        return [_curve(f"attainment>={criterion:g}", rows)]
     curves: list[Curve] = []
     for target in targets:
-        per = [_values(p, target) for p in probes]
-        stopped = [p.stopped_early for p in probes]
-
-        def margin(values: list[np.ndarray], stop: bool, t: Target = target) -> float:
-            m = _statistic(values, t) / t.bound_ms
-            if stop:
-                m = max(m, 1.0 + 1e-6)
-            return float(min(MARGIN_CAP, m)) if not math.isnan(m) else MARGIN_CAP
-
-        base = np.array([margin(v, s) for v, s in zip(per, stopped, strict=True)])
-
-        def boot(
-            rng: np.random.Generator,
-            per: list[list[np.ndarray]] = per,
-            stopped: list[bool] = stopped,
-            margin: Callable[[list[np.ndarray], bool], float] = margin,
-        ) -> np.ndarray:
-            out = []
-            for values, stop in zip(per, stopped, strict=True):
-                pick = rng.integers(0, len(values), len(values)) if values else np.empty(0, int)
-                out.append(margin([values[int(i)] for i in pick], stop))
-            return np.array(out)
-
-        curves.append((target.text, base, boot))
+        rows = []
+        for p, stop in zip(probes, stopped, strict=True):
+            values = _values(p, target)
+            band = _band(values, target, p)
+            floor = 1.0 + 1e-6 if stop else 0.0
+            rows.append(
+                tuple(
+                    MARGIN_CAP
+                    if math.isnan(v)
+                    else min(MARGIN_CAP, max(floor, v / target.bound_ms))
+                    for v in band
+                )
+            )
+        curves.append(_curve(target.text, rows))
     return curves
+
+
+def _curve(name: str, rows: Sequence[tuple[float, ...]]) -> Curve:
+    table = np.array(rows, dtype=float).reshape(-1, 3)
+    return Curve(name=name, margins=table[:, 0], lower=table[:, 1], upper=table[:, 2])
+
+
+def _band(values: list[np.ndarray], target: Target, probe: Probe) -> tuple[float, float, float]:
+    """The target's statistic over the probe's requests and its 95 % band (ms)."""
+    pooled = np.concatenate(values) if values else np.empty(0)
+    if pooled.size == 0:
+        return math.nan, math.nan, math.nan
+    per_request = np.array([v.max() if v.size else np.nan for v in values])
+    n = _effective(per_request, probe)
+    if target.percentile is None:  # the mean: Student's t with the effective count
+        from servegate.report.hierarchy import t_quantile
+
+        mean = float(pooled.mean())
+        if pooled.size < 2 or not np.isfinite(pooled).all():
+            return mean, mean, mean
+        half = t_quantile(0.5 + LEVEL / 2, max(1, round(n) - 1)) * float(pooled.std(ddof=1))
+        half /= math.sqrt(max(n, 1.0))
+        return mean, mean - half, mean + half
+    q = target.percentile / 100.0
+    low_q, high_q = _quantile_band(q, n)
+    point = float(np.percentile(pooled, target.percentile))
+    low = float(np.percentile(pooled, 100.0 * low_q))
+    high = float(np.percentile(pooled, 100.0 * high_q))
+    return point, min(point, low), max(point, high)
+
+
+def _quantile_band(q: float, n: float) -> tuple[float, float]:
+    """The levels of the order statistics around the q-quantile of n requests that hold
+    it with 95 % (the binomial count of requests below it, its 2.5 and 97.5 % points,
+    each moved half a request out); beyond the data, 0 or 1."""
+    size = max(1, round(n))
+    tail = (1.0 - LEVEL) / 2
+    below = _binomial_ppf(tail, size, q)
+    above = _binomial_ppf(1.0 - tail, size, q)
+    return max(0.0, (below - 0.5) / size), min(1.0, (above + 0.5) / size)
+
+
+def _binomial_ppf(level: float, n: int, p: float) -> int:
+    """The smallest k with P(Binomial(n, p) <= k) >= level."""
+    if p <= 0.0:
+        return 0
+    if p >= 1.0:
+        return n
+    log_p, log_q = math.log(p), math.log1p(-p)
+    total = 0.0
+    for k in range(n + 1):
+        total += math.exp(
+            math.lgamma(n + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(n - k + 1)
+            + k * log_p
+            + (n - k) * log_q
+        )
+        if total >= level:
+            return k
+    return n
+
+
+def _wilson(share: float, n: float) -> tuple[float, float, float]:
+    """A share and its 95 % Wilson interval with n (effective) trials."""
+    z = 1.959963984540054
+    n = max(n, 1.0)
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return share, max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _effective(per_request: np.ndarray, probe: Probe) -> float:
+    """The probe's effective number of requests: its count over the autocorrelation time
+    of their ranks in send order (1 + 2 x the autocorrelations summed over Geyer's
+    initial positive sequence), so that requests sent close together and alike, as a
+    queue makes them, count for less; never more than the count."""
+    samples = probe.result.samples
+    n = per_request.size
+    if n != len(samples) or n < 16:
+        return float(n)
+    order = np.argsort([s.send_s for s in samples], kind="stable")
+    values = per_request[order]
+    values = np.where(np.isnan(values), -np.inf, values)  # no value: lowest, kept in place
+    ranks = np.argsort(np.argsort(values, kind="stable"), kind="stable").astype(float)
+    ranks -= ranks.mean()
+    size = 1 << (2 * n - 1).bit_length()
+    spectrum = np.fft.rfft(ranks, size)
+    acov = np.fft.irfft(spectrum * np.conj(spectrum), size)[:n]
+    if acov[0] <= 0.0:
+        return float(n)
+    rho = acov / acov[0]
+    tau, last = 1.0, math.inf
+    for m in range((n - 1) // 2):
+        pair = float(rho[2 * m + 1] + rho[2 * m + 2]) if 2 * m + 2 < n else float(rho[2 * m + 1])
+        if pair <= 0.0:
+            break
+        pair = min(pair, last)  # the sequence of pairs kept non-increasing
+        tau += 2.0 * pair
+        last = pair
+    return max(2.0, n / max(1.0, tau))
 
 
 BIG = 1e12  # a failed request's value: beyond every bound, finite for numpy
@@ -475,14 +565,6 @@ def _values(probe: Probe, target: Target) -> list[np.ndarray]:
             v = request_value_ms(s, target.metric)
             out.append(np.empty(0) if v is None else np.array([min(v, BIG)]))
     return out
-
-
-def _statistic(values: list[np.ndarray], target: Target) -> float:
-    pooled = np.concatenate(values) if values else np.empty(0)
-    if pooled.size == 0:
-        return math.nan
-    pct = target.percentile
-    return float(pooled.mean() if pct is None else np.percentile(pooled, pct))
 
 
 def _attained_all(probe: Probe, targets: Sequence[Target]) -> np.ndarray:
