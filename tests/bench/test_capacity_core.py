@@ -97,7 +97,7 @@ def test_the_capacity_interval_covers_the_truth_about_95_in_100(slo: str, rho: f
     z90 = 1.2815515655446004
     # mean: 100 + 10 L = 290 at L = 19; p90: (100 + 10 L)(1 + 0.25 z90) = 400
     truth = 19.0 if "mean" in slo else (400 / (1 + 0.25 * z90) - 100) / 10
-    covered = 0
+    covered, widths = 0, []
     for seed in range(100):
         rng = np.random.default_rng(seed)
         probes = []
@@ -111,4 +111,29 @@ def test_the_capacity_interval_covers_the_truth_about_95_in_100(slo: str, rho: f
         found = fit_capacity(probes, search.options, targets, None, search)
         assert found.low is not None and found.high is not None
         covered += found.low <= truth <= found.high
+        widths.append(found.high - found.low)
     assert covered >= 90, covered
+    # and narrow enough to say something: a few probes' spacing, not the whole range
+    assert float(np.median(widths)) < (12.0 if rho else 4.0), np.median(widths)
+
+
+def test_a_p99_of_too_few_requests_leaves_the_low_end_at_0_and_says_why() -> None:
+    """200 requests a probe cannot bound a p99 from above at 95 % (368 can): the interval
+    reaches 0 and the note names the target and the count that would bound it."""
+    rng = np.random.default_rng(0)
+    search = Search(SearchOptions(over="rate", low=4, high=32))
+    probes = [
+        _probe(load, (100 + 10 * load) * (1 + 0.25 * rng.standard_normal(200)), n)
+        for n, load in enumerate([4.0, 8.0, 16.0, 24.0, 32.0], 1)
+    ]
+    found = fit_capacity(probes, search.options, parse_slo("e2el_p99<=450ms"), None, search)
+    assert found.value is not None and 16 < found.value < 24
+    assert found.low == 0.0
+    assert found.note is not None
+    assert "e2el_p99<=450ms" in found.note and "368 or more" in found.note, found.note
+    more = [
+        _probe(load, (100 + 10 * load) * (1 + 0.25 * rng.standard_normal(800)), n)
+        for n, load in enumerate([4.0, 8.0, 16.0, 24.0, 32.0], 1)
+    ]
+    bounded = fit_capacity(more, search.options, parse_slo("e2el_p99<=450ms"), None, search)
+    assert bounded.low is not None and bounded.low > 0.0 and bounded.note is None

@@ -113,7 +113,7 @@ class Capacity:
 
     over: Over
     value: float | None  # None: even the lowest load failed
-    low: float | None  # the bootstrap interval's ends
+    low: float | None  # the interval's ends (95 %, from the probes' bands)
     high: float | None
     below_lowest: bool  # the lowest load probed failed: capacity < lowest
     censored: bool  # the top load passed: capacity >= top
@@ -124,6 +124,7 @@ class Capacity:
     limiting: str | None  # the target whose curve crosses first
     slo: str
     criterion: float | None
+    note: str | None = None  # why the interval's low end reaches 0, when it does
 
     @property
     def words(self) -> str:
@@ -156,6 +157,7 @@ class Capacity:
             "words": self.words,
             "bracket": {"passes": self.bracket[0], "fails": self.bracket[1]},
             "limiting_target": self.limiting,
+            "interval_note": self.note,
             "cliff": self.cliff,
             "saturated": None if self.saturated is None else {"load": self.saturated},
             "probes": [p.to_json() for p in self.probes],
@@ -383,9 +385,12 @@ def fit_capacity(
     below = value is None
     censored = value is not None and value >= top
     low = high = None
+    note = None
     if value is not None:
-        low = min(value, loads[0] * 0.5 if worst is None else worst)
+        low = min(value, 0.0 if worst is None else worst)
         high = max(value, top if best is None else best)
+        if worst is None:
+            note = next((c.unbounded for c in curves if c.unbounded), None)
         if options.over == "concurrency":
             value, low, high = (
                 float(math.floor(value)),
@@ -397,7 +402,7 @@ def fit_capacity(
         if censored:  # the top probe passed: the answer is its load, as asked
             value = float(max(p.load for p in probes))
     return Capacity(value=value, low=low, high=high, below_lowest=below, censored=censored,
-                    limiting=limiting, **common)  # fmt: skip
+                    limiting=limiting, note=note, **common)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,49 +413,68 @@ class Curve:
     margins: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
+    unbounded: str | None = None  # a passing probe's band had no upper edge: why
 
 
 def _curves(
     probes: Sequence[Probe], targets: Sequence[Target], criterion: float | None
 ) -> list[Curve]:
     """Per target (or for the attainment criterion): the margins at each probe and their
-    bands. An early-stopped probe stays a failure (its margin above 1) in the whole band."""
+    bands. An early-stopped probe stays a failure (its margin and the band's upper edge
+    above 1); its lower edge comes from the requests it measured before it stopped."""
     stopped = [p.stopped_early for p in probes]
     if criterion is not None:
         need = max(1e-9, 1.0 - criterion)
         rows = []
         for p, stop in zip(probes, stopped, strict=True):
             attained = _attained_all(p, targets)
-            if stop or not attained.size:
+            if not attained.size:
                 rows.append((MARGIN_CAP, MARGIN_CAP, MARGIN_CAP))
                 continue
             n = _effective(attained, p)
             got, low, high = _wilson(float(attained.mean()), n)
             # fewer attained: a larger margin; the band's edges swap
-            rows.append(tuple(min(MARGIN_CAP, (1.0 - a) / need) for a in (got, high, low)))
+            margin, lower, upper = (min(MARGIN_CAP, (1.0 - a) / need) for a in (got, high, low))
+            if stop:
+                margin, upper = max(margin, 1.0 + 1e-6), max(upper, 1.0 + 1e-6)
+            rows.append((margin, lower, upper))
         return [_curve(f"attainment>={criterion:g}", rows)]
     curves: list[Curve] = []
     for target in targets:
         rows = []
+        unbounded: str | None = None
         for p, stop in zip(probes, stopped, strict=True):
             values = _values(p, target)
             band = _band(values, target, p)
-            floor = 1.0 + 1e-6 if stop else 0.0
-            rows.append(
-                tuple(
-                    MARGIN_CAP
-                    if math.isnan(v)
-                    else min(MARGIN_CAP, max(floor, v / target.bound_ms))
-                    for v in band
-                )
+            margin, lower, upper = (
+                MARGIN_CAP if math.isnan(v) else min(MARGIN_CAP, v / target.bound_ms) for v in band
             )
-        curves.append(_curve(target.text, rows))
+            if stop:
+                margin, upper = max(margin, 1.0 + 1e-6), max(upper, 1.0 + 1e-6)
+            elif margin <= 1.0 and math.isinf(band[2]) and target.percentile is not None:
+                unbounded = unbounded or _unbounded_why(target, len(values))
+            rows.append((margin, lower, upper))
+        curves.append(_curve(target.text, rows, unbounded))
     return curves
 
 
-def _curve(name: str, rows: Sequence[tuple[float, ...]]) -> Curve:
+def _curve(name: str, rows: Sequence[tuple[float, ...]], unbounded: str | None = None) -> Curve:
     table = np.array(rows, dtype=float).reshape(-1, 3)
-    return Curve(name=name, margins=table[:, 0], lower=table[:, 1], upper=table[:, 2])
+    return Curve(
+        name=name, margins=table[:, 0], lower=table[:, 1], upper=table[:, 2], unbounded=unbounded
+    )
+
+
+def _unbounded_why(target: Target, requests: int) -> str:
+    """Why a passing probe's percentile has no upper bound, and what gives it one."""
+    q = (target.percentile or 0.0) / 100.0
+    need = math.ceil(math.log((1.0 - LEVEL) / 2) / math.log(q)) if 0.0 < q < 1.0 else 0
+    return (
+        f"{target.text}: a passing probe of {requests} requests (fewer still counted as "
+        f"independent when alike in send order) does not bound the p{target.percentile:g} "
+        f"from above at 95 % (that needs {need} or more), so the interval's low end reaches "
+        "0; raise --requests (rate probes: --duration) to narrow it"
+    )
 
 
 def _band(values: list[np.ndarray], target: Target, probe: Probe) -> tuple[float, float, float]:
@@ -469,23 +493,27 @@ def _band(values: list[np.ndarray], target: Target, probe: Probe) -> tuple[float
         half = t_quantile(0.5 + LEVEL / 2, max(1, round(n) - 1)) * float(pooled.std(ddof=1))
         half /= math.sqrt(max(n, 1.0))
         return mean, mean - half, mean + half
-    q = target.percentile / 100.0
-    low_q, high_q = _quantile_band(q, n)
+    low_q, high_q = _quantile_band(target.percentile / 100.0, n)
     point = float(np.percentile(pooled, target.percentile))
-    low = float(np.percentile(pooled, 100.0 * low_q))
-    high = float(np.percentile(pooled, 100.0 * high_q))
+    # beyond the data: no bound that way (0 ms below; above, a margin past every bound)
+    low = 0.0 if low_q is None else float(np.percentile(pooled, 100.0 * low_q))
+    high = math.inf if high_q is None else float(np.percentile(pooled, 100.0 * high_q))
     return point, min(point, low), max(point, high)
 
 
-def _quantile_band(q: float, n: float) -> tuple[float, float]:
-    """The levels of the order statistics around the q-quantile of n requests that hold
-    it with 95 % (the binomial count of requests below it, its 2.5 and 97.5 % points,
-    each moved half a request out); beyond the data, 0 or 1."""
-    size = max(1, round(n))
+def _quantile_band(q: float, n: float) -> tuple[float | None, float | None]:
+    """The levels (0..1, as numpy's linear percentile reads them) of the order statistics
+    X(l) <= the q-quantile <= X(u) of n requests with 95 %: l the binomial count's 2.5 %
+    point, u its 97.5 % point + 1. None where that order statistic lies beyond the data:
+    no bound that way (a p99 of fewer than 368 requests has no upper one)."""
+    size = max(2, round(n))
     tail = (1.0 - LEVEL) / 2
-    below = _binomial_ppf(tail, size, q)
-    above = _binomial_ppf(1.0 - tail, size, q)
-    return max(0.0, (below - 0.5) / size), min(1.0, (above + 0.5) / size)
+    lower = _binomial_ppf(tail, size, q)
+    upper = _binomial_ppf(1.0 - tail, size, q) + 1
+    return (
+        None if lower < 1 else (lower - 1) / (size - 1),
+        None if upper > size else (upper - 1) / (size - 1),
+    )
 
 
 def _binomial_ppf(level: float, n: int, p: float) -> int:

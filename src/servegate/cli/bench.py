@@ -731,6 +731,8 @@ def render_capacity(capacity: Capacity) -> str:
             f"  saturated from {capacity.saturated:g}: achieved rate below offered, or the "
             "queue growing"
         )
+    if capacity.note is not None:
+        lines.append(f"  interval: {capacity.note}")
     return "\n".join(lines)
 
 
