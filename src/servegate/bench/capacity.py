@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -485,12 +486,10 @@ def _band(values: list[np.ndarray], target: Target, probe: Probe) -> tuple[float
     per_request = np.array([v.max() if v.size else np.nan for v in values])
     n = _effective(per_request, probe)
     if target.percentile is None:  # the mean: Student's t with the effective count
-        from servegate.report.hierarchy import t_quantile
-
         mean = float(pooled.mean())
         if pooled.size < 2 or not np.isfinite(pooled).all():
             return mean, mean, mean
-        half = t_quantile(0.5 + LEVEL / 2, max(1, round(n) - 1)) * float(pooled.std(ddof=1))
+        half = _t_quantile(0.5 + LEVEL / 2, max(1, round(n) - 1)) * float(pooled.std(ddof=1))
         half /= math.sqrt(max(n, 1.0))
         return mean, mean - half, mean + half
     low_q, high_q = _quantile_band(target.percentile / 100.0, n)
@@ -499,6 +498,22 @@ def _band(values: list[np.ndarray], target: Target, probe: Probe) -> tuple[float
     low = 0.0 if low_q is None else float(np.percentile(pooled, 100.0 * low_q))
     high = math.inf if high_q is None else float(np.percentile(pooled, 100.0 * high_q))
     return point, min(point, low), max(point, high)
+
+
+def _t_quantile(p: float, df: int) -> float:
+    """Student's t p-quantile (0.5 < p < 1): exact for 1 and 2 degrees of freedom, else
+    the Cornish-Fisher expansion about the normal one (within 1 % from 3 on)."""
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    z = NormalDist().inv_cdf(p)
+    return (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
 
 
 def _quantile_band(q: float, n: float) -> tuple[float | None, float | None]:
