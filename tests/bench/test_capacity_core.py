@@ -137,3 +137,23 @@ def test_a_p99_of_too_few_requests_leaves_the_low_end_at_0_and_says_why() -> Non
     ]
     bounded = fit_capacity(more, search.options, parse_slo("e2el_p99<=450ms"), None, search)
     assert bounded.low is not None and bounded.low > 0.0 and bounded.note is None
+
+
+def test_a_rate_capacity_is_refined_by_every_probe_near_the_crossing() -> None:
+    """The margin is load / 42 (the capacity 42/s), each probe's mean read without noise
+    except the failing probe right above the crossing, read 4 % high: the two probes
+    around the crossing alone put it at 40.6; the line through the six probes within
+    15 % of it puts it within 1 % of 42. A concurrency search keeps the two probes'
+    crossing (its bisection ends at one user)."""
+    loads = [16.0, 32.0, 38.0, 40.0, 41.0, 43.0, 44.0, 46.0, 64.0]
+    read = {41.0: 41.0 / 42 * 1.04}
+    probes = [
+        _probe(load, np.full(200, 250.0 * read.get(load, load / 42)), n)
+        for n, load in enumerate(loads, 1)
+    ]
+    rate = Search(SearchOptions(over="rate", low=16, high=64))
+    found = fit_capacity(probes, rate.options, parse_slo("e2el_mean<=250ms"), None, rate)
+    assert found.value is not None and abs(found.value - 42.0) < 0.42, found.value
+    users = Search(SearchOptions(over="concurrency", low=16, high=64))
+    kept = fit_capacity(probes, users.options, parse_slo("e2el_mean<=250ms"), None, users)
+    assert kept.value == 40.0  # floor(40.6): the two probes around the crossing
