@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from servegate.errors import UsageError
-from servegate.report.check import parse_thresholds
+from servegate.report.check import _startup_call, parse_thresholds, startup_estimate
 
 PHASES = (
     "--phase dist_init=1.5 --phase load_weights={lw} --phase kv_cache=0 "
@@ -205,3 +205,15 @@ def test_max_regression_takes_the_startup_keys() -> None:
     }
     with pytest.raises(UsageError, match=r"unknown metric 'startup\.'"):
         parse_thresholds(["startup.=5%"])
+
+
+def test_one_start_a_side_needs_more_starts_even_with_a_phase_of_zero() -> None:
+    """A phase whose two log lines were read together lasts 0 ms; with one start a side
+    the comparison still needs more starts (the zero matters only to an interval), and
+    with two a side it is refused, never called."""
+    single = startup_estimate([0.0], [12.0], confidence=0.95)
+    assert single is not None and single.refused is None
+    assert _startup_call(single, 0.1) == "needs more starts"
+    two = startup_estimate([0.0, 10.0], [12.0, 11.0], confidence=0.95)
+    assert two is not None and two.refused == "a duration of zero has no ratio"
+    assert _startup_call(two, 0.1) not in ("regression", "needs more starts")

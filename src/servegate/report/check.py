@@ -939,10 +939,10 @@ def startup_estimate(
         starts_baseline=xa.size,
         starts_variant=xb.size,
     )
+    if xa.size < 2 or xb.size < 2:  # one start a side: more starts, whatever its value
+        return single
     if min(xa.min(), xb.min()) <= 0.0:
         return replace(single, refused="a duration of zero has no ratio")
-    if xa.size < 2 or xb.size < 2:
-        return single
     sides = []
     for x in (xa, xb):
         logs = np.log(x)
