@@ -47,8 +47,9 @@ OUT = Path(__file__).with_name("results") / "capacity_search.jsonl"
 INSTANCE_SD = 0.05
 SEARCH = {
     "concurrency": ["--find-max", "concurrency", "--concurrency", "4,128", "--requests", "100"],
-    "rate": ["--find-max", "rate", "--rate", "8", "--max-rate", "256", "--duration", "6"],
+    "rate": ["--find-max", "rate", "--rate", "8", "--max-rate", "256"],
 }
+RATE_DURATION = 6.0  # seconds of measured arrivals per rate probe (--duration)
 GRID_STEP = 0.02  # the dense grid's resolution for rate, as --precision
 
 
@@ -58,7 +59,9 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
-def one_run(seed: int, over: str, metric: str, curves: dict[str, object]) -> dict[str, object]:
+def one_run(
+    seed: int, over: str, metric: str, curves: dict[str, object], duration: float = RATE_DURATION
+) -> dict[str, object]:
     """One simulator start, one search, compared with that start's true capacity."""
     port = _port()
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,6 +85,7 @@ def one_run(seed: int, over: str, metric: str, curves: dict[str, object]) -> dic
             bench = subprocess.Popen(
                 [sys.executable, "-m", "servegate", "bench", "--url", f"http://127.0.0.1:{port}",
                  "--slo", f"{metric}<={bound:g}ms", *SEARCH[over], "--precision", "2%",
+                 *(["--duration", f"{duration:g}"] if over == "rate" else []),
                  "--input-len", "16", "--output-len", str(MODEL["output_len"]),
                  "--seed", str(seed), "--json-file", str(out), "-q"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -114,6 +118,7 @@ def one_run(seed: int, over: str, metric: str, curves: dict[str, object]) -> dic
         "seed": seed,
         "over": over,
         "slo": f"{metric}<={SLOS[over][metric]:g}ms",
+        **({"duration_s": duration} if over == "rate" else {}),
         "speed_factor": factor,
         "run_factor": run_factor,
         "truth": truth,
@@ -193,6 +198,9 @@ def main() -> None:
         "--slo", choices=["0", "1", "both"], default="both", help="the first, second or both SLOs"
     )
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--duration", type=float, default=RATE_DURATION, help="seconds a rate probe measures"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="runs side by side (a core each)")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in --out")
     parser.add_argument("--summary", action="store_true", help="only print the table of --out")
@@ -218,7 +226,7 @@ def main() -> None:
         lock = threading.Lock()
 
         def one(job: tuple[int, str, str]) -> None:
-            row = one_run(*job, curves)
+            row = one_run(*job, curves, args.duration)
             with lock:  # each run's row as it ends, whole lines only
                 rows.append(row)
                 with args.out.open("a") as f:

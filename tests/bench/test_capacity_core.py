@@ -157,3 +157,35 @@ def test_a_rate_capacity_is_refined_by_every_probe_near_the_crossing() -> None:
     users = Search(SearchOptions(over="concurrency", low=16, high=64))
     kept = fit_capacity(probes, users.options, parse_slo("e2el_mean<=250ms"), None, users)
     assert kept.value == 40.0  # floor(40.6): the two probes around the crossing
+
+
+def _arrival(index: int, at: float) -> RequestSample:
+    return RequestSample(
+        index=index, send_s=at, scheduled_s=at, chunks_s=(at + 0.01,), end_s=at + 0.02,
+        usage_output_tokens=1, usage_input_tokens=8, input_len=8, output_len=1,
+    )  # fmt: skip
+
+
+def test_a_rate_probe_that_ran_its_window_is_held_at_its_count_over_the_window() -> None:
+    """Poisson arrivals at 40/s over a 6 s window after a 1.5 s lead-in: the probe's rate
+    is the count of its arrivals over 6 s, whose mean over 4,000 windows is 40 within
+    0.1 %; (n - 1) / span, kept for a probe stopped early, reads about 1/n high."""
+    from servegate.bench.capacity import measure_probe
+
+    rng = np.random.default_rng(7)
+    counted: list[float] = []
+    spans: list[float] = []
+    for _ in range(4000):
+        times = np.sort(rng.uniform(1.5, 7.5, rng.poisson(40 * 6)))
+        samples = [_arrival(i, float(t)) for i, t in enumerate(times)]
+        for stopped, into in ((False, counted), (True, spans)):
+            result = SimpleNamespace(
+                samples=samples, completed=len(samples), failed=0, summary={"duration_s": 6.0},
+                slo=None, stopped_early=stopped, server_metrics=None,
+                settings=SimpleNamespace(open_loop=True),
+            )  # fmt: skip
+            probe = measure_probe(1, 40.0, cast(PointResult, result), 40.0, 6.0)
+            assert probe.offered_rate is not None
+            into.append(probe.offered_rate)
+    assert abs(np.mean(counted) / 40.0 - 1.0) < 0.001
+    assert np.mean(spans) / 40.0 - 1.0 > 0.002  # the span's estimate, about +0.4 %

@@ -582,7 +582,11 @@ class StartExecutor:
             if result is not None:
                 result = trimmed(result, options.lead_s if options.over == "rate" else 0.0)
                 probe = measure_probe(
-                    number, load, result, load if options.over == "rate" else None
+                    number,
+                    load,
+                    result,
+                    load if options.over == "rate" else None,
+                    options.duration_s if options.over == "rate" else None,
                 )
                 with self.interrupts.shielded():
                     self.sink.emit(
