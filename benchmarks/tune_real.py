@@ -24,7 +24,9 @@ true capacity, so measurement noise in the pick counts against it).
     python benchmarks/tune_real.py --phase summary --out DIR
 
 Each search (and each grid part) runs in its own folder with its own database and JIT
-cache; a phase run again continues what its databases hold (``--resume``).
+cache; a phase run again continues what its databases hold (``--resume``). The grid
+phase also writes ``grid.json`` (each configuration's capacity and the GPU-hours), which
+is all the search phase needs of it in a fresh folder.
 """
 
 from __future__ import annotations
@@ -195,7 +197,11 @@ def run_grid(out: Path, jobs: int) -> None:
 
 
 def grid_result(out: Path) -> dict[str, Any]:
-    """Every grid configuration's measured capacity (None: crashed) and the GPU-hours."""
+    """Every grid configuration's measured capacity (None: crashed) and the GPU-hours,
+    from the grid's databases, else from the ``grid.json`` the grid phase wrote."""
+    saved = out / "grid.json"
+    if saved.exists() and not any(out.glob("grid-*/grid.db")):
+        return dict(json.loads(saved.read_text()))
     measured: dict[str, float | None] = {}
     seconds = 0.0
     for db in sorted(out.glob("grid-*/grid.db")):
@@ -280,7 +286,7 @@ def summary(out: Path, fraction: float) -> dict[str, Any]:
                     for t in trials
                     if t.get("state") == "infeasible" and t.get("value") is not None
                 ),
-                "skipped": len(doc.get("skipped") or []),
+                "skipped": doc.get("skipped") or 0,
                 "vs_grid": None
                 if value is None or not grid_best
                 else (grid_best - value) / grid_best,
@@ -354,6 +360,7 @@ def main() -> None:
     started = time.monotonic()
     if args.phase == "grid":
         run_grid(args.out, args.jobs)
+        (args.out / "grid.json").write_text(json.dumps(grid_result(args.out)))
     elif args.phase == "search":
         hours = grid_result(args.out)["gpu_hours"] * args.fraction
         if hours <= 0:
