@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "servegate"
 DOC = REPO / "docs" / "architecture.md"
 
-EVERYONE = ("errors", "redact", "_version", "_proc", "_text", "_files", "_os")  # any layer may
+EVERYONE = ("errors", "redact", "_version", "_proc", "_text", "_files", "_os", "_stats")  # any may
 ROOT = "servegate"  # the layer of src/servegate/__init__.py
 TAGS = ("types", "front door")
 
@@ -216,7 +216,7 @@ def test_each_layer_imports_only_what_the_document_allows() -> None:
 
 
 def test_top_level_modules_load_no_layer() -> None:
-    """The top-level modules (errors, redact, _version, _proc, _text, _files, _os) load no
+    """The top-level modules (errors, redact, _version, _proc, _text, _files, _os, _stats) load no
     layer of servegate: every layer can import them."""
     code = (
         f"import sys; import {', '.join(f'servegate.{name}' for name in EVERYONE)}\n"
@@ -335,10 +335,10 @@ def test_the_check_names_each_forbidden_import_and_its_file(tree: Path, tmp_path
     assert wrong == [
         f"{tree / 'cli' / 'run.py'}:2: cli imports servegate.campaign.runner but "
         "docs/architecture.md allows cli only campaign (front door) (and errors, redact, "
-        "_version, _proc, _text, _files, _os)",
+        "_version, _proc, _text, _files, _os, _stats)",
         f"{tree / 'report' / 'html.py'}:1: report imports click; only cli may (raise a "
         "ServegateError and let the command line print it)",
         f"{tree / 'store' / 'records.py'}:8: store imports servegate.bench.runner but "
         "docs/architecture.md allows store only bench.metrics, campaign (types) (and errors, "
-        "redact, _version, _proc, _text, _files, _os)",
+        "redact, _version, _proc, _text, _files, _os, _stats)",
     ]

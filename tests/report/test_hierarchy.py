@@ -18,7 +18,6 @@ from servegate.report.hierarchy import (
     _counts,
     flat,
     nested,
-    t_quantile,
     weighted_statistic,
 )
 
@@ -140,15 +139,6 @@ def test_weighted_quantile_matches_numpy_on_resamples_of_any_size() -> None:
         np.testing.assert_allclose(weighted_statistic(q, ordered, counts), expected, rtol=1e-12)
     expected_mean = [np.repeat(ordered, row).mean() for row in counts]
     np.testing.assert_allclose(weighted_statistic(None, ordered, counts), expected_mean)
-
-
-def test_student_t_quantiles() -> None:
-    """t quantiles for 1, 2, 4 and 30 degrees of freedom, and the normal one for infinity."""
-    assert t_quantile(0.975, 1) == pytest.approx(12.7062, abs=1e-4)
-    assert t_quantile(0.975, 2) == pytest.approx(4.3027, abs=1e-4)
-    assert t_quantile(0.975, 4) == pytest.approx(2.7764, abs=1e-4)
-    assert t_quantile(0.975, 30) == pytest.approx(2.0423, abs=1e-4)
-    assert t_quantile(0.975, float("inf")) == pytest.approx(1.95996, abs=1e-5)
 
 
 def _tiny_change(min_effect: float) -> tuple[Estimate, str]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         fit_capacity,
         measure_probe,
         probe_settings,
+        read_probe,
         without_lead_in,
     )
     from servegate.bench.point import run_point
@@ -46,6 +47,7 @@ _WHERE = {
     "fit_capacity": "capacity",
     "measure_probe": "capacity",
     "probe_settings": "capacity",
+    "read_probe": "capacity",
     "without_lead_in": "capacity",
     "SCHEMA": "result",
     "ClientStats": "result",
@@ -89,6 +91,7 @@ __all__ = [
     "parse_slo",
     "parse_target",
     "probe_settings",
+    "read_probe",
     "run_point",
     "spec_from_table",
     "without_lead_in",

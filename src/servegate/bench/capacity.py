@@ -30,11 +30,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 
+from servegate._stats import t_quantile
 from servegate.bench.result import PointResult
 from servegate.bench.settings import BenchSettings
 from servegate.bench.slo import Target, request_value_ms
@@ -312,6 +312,15 @@ def measure_probe(
     )
 
 
+def read_probe(number: int, load: float, result: PointResult, options: SearchOptions) -> Probe:
+    """A probe's point as the search reads it: a rate probe without its lead-in, held at
+    its planned rate over its window; a concurrency probe as measured."""
+    if options.over != "rate":
+        return measure_probe(number, load, result, None)
+    kept = without_lead_in(result, options.lead_s)
+    return measure_probe(number, load, kept, load, options.duration_s)
+
+
 def _in_flight_grows(result: PointResult) -> bool:
     """Requests in flight, seen at each send, clearly higher in the last third than the first."""
     samples = result.samples
@@ -351,14 +360,8 @@ def find_max(
         settings = probe_settings(template, options, load, number)
         if probes and between is not None:
             between(settings)
-        result = without_lead_in(run(settings), options.lead_s if options.over == "rate" else 0.0)
-        probe = measure_probe(
-            number,
-            load,
-            result,
-            load if options.over == "rate" else None,
-            options.duration_s if options.over == "rate" else None,
-        )
+        probe = read_probe(number, load, run(settings), options)
+        result = probe.result
         probes.append(probe)
         search.record(load, probe.met)
         if on_measured is not None:
@@ -513,7 +516,7 @@ def _band(values: list[np.ndarray], target: Target, probe: Probe) -> tuple[float
         mean = float(pooled.mean())
         if pooled.size < 2 or not np.isfinite(pooled).all():
             return mean, mean, mean
-        half = _t_quantile(0.5 + LEVEL / 2, max(1, round(n) - 1)) * float(pooled.std(ddof=1))
+        half = t_quantile(0.5 + LEVEL / 2, max(1, round(n) - 1)) * float(pooled.std(ddof=1))
         half /= math.sqrt(max(n, 1.0))
         return mean, mean - half, mean + half
     low_q, high_q = _quantile_band(target.percentile / 100.0, n)
@@ -522,22 +525,6 @@ def _band(values: list[np.ndarray], target: Target, probe: Probe) -> tuple[float
     low = 0.0 if low_q is None else float(np.percentile(pooled, 100.0 * low_q))
     high = math.inf if high_q is None else float(np.percentile(pooled, 100.0 * high_q))
     return point, min(point, low), max(point, high)
-
-
-def _t_quantile(p: float, df: int) -> float:
-    """Student's t p-quantile (0.5 < p < 1): exact for 1 and 2 degrees of freedom, else
-    the Cornish-Fisher expansion about the normal one (within 1 % from 3 on)."""
-    if df == 1:
-        return math.tan(math.pi * (p - 0.5))
-    if df == 2:
-        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
-    z = NormalDist().inv_cdf(p)
-    return (
-        z
-        + (z**3 + z) / (4 * df)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
-    )
 
 
 def _quantile_band(q: float, n: float) -> tuple[float | None, float | None]:

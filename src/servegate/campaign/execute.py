@@ -538,8 +538,7 @@ class StartExecutor:
         stored as a point; the capacity found stored with the attempt. A crash or a
         timeout while probing makes the load infeasible, with its kind and cause; the
         search then goes on below it on a new server only with retry_below_crash."""
-        from servegate.bench import drain, measure_probe, probe_settings
-        from servegate.bench import without_lead_in as trimmed
+        from servegate.bench import drain, probe_settings, read_probe
 
         name, tag = task.variant.name, one.tag
         plan = task.variant.bench.search
@@ -580,14 +579,8 @@ class StartExecutor:
                     return SearchOutcome(probes=measured, broken=reason)
                 result = None
             if result is not None:
-                result = trimmed(result, options.lead_s if options.over == "rate" else 0.0)
-                probe = measure_probe(
-                    number,
-                    load,
-                    result,
-                    load if options.over == "rate" else None,
-                    options.duration_s if options.over == "rate" else None,
-                )
+                probe = read_probe(number, load, result, options)
+                result = probe.result
                 with self.interrupts.shielded():
                     self.sink.emit(
                         PointMeasured(

@@ -825,7 +825,7 @@ def _interval(values: Sequence[float]) -> tuple[float | None, float | None, floa
     mean = sum(values) / len(values)
     if len(values) < 2:
         return mean, None, None
-    from servegate.report.hierarchy import t_quantile
+    from servegate._stats import t_quantile
 
     sd = statistics.stdev(values)
     half = t_quantile(0.975, len(values) - 1) * sd / math.sqrt(len(values))
@@ -846,7 +846,7 @@ def _ratio_interval(
     x, y = list(starts.values()), list(base.values())
     if len(x) < 2 or len(y) < 2:
         return None, None
-    from servegate.report.hierarchy import t_quantile
+    from servegate._stats import t_quantile
 
     a, b = statistics.fmean(x), statistics.fmean(y)
     va, vb = statistics.variance(x) / len(x), statistics.variance(y) / len(y)

@@ -39,7 +39,8 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from servegate.report.hierarchy import Nested, t_quantile
+from servegate._stats import t_quantile
+from servegate.report.hierarchy import Nested
 
 FloatArray = npt.NDArray[np.float64]
 
