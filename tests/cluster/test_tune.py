@@ -127,3 +127,76 @@ def test_trials_run_two_at_once_on_a_cluster_of_two_nodes(
         (x, y) for i, x in enumerate(spans) for y in spans[i + 1 :] if y[0] < x[1] and x[2] != y[2]
     ]
     assert overlapping, spans
+
+
+FLOWING = """
+[campaign]
+name = "tune-flow"
+baseline = "baseline"
+
+[server]
+engine = "sglang"
+command = "{python} -m servegate sim --engine sglang --port {port} --time-scale 0.005"
+port = "auto"
+timeout_s = 60
+gpus = 1
+
+[bench]
+concurrency = 8
+requests = 96
+input_len = 16
+output_len = 8
+repeats = 1
+
+[search]
+name = "itl{itl}"
+args = ["--itl-ms", "{itl}"]
+objective = "throughput"
+
+[search.params.itl]
+choices = [1, 2, 3, 120, 130, 140]
+"""
+FLOW_SEED = 1  # TPE's seeded first draws: itl 2 (fast), itl 140 (slow), itl 2 again, 120
+
+
+def test_a_node_that_frees_takes_the_next_trial_without_waiting_for_the_slow_one(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """Two nodes, a slow trial (12 s of decoding) beside a fast one (a fraction of a
+    second): the next trial starts on the fast one's node while the slow one still runs,
+    not when the pair has ended; every trial told once, nothing measured twice."""
+    path = tmp_path / "search.toml"
+    path.write_text(FLOWING)
+    db = tmp_path / "t.db"
+    log = tmp_path / "trials.jsonl"
+    argv = [sys.executable, "-m", "servegate", "tune", str(path), "--db", str(db)]
+    argv += ["--max-trials", "4", "--seed", str(FLOW_SEED), "--events-file", str(log)]
+    argv += ["--ray", cluster.address]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=480, check=False,
+                          cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert wait_none_left() == []
+    events = _events(log)
+    assert sorted(int(str(t["trial"])) for t in events) == [0, 1, 2, 3, 4], events
+    with Store.open(db) as store:
+        info = store.find_campaign("tune-flow")
+        assert info is not None
+        attempts = [a for a in store.attempts(info.id) if a.variant != "baseline"]
+    ended = Counter(a.variant for a in attempts if str(a.status) in ("done", "crash", "timeout"))
+    assert ended and max(ended.values()) == 1, ended
+    spans = {
+        a.variant: (_at(a.started_at), _at(a.ended_at))
+        for a in attempts
+        if a.ended_at is not None and str(a.status) == "done"
+    }
+    slow = [n for n in spans if int(n.removeprefix("itl")) >= 100]
+    assert slow, f"seed {FLOW_SEED} proposed no slow trial: {sorted(spans)}"
+    # a trial started after another ended, while a third that began before that end ran on
+    flowed = [
+        (f, s, late)
+        for f, (f0, f1) in spans.items()
+        for s, (s0, s1) in spans.items()
+        for late, (l0, _) in spans.items()
+        if len({f, s, late}) == 3 and s0 < f1 <= l0 < s1
+    ]
+    assert flowed, spans

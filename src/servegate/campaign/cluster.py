@@ -63,7 +63,7 @@ from servegate.errors import ServegateError, UsageError
 from servegate.store import AttemptStatus
 
 if TYPE_CHECKING:
-    from servegate.campaign.rounds import Recorder
+    from servegate.campaign.rounds import Recorder, Refill
 
 __all__ = ["Cluster", "Flight", "Item", "NodeInfo", "connect", "replay"]
 
@@ -319,21 +319,27 @@ class Cluster:
         *,
         log_dir: Path,
         done: Callable[[], set[tuple[str, str, int]]],
+        refill: Refill | None = None,
     ) -> None:
         """Run the starts ``specs`` (each with the GPU model it is pinned to) in parallel;
         every call of the nodes goes to ``recorder``. A start whose node is lost is tried
-        once more; ``done`` gives the measurements stored by then."""
+        once more; ``done`` gives the measurements stored by then. ``refill``, told each
+        start that ended, gives starts to submit at once (the node it freed takes one)."""
         self._interrupts = interrupts
         flights: dict[Any, Flight] = {}
-        for spec, model in specs:
-            ref, token = self._submit(spec, model, log_dir)
-            flights[ref] = Flight(spec=spec, model=model, token=token)
-            recorder.emit(
-                _said(
-                    Tone.INFO,
-                    f"{spec.tag} {spec.names}: queued for a node with {self._asked(model)}",
+
+        def submit(more: Iterable[tuple[StartSpec, str | None]]) -> None:
+            for spec, model in more:
+                ref, token = self._submit(spec, model, log_dir)
+                flights[ref] = Flight(spec=spec, model=model, token=token)
+                recorder.emit(
+                    _said(
+                        Tone.INFO,
+                        f"{spec.tag} {spec.names}: queued for a node with {self._asked(model)}",
+                    )
                 )
-            )
+
+        submit(specs)
         said = time.monotonic()
         try:
             while flights:
@@ -341,7 +347,11 @@ class Cluster:
                 self._collect(flights, recorder)
                 ready, _ = self.ray.wait(list(flights), num_returns=1, timeout=_POLL_S)
                 for ref in ready:
+                    spec = flights[ref].spec
                     self._landed(ref, flights, recorder, log_dir=log_dir, done=done)
+                    again = any(f.spec.group.key == spec.group.key for f in flights.values())
+                    if refill is not None and not again:
+                        submit(refill(spec))
                 if flights and (ready or time.monotonic() - said >= _STANDING_S):
                     said = time.monotonic()
                     recorder.emit(_said(Tone.INFO, _standing(flights.values())))

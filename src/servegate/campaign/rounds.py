@@ -99,6 +99,9 @@ class RunOptions:
     until_precision: float | None = None  # add rounds until every half-width is this
     max_starts: int | None = None  # ... or each configuration has had this many starts
     budget_s: float | None = None  # ... or another round would end past this (seconds)
+    # on a cluster: told the variants of each start that ended, it gives the server
+    # groups to start at once on the node that freed (a flag search's next trials)
+    feed: Callable[[tuple[str, ...]], Sequence[ServerGroup]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -298,6 +301,10 @@ def run_campaign(
     return _Runner(campaign, store, options, progress, interrupts, cluster=cluster).run()
 
 
+# told a start that ended, the starts to run next (each with its GPU model)
+Refill = Callable[[StartSpec], Sequence[tuple[StartSpec, str | None]]]
+
+
 class StartPool(Protocol):
     """Where a round's starts run at once, instead of one after another on this machine:
     a Ray cluster (``campaign.cluster.Cluster``) or an SSH host (``campaign.ssh.SshHost``)."""
@@ -320,9 +327,11 @@ class StartPool(Protocol):
         *,
         log_dir: Path,
         done: Callable[[], set[tuple[str, str, int]]],
+        refill: Refill | None = None,
     ) -> None:
         """Run the starts ``specs`` (each with its GPU model); every event of theirs goes to
-        ``recorder``."""
+        ``recorder``. ``refill``, told each start that ended (not one tried again), gives
+        starts to run next, at once where the pool has room."""
         ...
 
 
@@ -643,17 +652,36 @@ class _Runner:
             if spec is not None:
                 specs.append((spec, model))
         self.interrupts.check()
+        feed = self.options.feed
+        fed = 0
+
+        def refill(ended: StartSpec) -> list[tuple[StartSpec, str | None]]:
+            """The feed's next groups, each started once, on the ended start's model."""
+            nonlocal fed
+            assert feed is not None
+            model = next((m for s, m in specs if s.group.key == ended.group.key), None)
+            out: list[tuple[StartSpec, str | None]] = []
+            for group in feed(tuple(v.name for v in ended.group.variants)):
+                fed += 1
+                names = ", ".join(v.name for v in group.variants)
+                spec = self.spec(cid, group, f"[{number + fed}]", done, start=1, names=names)
+                if spec is not None:
+                    out.append((spec, model))
+            specs.extend(out)
+            return out
+
         if specs:
             tasks = sum(len(spec.todo) for spec, _ in specs)
             self.recorder.emit(RoundBegan(round=round_, starts=len(specs), measurements=tasks))
             self.cluster.run_round(
-                specs,
+                list(specs),
                 self.recorder,
                 self.interrupts,
                 log_dir=self.log_dir,
                 done=lambda: self.store.done_points(cid),
+                refill=refill if feed is not None else None,
             )
-        return number
+        return number + fed
 
     def _precision(
         self, cid: int, starts: int, began: float, longest: float

@@ -36,7 +36,7 @@ from servegate.remote.client import RemoteProtocolError, connect, fetch, run_nod
 from servegate.store import AttemptStatus
 
 if TYPE_CHECKING:
-    from servegate.campaign.rounds import Recorder
+    from servegate.campaign.rounds import Recorder, Refill
 
 __all__ = ["SshHost"]
 
@@ -68,16 +68,22 @@ class SshHost:
         *,
         log_dir: Path,
         done: Callable[[], set[tuple[str, str, int]]],
+        refill: Refill | None = None,
     ) -> None:
-        """Run the starts ``specs`` on the host one after another; every call of theirs
-        goes to ``recorder``; each start's logs are copied into ``log_dir``."""
+        """Run the starts ``specs`` on the host one after another (then those ``refill``
+        gives as each ends); every call of theirs goes to ``recorder``; each start's logs
+        are copied into ``log_dir``."""
         del done  # a start that loses its connection is followed again, not repeated
-        for spec, model in specs:
+        queue = list(specs)
+        while queue:
+            spec, model = queue.pop(0)
             interrupts.check()
             self._start(spec, model, recorder, interrupts, log_dir)
             if interrupts.signum is not None:
                 interrupts.acknowledge()
                 raise Interrupted(interrupts.signum)
+            if refill is not None:
+                queue.extend(refill(spec))
 
     def _start(
         self,

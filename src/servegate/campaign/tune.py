@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from servegate.campaign.config import Campaign
+from servegate.campaign.config import Campaign, ServerGroup
 from servegate.campaign.interrupt import Interrupted, Interrupts
 from servegate.campaign.progress import CampaignProgress
 from servegate.campaign.rounds import RunOptions, StartPool, run_campaign
@@ -882,20 +882,26 @@ def _trials(
     """Trials until the budget is spent or a signal stops the run.
 
     One at a time; on a Ray cluster (``cluster``) up to ``slots`` at once: that many
-    proposals are asked together (TPE's constant liar keeps them apart), started as one
-    round of the campaign, each on its own node or GPU set, and each told to the study
-    when the round has ended. The baseline runs alone, first. With [search.fidelity] the
-    batch's short rungs run as one round, then the promoted trials' full measurements."""
+    proposals are asked together (TPE's constant liar keeps them apart), each started on
+    its own node or GPU set; as each start ends its trial is told to the study and the
+    next proposal takes the node it freed (no trial waits for the slowest of a batch).
+    The baseline runs alone, first. With [search.fidelity] trials go in batches: the
+    batch's short rungs run as one round, then the promoted trials' full measurements,
+    each told when its round has ended."""
     space = search.space
     base = _campaign_of(data, text, path, None)
 
     def start(
-        tables: dict[str, Any], variants: list[dict[str, Any]], names: list[str]
+        tables: dict[str, Any],
+        variants: list[dict[str, Any]],
+        names: list[str],
+        feed: Callable[[tuple[str, ...]], list[ServerGroup]] | None = None,
     ) -> int | None:
         """The variants ``names`` (the file's, or trials' added as ``variants``) run as one
-        campaign into the store, at once where the pool allows; the signal, if any."""
+        campaign into the store, at once where the pool allows (``feed``: the next trials
+        as each start ends); the signal, if any."""
         campaign = _campaign_of_many(tables, text, path, variants).only(names)
-        run_options = RunOptions(resume=True, log_dir=search.options.log_dir)
+        run_options = RunOptions(resume=True, log_dir=search.options.log_dir, feed=feed)
         with Store.open(db) as store:
             ran = run_campaign(
                 campaign,
@@ -941,6 +947,41 @@ def _trials(
                 search.abandon(asked)
         return search.outcome(signum=signum)
 
+    def feeder(flight: dict[str, Batched]) -> Callable[[tuple[str, ...]], list[ServerGroup]]:
+        """What a flowing round asks as each start ends: ``flight`` holds the trials in
+        flight by name."""
+
+        def feed(names: tuple[str, ...]) -> list[ServerGroup]:
+            """The trial whose start ended told to the study; then the next proposals
+            while the budget (a trial in flight counts as spent) and the slots allow, each
+            a server group to start at once."""
+            for name in names:
+                item = flight.pop(name, None)
+                if item is not None:
+                    told(ended(name, item[2], read(name)), item[0])
+            groups: list[ServerGroup] = []
+            while len(flight) < slots and search.spent_why(planned=len(flight)) is None:
+                values = search.next_values()
+                asked = search.hold()
+                if values is None:
+                    break
+                name = space.name_of(values)
+                if name in flight:  # proposed while in flight: the next start's end asks again
+                    search.abandon(asked)
+                    break
+                found = search.without_start(name, values, asked=asked)
+                if found is not None:
+                    told(found, asked)
+                    continue
+                flight[name] = (asked, name, values)
+                one = _campaign_of_many(data, text, path, [_trial_variant(space, values)])
+                groups.append(one.only([name]).groups[0])
+            return groups
+
+        return feed
+
+    # on a cluster without rungs, a node that frees takes the next trial at once
+    flowing = cluster is not None and slots > 1 and space.fidelity is None
     while (why := search.spent_why()) is None:
         batch: list[Batched] = []  # (proposal, name, values): each needs a start
         while len(batch) < slots and search.spent_why(planned=len(batch)) is None:
@@ -959,6 +1000,15 @@ def _trials(
                 continue
             batch.append((asked, name, values))
         if not batch:
+            continue
+        if flowing and all(asked is not None for asked, _, _ in batch):
+            flight = {name: item for item in batch for name in [item[1]]}
+            variants = [_trial_variant(space, v) for _, _, v in batch]
+            signum = start(data, variants, list(flight), feeder(flight))
+            if signum is not None:
+                return stopped(signum, list(flight.values()))
+            for asked, name, values in list(flight.values()):  # nothing left to measure
+                told(ended(name, values, read(name)), asked)
             continue
         rungs: dict[str, Trial | None] = {}  # a trial that ended at its short rung
         full = batch
