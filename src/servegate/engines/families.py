@@ -170,7 +170,10 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"\b401\b|\b403\b|unauthorized|forbidden|gated repo|invalid (?:user )?token"
         r"|token is (?:invalid|expired)|access to model .* is restricted|HF_TOKEN"
         r"|GatedRepoError|RepositoryNotFound|Repository Not Found|RevisionNotFound"
-        r"|(?<!Local)EntryNotFoundError",
+        r"|(?<!Local)EntryNotFoundError"
+        # a Hub id that is neither a repo nor a local folder ("Invalid repository ID or
+        # local directory specified: 'Qwen/Qwen-Image-Edit-2509'")
+        r"|invalid repo(?:sitory)?[ _-]?id\b",
     ),
     # a file of the model that is there but cannot be read: a weights file cut short or
     # corrupt (safetensors' header), a config.json that is no JSON, a folder with no
@@ -450,7 +453,11 @@ _WORDS: tuple[Words, ...] = (
         # an option that needs another one ("V cache quantization requires flash_attn",
         # "... requires --enable-x")
         r"|\b(?:cache|quantization|quantized|dtype|backend|mode)\b.{0,40}\brequires? "
-        r"(?:--?[a-z][\w-]*|[a-z]+_[a-z_]+\b)(?! version)",
+        r"(?:--?[a-z][\w-]*|[a-z]+_[a-z_]+\b|flash[ _-]?att\w*)(?! version)"
+        # an option the engine takes only for some models or with another option ("`limit_
+        # mm_per_prompt` is only supported for multimodal models"; a GPU generation is
+        # cuda-arch's, above)
+        r"|\bis only (?:supported|allowed|available|valid) (?:for|with|when)\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading
@@ -460,7 +467,10 @@ _WORDS: tuple[Words, ...] = (
         title="the model uses a type this engine version does not know",
         pattern=r"(?:unknown|unsupported|unrecognized) (?:pre-?tokenizer|projector"
         r"|vocab(?:ulary)?|rope(?: scaling)?|ggml|tensor|model) type\b"
-        r"|unknown model architecture",
+        r"|unknown model architecture"
+        # a model class no registry holds ("Cannot find model module. 'MiniMaxM1ForCausalLM'
+        # is not a registered model in the Transformers library")
+        r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module",
     ),
     Words(
         kind="model-load",
