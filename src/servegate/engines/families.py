@@ -457,7 +457,10 @@ _WORDS: tuple[Words, ...] = (
         # an option the engine takes only for some models or with another option ("`limit_
         # mm_per_prompt` is only supported for multimodal models"; a GPU generation is
         # cuda-arch's, above)
-        r"|\bis only (?:supported|allowed|available|valid) (?:for|with|when)\b",
+        r"|\bis only (?:supported|allowed|available|valid) (?:for|with|when)\b"
+        # a feature asked of a model that does not have it ("context type MTP requested
+        # but model doesn't contain MTP layers"): the option must go, or the model change
+        r"|\brequested,? but (?:the )?model (?:does not|doesn't) (?:contain|have|support)\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading

@@ -289,8 +289,12 @@ _FATAL: tuple[Signature, ...] = (
         hint=_MODEL_HINT,
         # the chat template's own error above it (the jinja engine's "Error: Expected
         # iterable or object type in for loop", the server's "chat template parsing
-        # error: ..."): what failed to load
-        explained_by=r"^Error: \S|\bchat template (?:parsing )?error\b",
+        # error: ..."): what failed to load; a speculative decoding's draft or MTP
+        # context the model cannot give ("context type MTP requested but model doesn't
+        # contain MTP layers", "[spec] failed to measure MTP context memory: ...")
+        explained_by=r"^Error: \S|\bchat template (?:parsing )?error\b"
+        r"|\b(?:MTP|draft|speculative)\b.{0,60}\b(?:requested but|failed to (?:measure|create"
+        r"|load|init))\b",
     ),
     Signature(
         pattern=r"failed to create context with model",
