@@ -69,10 +69,18 @@ def test_campaign_stores_telemetry_writes_history_and_shows_etas(tmp_path: Path)
         ("faster", "ready"),
         ("oom", "crash"),
     ]
-    for aid, name, _, elapsed_s, verdict_json in attempts:
+    unsampled = set()  # a start that crashed before the sampler's first read of it
+    for aid, name, status, elapsed_s, verdict_json in attempts:
         series = query(
             db, "SELECT idx, t_s, processes FROM attempt_telemetry WHERE attempt_id = ?", aid
         )
+        if not series and status == "crash":
+            # on a loaded machine the sampler's thread may first run after a crash within
+            # the first second: then nothing was sampled, and the verdict says so
+            telemetry = json.loads(str(verdict_json)).get("telemetry")
+            assert telemetry is None or telemetry["samples"] == 0, (name, telemetry)
+            unsampled.add(name)
+            continue
         # the first sample at the start and one more after the verdict, at least
         assert len(series) >= 2, (name, series)
         assert [row[0] for row in series] == list(range(len(series)))
@@ -87,7 +95,10 @@ def test_campaign_stores_telemetry_writes_history_and_shows_etas(tmp_path: Path)
         ("campaign", "ready"),
         ("campaign", "crash"),
     ]
-    for row in rows:
+    assert unsampled <= {"oom"}, unsampled  # the READY starts are always sampled
+    for row, (_, name, _, _, _) in zip(rows, attempts, strict=True):
+        if name in unsampled:
+            continue
         telemetry = json.loads(row["telemetry"])
         assert telemetry["samples"] >= 2
         # a server that lives to READY is sampled alive; one that crashes at once may be
