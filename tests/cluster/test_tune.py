@@ -154,17 +154,18 @@ args = ["--itl-ms", "{itl}"]
 objective = "throughput"
 
 [search.params.itl]
-choices = [1, 2, 3, 120, 130, 140]
+choices = [1, 2, 3, 700, 800, 900]
 """
-FLOW_SEED = 1  # TPE's seeded first draws: itl 2 (fast), itl 140 (slow), itl 2 again, 120
+FLOW_SEED = 1  # TPE's seeded first draws: itl 2 (fast), itl 900 (slow), itl 2 again, 700
 
 
 def test_a_node_that_frees_takes_the_next_trial_without_waiting_for_the_slow_one(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
-    """Two nodes, a slow trial (12 s of decoding) beside a fast one (a fraction of a
-    second): the next trial starts on the fast one's node while the slow one still runs,
-    not when the pair has ended; every trial told once, nothing measured twice."""
+    """Two nodes, a slow trial (86 s of decoding: far more than a start takes to reach
+    a node on a loaded machine, 30 s seen) beside a fast one (a fraction of a second):
+    the next trial starts on the fast one's node while the slow one still runs, not
+    when the pair has ended; every trial told once, nothing measured twice."""
     path = tmp_path / "search.toml"
     path.write_text(FLOWING)
     db = tmp_path / "t.db"
