@@ -31,6 +31,7 @@ __all__ = [
     "FIXTURES",
     "Fixture",
     "Outcome",
+    "known_causes",
     "load_fixtures",
     "posix_code",
     "replay",
@@ -129,6 +130,21 @@ def load_fixtures(root: Path = FIXTURES, split: str = "all") -> list[Fixture]:
     """Every fixture under ``root`` (``split``: fit, held-out or all), sorted by name."""
     found = [_fixture(path) for path in sorted(root.glob("*/*.json"))]
     return [f for f in found if split in ("all", f.split)]
+
+
+def known_causes(root: Path = FIXTURES) -> list[tuple[str, str]]:
+    """``(kind, line)`` of every crash fixture under ``root`` that has a kind and a cause:
+    the log's first line holding the sidecar's ``cause``, its whitespace runs made one
+    space, sorted by fixture name (what gate/learned.py's shipped model is trained on)."""
+    pairs = []
+    for sidecar in sorted(root.glob("*/*.json")):
+        data = json.loads(sidecar.read_text())
+        if data["status"] != "crash" or not data["kind"] or not data["cause"]:
+            continue
+        text = sidecar.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
+        line = next((row for row in text.splitlines() if data["cause"] in row), data["cause"])
+        pairs.append((data["kind"], " ".join(line.split())))
+    return pairs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -909,12 +909,13 @@ def test_the_interpreters_exception_ignored_line_starts_its_own_message(
             "unable to open the pipe for /tmp/x.fifo: Broken pipe",
             "exit",
         ),
-        # a wrapper's one line, before a line of its own that says nothing failed
+        # a wrapper's one line, before a line of its own that says nothing failed (no
+        # rule names its kind: judged engine-init by its words, gate/learned.py)
         (
             "vllm",
             ["the server failed to start.  See above.", "Using profile default."],
             "the server failed to start.",
-            "exit",
+            "engine-init",
         ),
         # MPI's closing block: the rank exited with a non-zero status
         (

@@ -64,7 +64,7 @@ def test_a_bare_exception_line_is_the_cause(tmp_path: Path) -> None:
     verdict = gate_text(tmp_path, "generic", f"loading\n{line}\nshutting down\n")
     assert (verdict.status, verdict.detected_by) == ("crash", "exit")
     assert verdict.matched_line == line
-    assert verdict.reason.endswith(f"after {line}")
+    assert f"after {line}" in verdict.reason
 
 
 def test_a_frame_source_line_is_never_the_cause(tmp_path: Path) -> None:

@@ -118,6 +118,7 @@ __all__ = [
     "is_source_line",
     "phase_kind",
     "relays_answer",
+    "says_signalled",
     "select_cause",
     "strip_prefix",
 ]
@@ -1147,6 +1148,12 @@ def _ended(
             title, hint = wrapper.title, wrapper.hint  # the profile's own words
         cause = replace(cause, kind=kind, title=title, hint=hint)
     return _Candidate(position, _ENDED, severity, 0, cause)
+
+
+def says_signalled(text: str) -> bool:
+    """True when ``text`` says a process was ended by a signal (``Download process was
+    signaled to shutdown with signal 4``, ``killed by signal 9``): how it ended, not why."""
+    return _SIGNALLED.search(text) is not None
 
 
 def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause | None:

@@ -35,10 +35,12 @@ from servegate.gate.cause import (
     message_cause,
     phase_kind,
     relays_answer,
+    says_signalled,
     select_cause,
 )
 from servegate.gate.children import ChildWatch
 from servegate.gate.follow import FileFollower
+from servegate.gate.learned import likely_kind
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
 from servegate.gate.probe import Prober
 from servegate.gate.stamps import LineClock
@@ -547,6 +549,20 @@ class Gate:
         if cause is not None and cause.kind is not None:
             # the cause line names the failure: its kind, not how the process ended
             kind, hint = cause.kind, cause.hint or hint
+        elif (
+            cause is not None
+            and cause.line
+            and kind == Kind.EXIT
+            and number is None
+            and not says_signalled(cause.line)
+        ):
+            # an error line no rule names, after a plain exit: the kind its words share
+            # with the known crashes' cause lines (gate/learned.py), said to be judged so
+            likely = likely_kind(cause.line)
+            if likely is not None:
+                kind = likely.kind
+                hint = self.watcher.rules.hints.get(kind, KIND_HINTS.get(kind, hint))
+                reason += f"; judged {kind} by its words ({', '.join(likely.words[:3])})"
         self._decide(
             Status.CRASH,
             DetectedBy.EXIT,
