@@ -262,3 +262,54 @@ def test_an_indented_failure_sentence_is_no_source_line(line: str) -> None:
     traceback's source line (no language's code reads so); code stays source."""
     assert not is_source_line(line)
     assert is_source_line('      raise RuntimeError(f"Failed to run the {name} server: {e}")')
+
+
+@pytest.mark.parametrize(
+    ("cause", "kind"),
+    [
+        # Lemonade on Windows: the status of a fail-fast abort, as a signed number
+        ("[ERROR] llama-server process has terminated with exit code: -1073740791", "abort"),
+        # Tabby's supervisor at WARN: no status that names why
+        (
+            " WARN llama_cpp_server::supervisor: crates/llama-cpp-server/src/supervisor.rs:99: "
+            "llama-server <embedding> exited with status code -1",
+            "child-exit",
+        ),
+    ],
+)
+def test_a_supervisor_that_says_its_server_ended_with_a_code_ends_the_wait(
+    tmp_path: Path, cause: str, kind: str
+) -> None:
+    """A supervisor that keeps running says the server process it runs ended with a code:
+    CRASH on sight (no deadline), its kind from the code's words where they name one."""
+    verdict = gate(tmp_path, "llamacpp", [cause], exit=None)
+    assert (verdict.status, verdict.detected_by) == ("crash", "signature")
+    assert (verdict.kind, verdict.matched_line) == (kind, cause.strip())
+
+
+@pytest.mark.parametrize(
+    ("engine", "line", "kind"),
+    [
+        # SGLang through GPUStack: the metrics port was held by another process
+        (
+            "sglang",
+            "ValueError: metrics_port at 40290 is not available in 30 seconds. metrics_port "
+            "is used by a process already.",
+            "port-in-use",
+        ),
+        # llama-swap's --listen without a host:port (Go's net package)
+        (
+            "llamacpp",
+            "2025/07/03 14:41:53 Fatal server error: listen tcp: address 8000: missing port "
+            "in address",
+            "bad-args",
+        ),
+    ],
+)
+def test_a_port_taken_or_an_address_without_one(
+    tmp_path: Path, engine: str, line: str, kind: str
+) -> None:
+    """A port another process holds is port-in-use; an address with no port, bad-args."""
+    verdict = gate(tmp_path, engine, ["starting", line], exit=1)
+    assert (verdict.kind, verdict.matched_line) == (kind, line)
+    assert "judged" not in verdict.reason  # a rule's words, not a likelihood

@@ -67,7 +67,8 @@ def test_a_plain_exit_after_an_unknown_error_line_is_judged_by_its_words(
     ]
     kind, reason, line = gate(tmp_path, lines, exit=1)
     assert (kind, line) == ("bad-args", cause)
-    assert reason.endswith("; judged bad-args by its words (heads, parallel)")
+    said = reason.rpartition("; judged bad-args by its words (")[2]
+    assert said.endswith(")") and {"heads", "parallel"} <= set(said[:-1].split(", "))
 
 
 def test_a_signal_a_line_that_says_one_or_a_go_bug_is_not_judged(tmp_path: Path) -> None:

@@ -396,6 +396,26 @@ def common_fatal(
             "server's executable or environment) and start it again",
             wrapper=True,
         ),
+        # a supervisor (Lemonade, Tabby) that says the server process it runs ended with
+        # a code ("llama-server process has terminated with exit code: -1073740791",
+        # "llama-server <embedding> exited with status code -1") and keeps running
+        # itself: the line ends the wait; its words (a Windows status) give the kind
+        *(
+            Signature(
+                pattern=pattern,
+                kind="child-exit",
+                title="the wrapper says the server it runs ended",
+                hint="the server the wrapper runs ended before it was ready: run its command "
+                "by hand to see its own output, or raise the wrapper's log level",
+                wrapper=True,
+            )
+            for pattern in (
+                r"\b[\w.-]*(?:server|engine|backend) process has terminated with exit code:? "
+                r"(?=-?\d)",
+                r"\b[\w.-]*(?:server|engine|backend)\b(?: <[\w.-]+>)? exited with status code "
+                r"(?=-?\d)",
+            )
+        ),
         # the interpreter: python -m of a module that is not installed (no traceback)
         Signature(
             pattern=r"Error while finding module specification for",

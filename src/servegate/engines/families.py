@@ -162,7 +162,17 @@ _WORDS: tuple[Words, ...] = (
         r"|(?:failed to|could not|couldn't|cannot|unable to) bind"
         # torch.distributed's store: "The server socket has failed to listen on any local
         # network address. port: 29500, ... EADDRINUSE"
-        r"|server socket has failed to listen|failed to listen on .{0,80}\bport\b",
+        r"|server socket has failed to listen|failed to listen on .{0,80}\bport\b"
+        # a port a server waited for and found taken ("metrics_port at 40290 is not
+        # available in 30 seconds. metrics_port is used by a process already.")
+        r"|\bport\b[^.]{0,60}\bis not available\b|\bis used by (?:a|another) process\b",
+    ),
+    # a listen address with no port, or not one ("listen tcp: address 8000: missing port
+    # in address", Go's net package): the option's value is wrong, nothing holds a port
+    Words(
+        kind="bad-args",
+        title="the listen address is not host:port",
+        pattern=r"missing port in address|too many colons in address|invalid port\b",
     ),
     Words(
         kind="model-load",
@@ -272,7 +282,10 @@ _WORDS: tuple[Words, ...] = (
     Words(
         kind="abort",
         title="a process aborted itself",
-        pattern=r"\bSIGABRT\b|^Aborted(?: \(core dumped\))?$",
+        pattern=r"\bSIGABRT\b|^Aborted(?: \(core dumped\))?$"
+        # Windows' fail-fast status (abort(), a failed check, a stack buffer overrun), in
+        # hex, by name, or as the unsigned or signed number a wrapper prints
+        r"|\b0xc0000409\b|STATUS_STACK_BUFFER_OVERRUN|\b3221226505\b|-1073740791\b",
     ),
     # a template's placeholder left in a configuration (tritonserver's config.pbtxt
     # "backend: ${triton_backend}"): whatever the line goes on to miss, the model's

@@ -116,7 +116,7 @@ class KindModel:
         share = 1.0 / sum(math.exp(s - top) for s in scores)
         telling = sorted(
             (w for w, row in zip(seen, known, strict=True) if row[best] >= TELLING * sum(row)),
-            key=lambda w: -self._counts[w][best],
+            key=lambda w: (-self._counts[w][best], w),
         )
         return Likely(kind=self._kinds[best], share=share, words=tuple(telling))
 
