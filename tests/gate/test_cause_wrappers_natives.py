@@ -275,6 +275,17 @@ def test_an_indented_failure_sentence_is_no_source_line(line: str) -> None:
             "llama-server <embedding> exited with status code -1",
             "child-exit",
         ),
+        # Unsloth Studio: the server crashed, said in the wrapper's own words
+        (
+            "[studio] llama-server crashed at startup on both the vision and text-only attempts",
+            "child-exit",
+        ),
+        # Jan on Windows: Rust's ExitStatus of an illegal instruction (SIGILL's bare exit)
+        (
+            "Failed to load llama-server: llamacpp error: Process exited with code "
+            "ExitStatus(ExitStatus(3221225501))",
+            "exit",
+        ),
     ],
 )
 def test_a_supervisor_that_says_its_server_ended_with_a_code_ends_the_wait(
@@ -313,3 +324,66 @@ def test_a_port_taken_or_an_address_without_one(
     verdict = gate(tmp_path, engine, ["starting", line], exit=1)
     assert (verdict.kind, verdict.matched_line) == (kind, line)
     assert "judged" not in verdict.reason  # a rule's words, not a likelihood
+
+
+def test_a_go_supervisors_exit_status_quotes_the_loaders_line_above(tmp_path: Path) -> None:
+    """llama-swap relays its child's output, then says the child exited (Go's ExitError)
+    and keeps serving: CRASH, and the dynamic loader's line above is why (install)."""
+    cause = (
+        "llama-swap  | /app/llama-server: error while loading shared libraries: libmtmd.so.0: "
+        "cannot open shared object file: No such file or directory"
+    )
+    lines = [
+        'llama-swap  | [INFO] Request 172.28.0.1 "GET /v1/models HTTP/1.1" 200 4223',
+        cause,
+        "llama-swap  | [WARN] <m> ExitError >> exit status 127, exit code: 127",
+        "llama-swap  | [INFO] <m> process exited but not StateStopping, current state: starting",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=None)
+    assert (verdict.status, verdict.kind, verdict.matched_line) == ("crash", "install", cause)
+
+
+def test_a_color_eyre_panic_is_quoted_with_its_message(tmp_path: Path) -> None:
+    """color-eyre prints a panic's message on the line after its header: the two are one
+    line, read for its words (permission), and a flag in the message (``--log-disable``)
+    does not say the program goes on."""
+    lines = [
+        "The application panicked (crashed).",
+        'Message:  Failed to start llama-server with command Command { std: "llama-server" '
+        '"--log-disable" }: Permission denied (os error 13)',
+        "Location: crates/llama-cpp-server/src/supervisor.rs:80",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=101)
+    assert verdict.kind == "permission"
+    assert verdict.matched_line == f"{lines[0]} {lines[1]}"
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (
+            "openai_harmony.HarmonyError: error downloading or loading vocab file: failed to "
+            "download or load vocab file",
+            "download",
+        ),
+        (
+            "ValueError: There is no module or parameter named 'lm_head.input_scale' in "
+            "Qwen3_5MoeForCausalLM.",
+            "model-load",
+        ),
+        (
+            "ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger "
+            "than max_num_batched_tokens (2048). Please increase max_num_batched_tokens.",
+            "bad-args",
+        ),
+    ],
+)
+def test_a_failed_download_a_weight_with_no_place_and_two_options_apart(
+    tmp_path: Path, line: str, kind: str
+) -> None:
+    """A download that says it failed is download (over the vocabulary it fetched); a
+    checkpoint's tensor the model has no parameter for is model-load; one option's value
+    against another's is bad-args. By the rules' words, not judged."""
+    verdict = gate(tmp_path, "vllm", ["INFO starting", line], exit=1)
+    assert (verdict.kind, verdict.matched_line) == (kind, line)
+    assert "judged" not in verdict.reason

@@ -396,10 +396,11 @@ def common_fatal(
             "server's executable or environment) and start it again",
             wrapper=True,
         ),
-        # a supervisor (Lemonade, Tabby) that says the server process it runs ended with
-        # a code ("llama-server process has terminated with exit code: -1073740791",
-        # "llama-server <embedding> exited with status code -1") and keeps running
-        # itself: the line ends the wait; its words (a Windows status) give the kind
+        # a supervisor (Lemonade, Tabby, Unsloth Studio, Jan, llama-swap) that says the
+        # server process it runs ended, crashed or could not load ("llama-server process
+        # has terminated with exit code: -1073740791", "llama-server <embedding> exited
+        # with status code -1") and keeps running itself: the line ends the wait; its
+        # words (a Windows status) or the cause line chosen above it give the kind
         *(
             Signature(
                 pattern=pattern,
@@ -414,6 +415,14 @@ def common_fatal(
                 r"(?=-?\d)",
                 r"\b[\w.-]*(?:server|engine|backend)\b(?: <[\w.-]+>)? exited with status code "
                 r"(?=-?\d)",
+                # Unsloth Studio: "llama-server crashed at startup on both ... attempts"
+                r"\b[\w.-]*(?:server|engine|backend)(?: process)? crashed at startup\b",
+                # Jan: "Failed to load llama-server: llamacpp error: Process exited with
+                # code ExitStatus(ExitStatus(3221225501))"
+                r"\bFailed to load [\w.-]+-server: ",
+                # llama-swap (Go): "[WARN] <model> ExitError >> exit status 127, exit code:
+                # 127": the loader's or the server's line above it says why
+                r"\bExitError >> exit status (?=\d)",
             )
         ),
         # the interpreter: python -m of a module that is not installed (no traceback)

@@ -202,7 +202,10 @@ _WORDS: tuple[Words, ...] = (
     Words(
         kind="download",
         title="the model could not be downloaded",
-        pattern=r"MaxRetryError|HTTPS?ConnectionPool\(host=",
+        pattern=r"MaxRetryError|HTTPS?ConnectionPool\(host="
+        # a download that says it failed, whatever file it fetched ("error downloading or
+        # loading vocab file: failed to download or load vocab file")
+        r"|error downloading|failed to download|download(?:ing)? failed",
     ),
     # a device API's own error code (Vulkan's vk::...: ErrorX, Gaudi's synStatus), which
     # a loader's "error loading model" wraps: the device or its driver failed, not the model
@@ -234,6 +237,14 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"please (?:use|choose|select|pick|set|specify|try) (?:a |an )?(?:different"
         r"|another|other) (?:[\w-]+ )?(?:backend|option|value|flag|setting|method|mode"
         r"|dtype|argument|implementation)s?\b",
+    ),
+    # one option's value against another's, each named as the engine spells it
+    # ("max_tokens_per_mm_item (2496) is larger than max_num_batched_tokens (2048)")
+    Words(
+        kind="bad-args",
+        title="two options' values do not fit together",
+        pattern=r"\b[a-z]+(?:_[a-z]+){2,}\b`? \(?\d+\)? (?:is|must be) (?:larger|greater|bigger"
+        r"|smaller|less|more|fewer|higher|lower) than (?:the )?`?[a-z]+(?:_[a-z]+){2,}\b",
     ),
     Words(
         kind="cuda-arch",
@@ -286,6 +297,13 @@ _WORDS: tuple[Words, ...] = (
         # Windows' fail-fast status (abort(), a failed check, a stack buffer overrun), in
         # hex, by name, or as the unsigned or signed number a wrapper prints
         r"|\b0xc0000409\b|STATUS_STACK_BUFFER_OVERRUN|\b3221226505\b|-1073740791\b",
+    ),
+    # Windows' status of a process that ran a CPU instruction this machine lacks (AVX2,
+    # AVX-512: SIGILL's counterpart, the bare exit with its hint), as a wrapper prints it
+    Words(
+        kind="exit",
+        title="the process ran a CPU instruction this machine lacks",
+        pattern=r"\b0xc000001d\b|STATUS_ILLEGAL_INSTRUCTION|\b3221225501\b|-1073741795\b",
     ),
     # a template's placeholder left in a configuration (tritonserver's config.pbtxt
     # "backend: ${triton_backend}"): whatever the line goes on to miss, the model's
@@ -497,6 +515,9 @@ _WORDS: tuple[Words, ...] = (
         r"|failed to load (?:the |all )?models?|model loading|loading the model"
         r"|HFValidationError|repo id must|trust_remote_code"
         r"|weight \S+ does not exist"
+        # a checkpoint's tensor the model's class has no place for ("There is no module or
+        # parameter named 'lm_head.input_scale' in Qwen3_5MoeForCausalLM")
+        r"|\bno (?:module or )?parameter named\b"
         # the tokenizer's vocabulary and its added tokens ("Non-consecutive added token
         # '<unk>' found ... in saved vocabulary")
         r"|\bvocab(?:ulary)?\b|\badded tokens?\b"

@@ -166,9 +166,10 @@ _RETRY = re.compile(
 )
 _SEVERITY = {"fatal": 4, "error": 2}
 # a line without a level that says the engine goes on after what failed
+# (not inside a flag or a name: "--log-disable", "ignore_eos" say nothing of the kind)
 _GOES_ON = re.compile(
-    r"\bfall(?:ing)? ?back\b|\bignor(?:e|ed|ing)\b|\bskipp(?:ing|ed)\b|\binstead\b"
-    r"|\bcontinu(?:e|es|ing)\b|\bwill (?:use|try)\b|\bdisabl(?:e|ed|ing)\b",
+    r"(?<![-_])(?:\bfall(?:ing)? ?back\b|\bignor(?:e|ed|ing)\b|\bskipp(?:ing|ed)\b"
+    r"|\binstead\b|\bcontinu(?:e|es|ing)\b|\bwill (?:use|try)\b|\bdisabl(?:e|ed|ing)\b)",
     re.IGNORECASE,
 )
 # words that say something failed, in a line that has no level of its own (llama.cpp

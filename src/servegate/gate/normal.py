@@ -298,6 +298,8 @@ _EXCEPTION_START = re.compile(
     r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt):|Exception ignored in "
 )
 _PANIC_TAIL = re.compile(r"panicked at [^\s']+:\d+:\d+:\s*$")
+# color-eyre's panic report (Rust): the header line, then "Message:  <the panic's message>"
+_EYRE_HEAD = re.compile(r"The application panicked \(crashed\)\.\s*$")
 _WRAP_WIDTH = 80  # a line this long that a plain line continues was wrapped at a width
 _MAX_JOINED = 8
 
@@ -385,6 +387,8 @@ def _continues(pieces: Sequence[str], head: Normal, line: str) -> tuple[str, Nor
     previous = pieces[-1]
     if len(pieces) == 1 and _PANIC_TAIL.search(head.text):
         return " ", normalise(line)  # Rust 1.73+: "panicked at src/x.rs:1:2:", the message
+    if len(pieces) == 1 and _EYRE_HEAD.search(head.text) and line.startswith("Message:"):
+        return " ", normalise(line)  # color-eyre's report: its message on the next line
     if _FIELDS.fullmatch(line) and head.header:
         return "", Normal(line, None)  # tracing's span fields after a line break
     # wrapped at a width: the first break inside a word (a letter, then a lower-case
