@@ -32,7 +32,7 @@ import shlex
 import statistics
 import tomllib
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -947,28 +947,6 @@ def _trials(
                 search.abandon(asked)
         return search.outcome(signum=signum)
 
-    def proposals(taken: Callable[[str], bool], planned: Callable[[], int]) -> Iterator[Batched]:
-        """The study's next proposals that need a start, while the slots and the budget
-        allow (``planned()``: those not yet measured, which count as spent): the baseline
-        (trial 0, proposal None) alone; one the study's past answers without a start
-        (a skip, a reuse) told at once and passed over; a name already ``taken`` ends
-        them (abandoned: a later ask proposes it again)."""
-        while planned() < slots and search.spent_why(planned=planned()) is None:
-            values = search.next_values()
-            asked = search.hold()
-            if values is None:
-                yield (None, base.baseline, {})
-                return
-            name = space.name_of(values)
-            if taken(name):
-                search.abandon(asked)
-                return
-            found = search.without_start(name, values, asked=asked)
-            if found is not None:
-                told(found, asked)
-                continue
-            yield (asked, name, values)
-
     def feeder(flight: dict[str, Batched]) -> Callable[[tuple[str, ...]], list[ServerGroup]]:
         """What a flowing round asks as each start ends: ``flight`` holds the trials in
         flight by name."""
@@ -982,10 +960,19 @@ def _trials(
                 if item is not None:
                     told(ended(name, item[2], read(name)), item[0])
             groups: list[ServerGroup] = []
-            # a name proposed while in flight: the next start's end asks again
-            for asked, name, values in proposals(flight.__contains__, flight.__len__):
-                if asked is None:  # the baseline ran first: nothing more to propose
+            while len(flight) < slots and search.spent_why(planned=len(flight)) is None:
+                values = search.next_values()
+                asked = search.hold()
+                if values is None:
                     break
+                name = space.name_of(values)
+                if name in flight:  # proposed while in flight: the next start's end asks again
+                    search.abandon(asked)
+                    break
+                found = search.without_start(name, values, asked=asked)
+                if found is not None:
+                    told(found, asked)
+                    continue
                 flight[name] = (asked, name, values)
                 one = _campaign_of_many(data, text, path, [_trial_variant(space, values)])
                 groups.append(one.only([name]).groups[0])
@@ -997,10 +984,21 @@ def _trials(
     flowing = cluster is not None and slots > 1 and space.fidelity is None
     while (why := search.spent_why()) is None:
         batch: list[Batched] = []  # (proposal, name, values): each needs a start
-        named: set[str] = set()  # proposed in this batch (twice: the batch ends)
-        for item in proposals(named.__contains__, batch.__len__):
-            batch.append(item)
-            named.add(item[1])
+        while len(batch) < slots and search.spent_why(planned=len(batch)) is None:
+            values = search.next_values()
+            asked = search.hold()
+            if values is None:  # the baseline (trial 0), alone
+                batch.append((None, base.baseline, {}))
+                break
+            name = space.name_of(values)
+            if any(name == n for _, n, _ in batch):  # proposed twice in one batch
+                search.abandon(asked)
+                break
+            found = search.without_start(name, values, asked=asked)
+            if found is not None:
+                told(found, asked)
+                continue
+            batch.append((asked, name, values))
         if not batch:
             continue
         if flowing and all(asked is not None for asked, _, _ in batch):
