@@ -44,6 +44,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "crash_logs"
 WRITER = Path(__file__).resolve().parent / "scripts" / "replay_log.py"
 STATUSES = ("ready", "crash", "timeout")
 SPLITS = ("fit", "held-out")
+# Where a log comes from: a public thread, file or page (its https URL), or a run of a real
+# engine on the project's own machines ("run: " then the engine's version and the command).
+SOURCES = ("https://", "run: ")
 KEYS = {"engine", "source", "status", "kind", "cause", "exit", "split", "note"}
 OPTIONAL_KEYS = {"ready"}
 CHUNKS = 3  # bursts the log is written in
@@ -101,8 +104,10 @@ def _fixture(sidecar: Path) -> Fixture:
         raise ValueError(f"{name}.json: split must be {split_of(sidecar.stem)!r} (by file name)")
     if data["engine"] != sidecar.parent.name:
         raise ValueError(f"{name}.json: engine {data['engine']!r} is not its folder's name")
-    if not str(data["source"]).startswith("https://"):
-        raise ValueError(f"{name}.json: source must be the issue thread's https URL")
+    if not str(data["source"]).startswith(SOURCES):
+        raise ValueError(
+            f"{name}.json: source must be the thread's https URL or 'run: ' and the command"
+        )
     cause = data["cause"]
     if cause is not None and not any(cause in line for line in log.read_text().splitlines()):
         raise ValueError(f"{name}.json: cause {cause!r} is not in any line of {log.name}")

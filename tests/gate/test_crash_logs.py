@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.gate.crash_replay import (
+    SOURCES,
     Fixture,
     Outcome,
     load_fixtures,
@@ -34,11 +35,12 @@ def outcomes() -> dict[str, Outcome]:
 
 
 def test_enough_real_logs() -> None:
-    """At least 40 real logs, each with its public source (an issue thread, a file in a
-    repository, or a stored web page), split by file name."""
+    """At least 40 real logs, each with its source (an issue thread, a file in a public
+    repository, a stored web page, or the command of a real engine's run), split by file
+    name."""
     assert len(FIXTURES) >= 40, len(FIXTURES)
     for fixture in FIXTURES:
-        assert fixture.source.startswith("https://"), fixture.name
+        assert fixture.source.startswith(SOURCES), fixture.name
         assert fixture.split == split_of(fixture.log.stem), fixture.name
 
 
