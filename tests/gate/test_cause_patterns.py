@@ -1410,3 +1410,79 @@ def test_an_exception_shaped_like_a_shells_missing_line_is_not_a_missing_program
     verdict = gate(tmp_path, "llamacpp", ["+ ./start.sh", cause], exit=1)
     assert verdict.matched_line == cause
     assert verdict.kind != "install"
+
+
+def test_the_first_error_line_of_a_llama_server_chain_is_its_root(tmp_path: Path) -> None:
+    """llama-server's callers each add a line under the loader's error ("error loading
+    model", "failed to load model", "exiting due to ..."): with its `E` level (or
+    `--log-jsonl`'s "level":"error") the first line of the chain is quoted; a warning
+    above it is not."""
+    root = "0.00.006.009 E gguf_init_from_reader: invalid magic characters: 'vers', expected 'GGUF'"
+    lines = [
+        "0.00.001.238 I srv  llama_server: initializing ...",
+        "0.00.003.451 W srv  llama_server: security: no API key is set",
+        "0.00.005.001 I srv    load_model: loading model '/models/m.gguf'",
+        root,
+        "0.00.006.121 E llama_model_load: error loading model: llama_model_loader: failed "
+        "to load model from /models/m.gguf",
+        "0.00.006.139 E llama_model_load_from_file_impl: failed to load model",
+        "0.00.006.286 E srv    load_model: failed to load model, '/models/m.gguf'",
+        "0.00.006.621 E srv  llama_server: exiting due to model loading error",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", root)
+    memory = '{"type":"log","level":"error","msg":"ggml_aligned_malloc: insufficient memory\\n"}'
+    lines = [
+        '{"type":"log","level":"info","msg":"llama_context: n_ctx = 40000000\\n"}',
+        memory,
+        '{"type":"log","level":"error","msg":"alloc_tensor_range: failed to allocate CPU '
+        'buffer of size 122880000000\\n"}',
+        '{"type":"log","level":"error","msg":"srv  llama_server: exiting due to model '
+        'loading error\\n"}',
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("oom", memory)
+    # the same chain with no levels: nothing says which line is an error, the loader's
+    # own line is quoted
+    plain = [
+        "gguf_init_from_reader: invalid magic characters: 'vers', expected 'GGUF'",
+        "llama_model_load: error loading model: llama_model_loader: failed to load model",
+        "main: exiting due to model loading error",
+    ]
+    verdict = gate(tmp_path, "llamacpp", plain)
+    assert verdict.kind == "model-load"
+    assert verdict.matched_line is not None
+    assert "error loading model" in verdict.matched_line
+
+
+def test_pydantics_own_error_line_is_quoted_under_its_count(tmp_path: Path) -> None:
+    """pydantic's header only counts the errors; the line it ends with `[type=...]`
+    says what was rejected, a setting's value: bad-args."""
+    detail = (
+        "  Input should be greater than or equal to 0 "
+        "[type=greater_than_equal, input_value=-1, input_type=int]"
+    )
+    lines = [
+        "1 validation error for ModelSettings",
+        "n_ctx",
+        detail,
+        "    For further information visit https://errors.pydantic.dev/2.14/v/greater_than_equal",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", detail.strip())
+
+
+def test_a_python_memory_error_is_out_of_memory(tmp_path: Path) -> None:
+    """numpy's `_ArrayMemoryError: Unable to allocate 64.0 GiB ...` is memory's."""
+    error = (
+        "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 64.0 GiB for an "
+        "array with shape (65536, 262144) and data type float32"
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/llama_cpp/llama.py", line 400, in __init__',
+        "    self.scores = np.ndarray((n_ctx, n_vocab), dtype=np.single)",
+        error,
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("oom", error)

@@ -145,7 +145,10 @@ _WORDS: tuple[Words, ...] = (
         # size N failed", ErrorOutOfDeviceMemory, UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
         r"|\ballocation of (?:size )?\d+\S*(?: bytes)? failed|OutOf(?:Device|Host|Pool)Memory"
         r"|OUT_OF_(?:DEVICE|HOST|POOL)_MEMORY"
-        r"|OOMKilled|\bOOM[- ]kill",  # Kubernetes' reason, the kernel's killer
+        r"|OOMKilled|\bOOM[- ]kill"  # Kubernetes' reason, the kernel's killer
+        # Python's and numpy's ("_ArrayMemoryError: Unable to allocate 64.0 GiB for an
+        # array with shape ...")
+        r"|MemoryError\b|\bunable to allocate [\d.]+ ?[KMGTP]i?B\b",
     ),
     Words(
         kind="disk",

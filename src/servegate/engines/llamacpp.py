@@ -100,6 +100,7 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"failed to allocate buffer for kv cache",
         kind="oom",
+        rooted=True,
         title="the KV cache does not fit in memory",
         hint=_KV_HINT,
         # the backend's allocator says so first, with the size it could not get
@@ -110,12 +111,14 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"unable to allocate \S+ buffer",
         kind="oom",
+        rooted=True,
         title="a model buffer could not be allocated",
         hint=_OOM_HINT,
     ),
     Signature(
         pattern=r"failed to allocate \S+ buffer of size",
         kind="oom",
+        rooted=True,
         title="a buffer could not be allocated",
         hint=_OOM_HINT,
         withdrawn_by=_RETRY_WITHOUT_PP,
@@ -124,6 +127,7 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"failed to allocate compute buffers",
         kind="oom",
+        rooted=True,
         title="the compute buffers do not fit in memory",
         hint=_OOM_HINT,
         withdrawn_by=_RETRY_WITHOUT_PP,
@@ -169,6 +173,7 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"llama_model_loader: failed to load model",
         kind="model-load",
+        rooted=True,
         title="the model failed to load",
         hint=_MODEL_HINT,
     ),
@@ -200,6 +205,7 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"error loading model: ",
         kind="model-load",
+        rooted=True,
         title="the model failed to load",
         hint=_MODEL_HINT,
         explained_by=r"^ggml_\w*buffer\w*: (?:error: )?failed to allocate buffer",
@@ -269,6 +275,7 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"failed to load model",
         kind="model-load",
+        rooted=True,
         title="the model failed to load",
         hint=_MODEL_HINT,
         # the loader's own reason above it where it did not decide by itself (a wrapper
@@ -279,12 +286,14 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"unable to load model",
         kind="model-load",
+        rooted=True,
         title="the model failed to load",
         hint=_MODEL_HINT,
     ),
     Signature(
         pattern=r"exiting due to model loading error",
         kind="model-load",
+        rooted=True,
         title="the model failed to load",
         hint=_MODEL_HINT,
         # the chat template's own error above it (the jinja engine's "Error: Expected
@@ -299,6 +308,7 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"failed to create context with model",
         kind="model-load",
+        rooted=True,
         title="the model's context could not be created",
         hint=_OOM_HINT,
         explained_by=_CONTEXT_WHY,
@@ -306,6 +316,7 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"Failed to create llama_context",
         kind="model-load",
+        rooted=True,
         title="the model's context could not be created",
         hint=_OOM_HINT,
         explained_by=_CONTEXT_WHY,

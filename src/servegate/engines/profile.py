@@ -49,6 +49,13 @@ class Signature:
     # import error when loading" the model's module): that line is quoted instead, and
     # its words give the kind (engines/families.py), else this signature's kind
     explained_by: str | None = None
+    # True for a consequence that a C++ engine prints under its cause, each caller of the
+    # failing call adding its own line ("llama_model_load: error loading model: ...",
+    # "failed to load model", "exiting due to model loading error"): where the failure's
+    # episode holds earlier lines that a logger printed at an error level (llama.cpp's
+    # `E`, `"level":"error"`), the first of them is the root and is quoted instead, its
+    # words giving the kind, else this signature's
+    rooted: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

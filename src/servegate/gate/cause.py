@@ -132,8 +132,13 @@ _EXCEPTION = re.compile(
 )
 # pydantic's ValidationError: a header that only counts the errors, each error's own
 # line below it ("Value error, ..."), then a link: the detail is the exception's words
-_PYDANTIC_HEADER = re.compile(r"(?:[\w.]+\.)?ValidationError: \d+ validation errors? for \w+\s*$")
+_PYDANTIC_HEADER = re.compile(
+    r"(?:(?:[\w.]+\.)?ValidationError: )?\d+ validation errors? for \w+\s*$"
+)
 _PYDANTIC_DETAIL = ("Value error, ", "Assertion failed, ")
+# any error's own line, with the error type pydantic appends ("Input should be greater
+# than or equal to 0 [type=greater_than_equal, input_value=-1, input_type=int]")
+_PYDANTIC_TYPED = re.compile(r"\S.* \[type=[a-z_]+, input_value=.*\]$")
 # an exception's class, dotted or not, and its message: read as one only where it ends
 # a traceback (a line "Name: message" elsewhere is a logger's or a program's)
 _CLASS_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \S")
@@ -344,6 +349,13 @@ _FRAME_PHASES: tuple[tuple[re.Pattern[str], str, str], ...] = (
 # the exception's class and its module, for an exception whose words name no family:
 # the library that raised it says which part failed
 _CLASS_KINDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    # a value pydantic rejected, with the error type it appends ("Input should be greater
+    # than or equal to 0 [type=greater_than_equal, input_value=-1, ...]"): a setting's
+    (
+        re.compile(r"\s\[type=[a-z_]+, input_value="),
+        "bad-args",
+        "a setting has a value its configuration does not accept",
+    ),
     (
         re.compile(
             r"^huggingface_hub\.[\w.]*: |^(?:[\w.]+\.)?(?:OfflineModeIsEnabled|HfHubHTTPError"
@@ -491,6 +503,8 @@ def _exception(normal: Normal) -> str | None:
         return None
     text = normal.text
     if _WHAT.match(text) or _EXCEPTION.match(text) or text.startswith(_PYDANTIC_DETAIL):
+        return text
+    if text.endswith("]") and _PYDANTIC_TYPED.match(text):
         return text
     glued = _RAISE_THEN.match(text)
     if glued is not None:
@@ -882,6 +896,10 @@ def select_cause(
                 hint=hint,
             )
     signature = pick.cause.signature
+    if best == _SIGNATURE and signature is not None and signature.rooted:
+        root = _root(entries, found, pick)
+        if root is not None:
+            return root
     if best == _SIGNATURE and signature is not None and signature.explained_by:
         root = _explaining(entries[: pick.position], signature.explained_by, hints or {})
         if root is not None:
@@ -1228,6 +1246,29 @@ def _from_raise(entry: Logical, rules: Sequence[_Rule], hints: Mapping[str, str]
         title=title,
         hint=hint,
     )
+
+
+def _root(
+    entries: Sequence[Logical], found: Sequence[_Candidate], pick: _Candidate
+) -> Cause | None:
+    """The first line of ``found`` (the episode's candidates) above ``pick``, a rooted
+    signature's hit, that a logger printed at an error level, as the cause (the kind its
+    own signature or words name, else ``pick``'s); None where there is none, or where
+    that line is itself a rooted consequence (the explanation, if any, then decides)."""
+    signature = pick.cause.signature
+    assert signature is not None
+    for c in found:
+        if c.position >= pick.position:
+            return None
+        normal = entries[c.position].normal
+        if not normal.header or _SEVERITY.get(normal.level or "", 0) < _SEVERITY["error"]:
+            continue
+        if c.rank == _RETRIED or (c.cause.signature is not None and c.cause.signature.rooted):
+            return None
+        if c.cause.kind is not None:
+            return c.cause
+        return replace(c.cause, kind=signature.kind, title=signature.title, hint=signature.hint)
+    return None
 
 
 def _explaining(entries: Sequence[Logical], pattern: str, hints: Mapping[str, str]) -> Cause | None:

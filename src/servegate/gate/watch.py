@@ -474,12 +474,23 @@ class LogWatcher:
 
     def explain(self, signature: Signature, line: str) -> Cause | None:
         """The line before ``line`` (a hit of ``signature``) that explains it, if the
-        signature has ``explained_by`` and the tail holds one."""
-        if signature.explained_by is None:
+        signature has ``explained_by`` and the tail holds one, or, for a ``rooted``
+        signature, the root that the cause's rule finds above it."""
+        if signature.explained_by is None and not signature.rooted:
             return None
         lines = self.tail.last()
         hit = line.strip()
         cut = next((n for n in range(len(lines) - 1, -1, -1) if lines[n].strip() == hit), None)
+        if signature.rooted and cut is not None:
+            found = select_cause(
+                lines[: cut + 1],
+                self.rules.fatal,
+                progress=self.rules.progress_marks,
+                hints=self.rules.hints,
+                literals=self.rules.literals,
+            )
+            if found is not None and found.line != hit:
+                return found
         return explain(lines[:cut], signature, self.rules.hints)
 
     @property
