@@ -336,6 +336,9 @@ _WORDS: tuple[Words, ...] = (
         r"|pip install|is not installed|not found in \$?PATH|command not found"
         r"|got an unexpected keyword argument|module '[\w.]+' has no attribute"
         r"|got multiple values for (?:keyword )?argument"
+        # a package installed under another name, or half installed: its metadata is not
+        # there ("PackageNotFoundError: No package metadata was found for vllm")
+        r"|PackageNotFoundError|No package metadata was found for"
         r"|unable to find backend library|failed to build|returned non-zero exit status"
         # tritonserver looks for a Python backend's model.py where a backend is missing
         r"|unable to find '[^']*/model\.py'"
