@@ -50,7 +50,9 @@ The rule, over the tail:
    traceback, the shard's error before the launcher's ``Webserver Crashed``. Wrappers go
    by the profile's order (most specific first), then the latest.
 5. A signature with ``explained_by`` (SGLang's unsupported architecture after ``Ignore
-   import error when loading ...``) gives way to the line that explains it.
+   import error when loading ...``) gives way to the line that explains it; a
+   ``rooted`` one (llama-server's callers' lines under the loader's error) to the first
+   line of its episode that a logger printed at an error level.
 6. With no candidate at all, a ``raise X("...")`` statement (a paste cut before its
    exception line) gives the kind its message names; it is not quoted.
 7. The line that ends a traceback is its exception, whatever its class is called
