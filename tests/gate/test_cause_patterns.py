@@ -1442,17 +1442,6 @@ def test_the_first_error_line_of_a_llama_server_chain_is_its_root(tmp_path: Path
     ]
     verdict = gate(tmp_path, "llamacpp", lines)
     assert (verdict.kind, verdict.matched_line) == ("oom", memory)
-    # the same chain with no levels: nothing says which line is an error, the loader's
-    # own line is quoted
-    plain = [
-        "gguf_init_from_reader: invalid magic characters: 'vers', expected 'GGUF'",
-        "llama_model_load: error loading model: llama_model_loader: failed to load model",
-        "main: exiting due to model loading error",
-    ]
-    verdict = gate(tmp_path, "llamacpp", plain)
-    assert verdict.kind == "model-load"
-    assert verdict.matched_line is not None
-    assert "error loading model" in verdict.matched_line
 
 
 def test_pydantics_own_error_line_is_quoted_under_its_count(tmp_path: Path) -> None:
@@ -1486,3 +1475,49 @@ def test_a_python_memory_error_is_out_of_memory(tmp_path: Path) -> None:
     ]
     verdict = gate(tmp_path, "llamacpp", lines)
     assert (verdict.kind, verdict.matched_line) == ("oom", error)
+
+
+def test_with_no_levels_the_top_of_a_c_functions_failure_chain_is_the_root(
+    tmp_path: Path,
+) -> None:
+    """llama.cpp's plain format (llama-cpp-python's stderr) has no levels: the lines
+    right above a consequence that each say, as `function: message`, that something
+    failed are its chain, and the first is quoted, also where the loader's line holds
+    a phase's words (`error loading model` holds `loading model`)."""
+    root = "gguf_init_from_reader: failed to read magic"
+    lines = [
+        "llama_model_loader: using device CPU",
+        root,
+        "llama_model_load: error loading model: llama_model_loader: failed to load model from /m",
+        "llama_model_load_from_file_impl: failed to load model",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", root)
+    memory = "ggml_aligned_malloc: insufficient memory (attempted to allocate 32928.12 MB)"
+    lines = [
+        "sched_reserve: reserving full memory module",
+        memory,
+        "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 34527641600",
+        "ggml_gallocr_reserve_n_impl: failed to allocate CPU buffer of size 34527641600",
+        "graph_reserve: failed to allocate compute buffers",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("oom", memory)
+
+
+def test_the_input_pydantic_rejected_is_not_words_of_what_failed(tmp_path: Path) -> None:
+    """Of two errors of one ValidationError, the first is quoted: the second's rejected
+    input (a model's path) names no family."""
+    first = (
+        "  Field required [type=missing, input_value={'model_path': '/m.gguf'}, input_type=dict]"
+    )
+    lines = [
+        "2 validation errors for ConfigFileSettings",
+        "models.0.model",
+        first,
+        "models.0.model_path",
+        "  Extra inputs are not permitted [type=extra_forbidden, input_value='/models/"
+        "gemma3-270m-q4_k_m.gguf', input_type=str]",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", first.strip())

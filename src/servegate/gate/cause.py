@@ -695,6 +695,11 @@ def _candidate(
     words_in = text
     if hit is not None and hit[1] is not None:
         words_in = text[: hit[1].start()] + " " + text[hit[1].end() :]
+    typed = words_in.find(" [type=")
+    if typed > 0 and _PYDANTIC_TYPED.match(words_in) is not None:
+        # pydantic's error type and the input it rejected: what was given, not words of
+        # what failed (a model's path in input_value)
+        words_in = words_in[:typed]
     response = words_in.find("<Response [")
     if response >= 0:
         # a requests Response and its body: the answer of a server the process asked (its
@@ -800,7 +805,9 @@ def select_cause(
         if framed and not (_EXCEPTION.match(text) or _WHAT.match(text)):
             continue  # a source line a paste or a logger took the indentation from
         frames, functions = functions, []  # a traceback ends at its first other line
-        if _any(moves, text):
+        if _any(moves, text) and _first_rule(rules, text, text) is None:
+            # a phase's opening, unless a fatal rule names the line ("error loading
+            # model: ..." holds the opening's "loading model")
             moved_on.append(position)
             continue
         if any(word in text for word in _DIED_WORDS) and _DIED.search(text) is not None:
@@ -899,7 +906,7 @@ def select_cause(
             )
     signature = pick.cause.signature
     if best == _SIGNATURE and signature is not None and signature.rooted:
-        root = _root(entries, found, pick)
+        root = _root(entries, found, pick, hints or {})
         if root is not None:
             return root
     if best == _SIGNATURE and signature is not None and signature.explained_by:
@@ -1251,17 +1258,24 @@ def _from_raise(entry: Logical, rules: Sequence[_Rule], hints: Mapping[str, str]
 
 
 def _root(
-    entries: Sequence[Logical], found: Sequence[_Candidate], pick: _Candidate
+    entries: Sequence[Logical],
+    found: Sequence[_Candidate],
+    pick: _Candidate,
+    hints: Mapping[str, str],
 ) -> Cause | None:
-    """The first line of ``found`` (the episode's candidates) above ``pick``, a rooted
-    signature's hit, that a logger printed at an error level, as the cause (the kind its
-    own signature or words name, else ``pick``'s); None where there is none, or where
-    that line is itself a rooted consequence (the explanation, if any, then decides)."""
+    """The root of ``pick``, a rooted signature's hit, as the cause (the kind its own
+    signature or words name, else ``pick``'s): the first line of ``found`` (the
+    episode's candidates) above it that a logger printed at an error level; in a log
+    with no levels, the first of the lines right above it that each say, as
+    ``function: message``, that something failed (llama.cpp's plain format:
+    ``gguf_init_from_reader: failed to read magic``, then ``llama_model_load: error
+    loading model: ...``). None where there is none, or where that line is itself a
+    rooted consequence (the explanation, if any, then decides)."""
     signature = pick.cause.signature
     assert signature is not None
     for c in found:
         if c.position >= pick.position:
-            return None
+            break
         normal = entries[c.position].normal
         if not normal.header or _SEVERITY.get(normal.level or "", 0) < _SEVERITY["error"]:
             continue
@@ -1270,7 +1284,28 @@ def _root(
         if c.cause.kind is not None:
             return c.cause
         return replace(c.cause, kind=signature.kind, title=signature.title, hint=signature.hint)
-    return None
+    if entries[pick.position].normal.header:
+        return None
+    top = None
+    at = pick.position - 1
+    while at >= 0 and _FUNCTION_FAILED.match(entries[at].normal.text) is not None:
+        top, at = at, at - 1
+    if top is None:
+        return None
+    entry = entries[top]
+    text = entry.normal.text
+    words = words_kind(text[text.find(":") + 1 :])
+    kind, title = (signature.kind, signature.title) if words is None else (words.kind, words.title)
+    hint = signature.hint if words is None else hints.get(kind, KIND_HINTS.get(kind))
+    return Cause(line=entry.line.strip(), text=text, kind=kind, title=title, hint=hint)
+
+
+# a C function's report that something failed ("gguf_init_from_reader: failed to read
+# magic", "ggml_aligned_malloc: insufficient memory (attempted to allocate ...)")
+_FUNCTION_FAILED = re.compile(
+    r"[a-z_][a-z0-9_]*(?:::\w+)*: (?:[^:]*: )?.{0,80}\b(?:[Ff]ail(?:ed|ure)?|[Ee]rror|invalid"
+    r"|insufficient|unable|cannot|can't|couldn't|exceeds?|not found|[Nn]o such|mismatch)\b"
+)
 
 
 def _explaining(entries: Sequence[Logical], pattern: str, hints: Mapping[str, str]) -> Cause | None:
