@@ -1521,3 +1521,24 @@ def test_the_input_pydantic_rejected_is_not_words_of_what_failed(tmp_path: Path)
     ]
     verdict = gate(tmp_path, "llamacpp", lines)
     assert (verdict.kind, verdict.matched_line) == ("bad-args", first.strip())
+
+
+def test_uvicorns_errno_right_after_the_app_started_is_the_listen_address(
+    tmp_path: Path,
+) -> None:
+    """uvicorn binds its socket right after the app started: a name lookup that fails
+    there is the --host value (bad-args); a taken port stays port-in-use; the same
+    lookup's failure elsewhere stays download's."""
+    error = "ERROR:    [Errno -2] Name or service not known"
+    started = [
+        "INFO:     Waiting for application startup.",
+        "INFO:     Application startup complete.",
+    ]
+    verdict = gate(tmp_path, "llamacpp", [*started, error])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", error)
+    taken = "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 8000)"
+    verdict = gate(tmp_path, "llamacpp", [*started, taken])
+    assert (verdict.kind, verdict.matched_line) == ("port-in-use", taken)
+    hub = "requests.exceptions.ConnectionError: [Errno -2] Name or service not known"
+    verdict = gate(tmp_path, "vllm", ["INFO 12-06 04:00:00 [api_server.py:1] vLLM API server", hub])
+    assert verdict.kind == "download"

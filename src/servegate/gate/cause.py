@@ -904,6 +904,15 @@ def select_cause(
                 title=title,
                 hint=hint,
             )
+    if (
+        pick.cause.kind not in ("port-in-use", "permission")
+        and _ERRNO.match(pick.cause.text) is not None
+        and _after_app_startup(entries, pick.position)
+    ):
+        # uvicorn's error while it binds, right after the app started: the address it was
+        # given to listen on ("[Errno -2] Name or service not known": a --host that does
+        # not resolve), not a download's name lookup
+        return replace(pick.cause, kind="bad-args", title=_LISTEN_TITLE, hint=_LISTEN_HINT)
     signature = pick.cause.signature
     if best == _SIGNATURE and signature is not None and signature.rooted:
         root = _root(entries, found, pick, hints or {})
@@ -1255,6 +1264,24 @@ def _from_raise(entry: Logical, rules: Sequence[_Rule], hints: Mapping[str, str]
         title=title,
         hint=hint,
     )
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] ")
+_APP_STARTED = ("Application startup complete.", "Waiting for application startup.")
+_LISTEN_TITLE = "the server cannot listen on the address it was given"
+_LISTEN_HINT = (
+    "check the host (--host) and port flags: the host must be this machine's name or address"
+)
+
+
+def _after_app_startup(entries: Sequence[Logical], position: int) -> bool:
+    """Whether the line at ``position`` comes right after uvicorn's app started (its
+    next step is to bind the listening socket)."""
+    for entry in reversed(entries[:position]):
+        text = entry.normal.text
+        if text:
+            return text.endswith(_APP_STARTED)
+    return False
 
 
 def _root(
