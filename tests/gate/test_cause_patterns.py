@@ -1542,3 +1542,34 @@ def test_uvicorns_errno_right_after_the_app_started_is_the_listen_address(
     hub = "requests.exceptions.ConnectionError: [Errno -2] Name or service not known"
     verdict = gate(tmp_path, "vllm", ["INFO 12-06 04:00:00 [api_server.py:1] vLLM API server", hub])
     assert verdict.kind == "download"
+
+
+def test_a_llama_server_loader_line_takes_the_kind_its_message_names(tmp_path: Path) -> None:
+    """`error loading model: device CUDA0 does not support split buffers` is the first
+    error of its chain and says, after the loader's words, that the split option cannot
+    be: bad-args, the line itself quoted; an argument's error under the parser's
+    `error while handling argument` is that error's line."""
+    line = (
+        "0.00.272.023 E llama_model_load: error loading model: device CUDA0 does not "
+        "support split buffers"
+    )
+    lines = [
+        "0.00.100.000 I srv    load_model: loading model '/models/m.gguf'",
+        line,
+        "0.00.272.100 E llama_model_load_from_file_impl: failed to load model",
+        "0.00.272.200 E srv  llama_server: exiting due to model loading error",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", line)
+    root = (
+        "0.00.104.011 E cmn  string_parse: string_parse_kv_override: invalid type for KV "
+        "override 'llama.context_length=32768'"
+    )
+    lines = [
+        root,
+        'error while handling argument "--override-kv": error: Invalid type for KV override: '
+        "llama.context_length=32768",
+        "usage:",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", root)

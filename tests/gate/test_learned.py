@@ -85,3 +85,14 @@ def test_a_signal_a_line_that_says_one_or_a_go_bug_is_not_judged(tmp_path: Path)
     assert shipped().likely(bug) is not None  # words it knows
     kind, reason, line = gate(tmp_path, [bug], exit=2)
     assert (kind, line) == ("exit", bug) and "judged" not in reason
+
+
+def test_paths_addresses_and_os_errors_are_no_words_of_a_kind() -> None:
+    """A path or an address names the machine's folders, not what failed (logs written
+    under /tmp would teach that `tmp` is a kind's); an OS error's own text is what a
+    system call returned: such a line is not judged."""
+    words = words_of("unable to open /tmp/blind/x.fifo or ~/cache/y and https://hub.example/m")
+    assert words == {"unable", "to", "open", "or", "and"}
+    model = KindModel([("bad-args", "invalid argument for --n-ctx")] * 5)
+    assert model.judge("invalid argument for --n-ctx") is not None
+    assert model.judge("OSError: [Errno 22] Invalid argument for --n-ctx") is None

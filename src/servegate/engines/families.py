@@ -497,7 +497,10 @@ _WORDS: tuple[Words, ...] = (
         r"|\bis only (?:supported|allowed|available|valid) (?:for|with|when)\b"
         # a feature asked of a model that does not have it ("context type MTP requested
         # but model doesn't contain MTP layers"): the option must go, or the model change
-        r"|\brequested,? but (?:the )?model (?:does not|doesn't) (?:contain|have|support)\b",
+        r"|\brequested,? but (?:the )?model (?:does not|doesn't) (?:contain|have|support)\b"
+        # a split mode the device cannot do ("device CUDA0 does not support split buffers"
+        # under --split-mode row): the option must change
+        r"|\bdoes not support split buffers\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading

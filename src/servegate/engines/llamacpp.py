@@ -254,6 +254,7 @@ _FATAL: tuple[Signature, ...] = (
     Signature(
         pattern=r"error while handling argument",
         kind="bad-args",
+        rooted=True,
         title="a flag has an invalid value",
         hint=_ARGS_HINT,
     ),

@@ -1311,20 +1311,36 @@ def _root(
         if c.cause.kind is not None:
             return c.cause
         return replace(c.cause, kind=signature.kind, title=signature.title, hint=signature.hint)
-    if entries[pick.position].normal.header:
-        return None
+    if entries[pick.position].normal.level is not None:
+        return _said_after(pick, signature, hints)
     top = None
     at = pick.position - 1
     while at >= 0 and _FUNCTION_FAILED.match(entries[at].normal.text) is not None:
         top, at = at, at - 1
     if top is None:
-        return None
+        return _said_after(pick, signature, hints)
     entry = entries[top]
     text = entry.normal.text
     words = words_kind(text[text.find(":") + 1 :])
     kind, title = (signature.kind, signature.title) if words is None else (words.kind, words.title)
     hint = signature.hint if words is None else hints.get(kind, KIND_HINTS.get(kind))
     return Cause(line=entry.line.strip(), text=text, kind=kind, title=title, hint=hint)
+
+
+def _said_after(pick: _Candidate, signature: Signature, hints: Mapping[str, str]) -> Cause | None:
+    """``pick``, a rooted signature's hit with no root above it, with the kind its
+    message after the hit names in a family's words, where that is another family's
+    ("error loading model: device CUDA0 does not support split buffers": the split
+    option's); None otherwise."""
+    text = pick.cause.text
+    match = re.search(signature.pattern, text)
+    if match is None:
+        return None
+    words = words_kind(text[match.end() :])
+    if words is None or family_of(words.kind) in (None, "process", family_of(signature.kind)):
+        return None
+    hint = hints.get(words.kind, KIND_HINTS.get(words.kind))
+    return replace(pick.cause, kind=words.kind, title=words.title, hint=hint)
 
 
 # a C function's report that something failed ("gguf_init_from_reader: failed to read

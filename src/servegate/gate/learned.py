@@ -51,14 +51,23 @@ DATA = "kind_lines.tsv"
 # a Go program's own bug (nil map, index out of range, divide by zero): its words say
 # what the program did wrong, not what of the setup failed
 _RUNTIME_PANIC = re.compile(r"\bpanic: runtime error:")
+# an OS error's own text ("[Errno 22] Invalid argument"): what a system call returned,
+# not what of the setup failed (the rules' families read the ones that say it)
+_OS_ERROR = re.compile(r"\[Errno -?\d+\]")
 _WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]{2,}(?![a-z])")
 # how a process ended (a signal, the exit) or a wait ran out is no kind of its words
 _SKIPPED_FAMILIES = frozenset({"process", "timeout"})
 
 
+# a path or an address: the machine's folders, not words of what failed (a log written
+# under /tmp would teach that "tmp" is a kind's)
+_PATH = re.compile(r"(?:\b[a-z][a-z0-9+.-]*://|(?<![\w.])(?:~|\.{1,2})?/)[^\s'\",;)\]]*")
+
+
 def words_of(text: str) -> frozenset[str]:
-    """The words of a line, lower-cased (``CUDAOutOfMemory`` -> cuda, out, of, memory)."""
-    return frozenset(word.lower() for word in _WORD.findall(text))
+    """The words of a line, lower-cased (``CUDAOutOfMemory`` -> cuda, out, of, memory),
+    less its paths and addresses."""
+    return frozenset(word.lower() for word in _WORD.findall(_PATH.sub(" ", text)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +132,7 @@ class KindModel:
     def judge(self, line: str) -> Likely | None:
         """The likeliest kind of ``line`` where it has at least ``THRESHOLD`` of the
         posterior and the line holds a telling word for it; else None."""
-        if _RUNTIME_PANIC.search(line) is not None:
+        if _RUNTIME_PANIC.search(line) is not None or _OS_ERROR.search(line) is not None:
             return None
         found = self.likely(line)
         if found is None or found.share < THRESHOLD or not found.words:

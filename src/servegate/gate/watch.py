@@ -489,8 +489,8 @@ class LogWatcher:
                 hints=self.rules.hints,
                 literals=self.rules.literals,
             )
-            if found is not None and found.line != hit:
-                return found
+            if found is not None and (found.line != hit or found.kind != signature.kind):
+                return found  # the root above, or the kind the hit's own message names
         return explain(lines[:cut], signature, self.rules.hints)
 
     @property
