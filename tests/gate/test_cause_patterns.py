@@ -1561,6 +1561,12 @@ def test_a_llama_server_loader_line_takes_the_kind_its_message_names(tmp_path: P
     ]
     verdict = gate(tmp_path, "llamacpp", lines)
     assert (verdict.kind, verdict.matched_line) == ("bad-args", line)
+    regex = (
+        "0.00.230.242 E llama_model_load: error loading model: Mismatched '(' and ')' in "
+        "regular expression"
+    )
+    verdict = gate(tmp_path, "llamacpp", [lines[0], regex, *lines[2:]])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", regex)
     root = (
         "0.00.104.011 E cmn  string_parse: string_parse_kv_override: invalid type for KV "
         "override 'llama.context_length=32768'"

@@ -500,7 +500,11 @@ _WORDS: tuple[Words, ...] = (
         r"|\brequested,? but (?:the )?model (?:does not|doesn't) (?:contain|have|support)\b"
         # a split mode the device cannot do ("device CUDA0 does not support split buffers"
         # under --split-mode row): the option must change
-        r"|\bdoes not support split buffers\b",
+        r"|\bdoes not support split buffers\b"
+        # a pattern option's regular expression that does not compile (llama.cpp's
+        # std::regex under -ot / --override-tensor: "error loading model: Mismatched '('
+        # and ')' in regular expression")
+        r"|\bin regular expression\b|\bregex_error\b|\bin (?:bracket|brace) expression\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading
