@@ -1579,3 +1579,152 @@ def test_a_llama_server_loader_line_takes_the_kind_its_message_names(tmp_path: P
     ]
     verdict = gate(tmp_path, "llamacpp", lines)
     assert (verdict.kind, verdict.matched_line) == ("bad-args", root)
+
+
+def test_the_operating_systems_reason_after_what_failed_names_the_kind(tmp_path: Path) -> None:
+    """`failed to open GGUF file '...' (Permission denied)`: the file is there, the
+    process may not read it: permission, not the model's; a folder it may not write
+    (`Unable to write to NIM_CACHE_PATH`) is permission's too; a port taken stays
+    port-in-use."""
+    line = (
+        "0.00.113.460 E gguf_init_from_file: failed to open GGUF file "
+        "'/m/private/random-llama-1b.gguf' (Permission denied)"
+    )
+    lines = [
+        "0.00.100.000 I srv    load_model: loading model '/m/private/random-llama-1b.gguf'",
+        line,
+        "0.00.113.467 E llama_model_load: error loading model: llama_model_loader: failed to "
+        "load model from /m/private/random-llama-1b.gguf",
+        "0.00.114.408 E srv  llama_server: exiting due to model loading error",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("permission", line)
+    missing = "0.00.113.460 E gguf_init_from_file: failed to open GGUF file '/m/x.gguf' (No such"
+    verdict = gate(tmp_path, "llamacpp", [lines[0], missing + " file or directory)", *lines[2:]])
+    assert verdict.kind == "model-load"
+    nim = "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)"
+    lines = [
+        "INFO 2024-06-06 10:00:00.000 ngc_injector.py:152] Valid profile: 8835c31...",
+        "Traceback (most recent call last):",
+        '  File "/opt/nim/llm/nim_llm_sdk/entrypoints/launch.py", line 99, in main',
+        "    inject_ngc_hub(profile, cache_path)",
+        nim,
+    ]
+    verdict = gate(tmp_path, "trtllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("permission", nim)
+
+
+def test_a_configuration_file_the_user_gave_that_is_missing_or_broken_is_bad_args(
+    tmp_path: Path,
+) -> None:
+    """llama-cpp-python's `Config file ... not found!`, llama-server's `failed to parse
+    server config file`, YAML's syntax errors, a TLS key that is no PEM, a llava chat
+    format without its projector: each an option the user must change."""
+    cases = {
+        "Exception: Config file /etc/llama/models.json not found!": "llamacpp",
+        "0.00.010.000 E srv    main: failed to parse server config file: /etc/l.ini": "llamacpp",
+        "yaml.scanner.ScannerError: while scanning for the next token": "vllm",
+        "ssl.SSLError: [SSL] PEM lib (_ssl.c:3905)": "llamacpp",
+        "AssertionError: clip model not found": "llamacpp",
+    }
+    for n, (line, engine) in enumerate(cases.items()):
+        lines = [
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/server/app.py", line 70, in main',
+            "    start(settings)",
+            line,
+        ]
+        if "server config" in line:
+            lines = ["0.00.001.000 I build: 0 (unknown)", line]
+        if "ScannerError" in line:
+            lines.append("found character '\\t' that cannot start any token")
+        case = tmp_path / str(n)
+        case.mkdir()
+        verdict = gate(case, engine, lines)
+        assert verdict.kind == "bad-args", (line, verdict.kind, verdict.matched_line)
+
+
+def test_a_model_newer_than_the_engine_is_unsupported_and_quoted_at_its_root(
+    tmp_path: Path,
+) -> None:
+    """`unknown tokenizer: 'gemma'` inside `error loading model`, and a GGUF version
+    above the reader's: unsupported-model, the version line (the top of the chain of
+    `function: ...` lines) quoted, not `failed to read header` under it."""
+    line = (
+        "llama_model_load: error loading model: error loading model vocabulary: unknown "
+        "tokenizer: 'gemma'"
+    )
+    verdict = gate(
+        tmp_path, "llamacpp", [line, "llama_model_load_from_file_impl: failed to load model"]
+    )
+    assert (verdict.kind, verdict.matched_line) == ("unsupported-model", line)
+    root = (
+        "gguf_init_from_reader: this GGUF file is version 99 but this software only "
+        "supports up to version 3"
+    )
+    lines = [
+        root,
+        "gguf_init_from_reader: failed to read header",
+        "llama_model_load: error loading model: llama_model_loader: failed to load model "
+        "from /m/v99.gguf",
+        "llama_model_load_from_file_impl: failed to load model",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("unsupported-model", root)
+
+
+def test_an_option_that_needs_another_and_a_profile_for_other_gpus(tmp_path: Path) -> None:
+    """`SPLIT_MODE_TENSOR requires flash_attn to be enabled` (an option's value in
+    capitals) is bad-args; a NIM with no profile runnable on the detected GPU is
+    cuda-arch, not memory's."""
+    line = (
+        "0.00.571.262 E llama_init_from_model: SPLIT_MODE_TENSOR requires flash_attn to be enabled"
+    )
+    lines = [
+        "0.00.500.000 I srv    load_model: loading model '/m/x.gguf'",
+        line,
+        "0.00.571.300 E common_init_from_params: failed to create context with model '/m/x.gguf'",
+        "0.00.571.400 E srv  llama_server: exiting due to model loading error",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", line)
+    nim = (
+        "deplot-1  | ERROR 11-12 22:55:02.833 utils.py:21] Could not find a profile that is "
+        "currently runnable with the detected hardware. Please check the system information "
+        "below and make sure you have enough free GPUs."
+    )
+    lines = [
+        "deplot-1  | INFO 11-12 22:55:02.833 ngc_profile.py:224] Detected 0 compatible profile(s).",
+        nim,
+        "deplot-1  | SYSTEM INFO",
+        "deplot-1  | - Free GPUs:",
+    ]
+    verdict = gate(tmp_path, "trtllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("cuda-arch", nim.strip())
+
+
+def test_a_listen_host_that_is_not_this_machines_is_bad_args(tmp_path: Path) -> None:
+    """llama-server's `couldn't bind HTTP server socket` on a host that is neither
+    loopback nor every address (another box's IP, a name that resolves elsewhere):
+    bad-args; on 127.0.0.1 the port is taken; Python's `[Errno 99] Cannot assign
+    requested address` is the host's."""
+    for host, kind in (("192.0.2.10", "bad-args"), ("127.0.0.1", "port-in-use")):
+        line = (
+            "0.00.107.814 E srv         start: couldn't bind HTTP server socket, "
+            f"hostname: {host}, port: 34247"
+        )
+        lines = [line, "0.00.107.900 E srv  llama_server: exiting due to HTTP server error"]
+        case = tmp_path / host
+        case.mkdir()
+        verdict = gate(case, "llamacpp", lines)
+        assert (verdict.kind, verdict.matched_line) == (kind, line)
+    errno = "OSError: [Errno 99] Cannot assign requested address"
+    lines = [
+        "2026-12-06 04:00:00.000 INFO     [pid 1] vllm.entrypoints.openai.api_server: vLLM",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/entrypoints/openai/api_server.py", line 9',
+        "    sock.bind(addr)",
+        errno,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", errno)

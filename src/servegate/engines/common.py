@@ -313,10 +313,19 @@ def common_fatal(
             title="address already in use",
             hint=port_hint,
         ),
-        # EADDRNOTAVAIL (uvicorn and Go print it in lower case): the host is not an
-        # address of this machine, e.g. localhost resolving to ::1 without IPv6
+        # EADDRNOTAVAIL (uvicorn and Go print it in lower case, Python's OSError as
+        # "[Errno 99] Cannot ..."): the host is not an address of this machine, e.g.
+        # localhost resolving to ::1 without IPv6 (a peer's address that a ZMQ or c10d
+        # socket cannot take is distributed's)
         Signature(
             pattern=r"cannot assign requested address",
+            kind="bad-args",
+            title="the host address is not an address of this machine",
+            hint="pick a host this machine has (0.0.0.0, 127.0.0.1) instead of a name that "
+            "resolves elsewhere (localhost may resolve to ::1 without IPv6)",
+        ),
+        Signature(
+            pattern=r"\[Errno 99\] Cannot assign requested address",
             kind="bad-args",
             title="the host address is not an address of this machine",
             hint="pick a host this machine has (0.0.0.0, 127.0.0.1) instead of a name that "

@@ -229,7 +229,10 @@ _WORDS: tuple[Words, ...] = (
         kind="permission",
         title="permission denied",
         pattern=r"permission denied|\bEACCES\b|\bEPERM\b|operation not permitted"
-        r"|access (?:is )?denied|not writable",
+        r"|access (?:is )?denied|not writable"
+        # a folder the process may not write ("RuntimeError: Unable to write to
+        # NIM_CACHE_PATH (/mnt/models/cache)")
+        r"|\b(?:unable to|cannot|can't|could not|couldn't) write to\b",
     ),
     # a message that asks for another value of an option ("... is only supported on
     # Blackwell GPUs (SM100). Please use a different backend."): the user's choice is
@@ -258,6 +261,10 @@ _WORDS: tuple[Words, ...] = (
         r"|not compatible with the current pytorch installation"
         r"|(?:not supported|unsupported) (?:on|by|in) (?:this|your|the current) (?:gpu|architecture)"
         r"|only supports? (?:ampere|hopper|turing|volta|blackwell)"
+        # a prebuilt engine's profiles, each for given GPUs, none for this one (NVIDIA NIM:
+        # "Could not find a profile that is currently runnable with the detected hardware")
+        r"|\bprofiles? that (?:is|are) (?:currently )?runnable with the detected hardware"
+        r"|\bno (?:compatible|runnable) profiles? (?:found|for)\b"
         r"|minimum capability|current capability"  # vLLM's quantization methods
         # a dtype only one GPU generation has: the fnuz FP8 types of AMD's MI300 (gfx942),
         # which a kernel built for another generation, or another generation, refuses
@@ -489,7 +496,7 @@ _WORDS: tuple[Words, ...] = (
         r"|into|by|among)\b"
         # an option that needs another one ("V cache quantization requires flash_attn",
         # "... requires --enable-x")
-        r"|\b(?:cache|quantization|quantized|dtype|backend|mode)\b.{0,40}\brequires? "
+        r"|(?:\b|_)(?:cache|quantization|quantized|dtype|backend|mode)(?:_\w+)?\b.{0,40}\brequires? "
         r"(?:--?[a-z][\w-]*|[a-z]+_[a-z_]+\b|flash[ _-]?att\w*)(?! version)"
         # an option the engine takes only for some models or with another option ("`limit_
         # mm_per_prompt` is only supported for multimodal models"; a GPU generation is
@@ -504,7 +511,20 @@ _WORDS: tuple[Words, ...] = (
         # a pattern option's regular expression that does not compile (llama.cpp's
         # std::regex under -ot / --override-tensor: "error loading model: Mismatched '('
         # and ')' in regular expression")
-        r"|\bin regular expression\b|\bregex_error\b|\bin (?:bracket|brace) expression\b",
+        r"|\bin regular expression\b|\bregex_error\b|\bin (?:bracket|brace) expression\b"
+        # a configuration file the user gave that is not there or does not parse
+        # (llama-cpp-python's "Config file /etc/llama/models.json not found!", llama-server's
+        # "failed to parse server config file: ..."), YAML's syntax errors in one ("found
+        # character '\t' that cannot start any token", "mapping values are not allowed here")
+        r"|\bconfig file \S+ (?:not found|does not exist)|failed to parse (?:\w+ )?config(?:uration)? file"
+        r"|cannot start any token|mapping values are not allowed here"
+        r"|while (?:scanning|parsing) a (?:simple key|block mapping|flow mapping|block collection)"
+        # a server's TLS key or certificate file that is not a PEM of its kind (uvicorn's
+        # load_cert_chain: "ssl.SSLError: [SSL] PEM lib (_ssl.c:3905)")
+        r"|\[SSL\] PEM lib|\bPEM routines\b|\bPEM_read_bio"
+        # llama-cpp-python's llava chat formats without the projector option
+        # ("AssertionError: clip model not found")
+        r"|\bclip model not found\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading
@@ -514,7 +534,10 @@ _WORDS: tuple[Words, ...] = (
         title="the model uses a type this engine version does not know",
         pattern=r"(?:unknown|unsupported|unrecognized) (?:pre-?tokenizer|projector"
         r"|vocab(?:ulary)?|rope(?: scaling)?|ggml|tensor|model) type\b"
-        r"|unknown model architecture"
+        r"|unknown model architecture|\bunknown (?:pre-?)?tokenizer: "
+        # a file format newer than the reader ("this GGUF file is version 99 but this
+        # software only supports up to version 3")
+        r"|\bonly supports? up to version\b"
         # a model class no registry holds ("Cannot find model module. 'MiniMaxM1ForCausalLM'
         # is not a registered model in the Transformers library")
         r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module",

@@ -156,6 +156,12 @@ _FATAL: tuple[Signature, ...] = (
         hint=_ARCH_HINT,
     ),
     Signature(
+        pattern=r"unknown tokenizer: ",
+        kind="unsupported-model",
+        title="llama.cpp does not know the tokenizer this model uses",
+        hint=_ARCH_HINT,
+    ),
+    Signature(
         pattern=r"failed to open GGUF file",
         kind="model-load",
         title="the GGUF file could not be opened",
@@ -258,7 +264,17 @@ _FATAL: tuple[Signature, ...] = (
         title="a flag has an invalid value",
         hint=_ARGS_HINT,
     ),
-    # the HTTP port
+    # the HTTP port; a host that is not loopback nor every address: most often not an
+    # address of this machine (a name that resolves elsewhere, another box's IP), the
+    # line being the same for both
+    Signature(
+        pattern=r"couldn't bind HTTP server socket, hostname: (?!0\.0\.0\.0,|127(?:\.\d+){3},"
+        r"|localhost,|::1?,|\[::1?\],|/)[^,\s]+, port: ",
+        kind="bad-args",
+        title="the HTTP server could not bind its socket on that host",
+        hint="--host must be an address of this machine (0.0.0.0: all of them, 127.0.0.1: "
+        "this machine only); the same line means a taken port: check --port too",
+    ),
     Signature(
         pattern=r"couldn't bind HTTP server socket",
         kind="port-in-use",

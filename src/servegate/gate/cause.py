@@ -106,7 +106,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from servegate.engines.families import KIND_HINTS, family_of, kind_order, words_kind
+from servegate.engines.families import KIND_HINTS, Words, family_of, kind_order, words_kind
 from servegate.engines.profile import Signature
 from servegate.gate.normal import Logical, Normal, logical_lines, normalise
 from servegate.gate.scan import required_literal
@@ -298,6 +298,10 @@ _SIGNATURE, _FAMILY, _SAID, _EXCEPTIONAL = 8, 7, 6, 5
 # a signature of a process's generic end whose message, after the match, may name what
 # failed (llama.cpp's "what():  vk::...: ErrorOutOfDeviceMemory"): those words decide
 _MESSAGE_KINDS = frozenset(("abort",))
+# ... and the operating system's reason, where a line gives one after what failed
+# ("failed to open GGUF file '/m/x.gguf' (Permission denied)"): a file of the model that
+# the process may not read is the permissions', not the model's
+_REASON_KINDS = frozenset(("permission", "disk"))
 # ... a line that says a process was ended by a signal (a launcher's child: TGI's
 # "Download process was signaled to shutdown with signal 9"), above the wrapper's
 # own report that the part failed ("Error: DownloadError"), its consequence
@@ -630,15 +634,14 @@ def _candidate(
         hit = (replace(hit[0], wrapper=True), hit[1])
     if hit is not None and not hit[0].wrapper:
         signature = hit[0]
-        if signature.kind in _MESSAGE_KINDS and hit[1] is not None:
-            # an uncaught exception's what() (a process's generic end): its message is
-            # what failed, and its words give the kind (Vulkan's ErrorOutOfDeviceMemory)
-            said = words_kind(text[hit[1].end() :])
-            if said is not None and said.kind not in _MESSAGE_KINDS:
-                signature = replace(signature, kind=said.kind, title=said.title)
-                signature = replace(
-                    signature, hint=hints.get(said.kind, KIND_HINTS.get(said.kind, ""))
-                )
+        said = None if hit[1] is None else _said_kind(signature, text[hit[1].end() :])
+        if said is not None:
+            signature = replace(
+                signature,
+                kind=said.kind,
+                title=said.title,
+                hint=hints.get(said.kind, KIND_HINTS.get(said.kind, "")),
+            )
         return _Candidate(
             position,
             _SIGNATURE,
@@ -1347,7 +1350,8 @@ def _said_after(pick: _Candidate, signature: Signature, hints: Mapping[str, str]
 # magic", "ggml_aligned_malloc: insufficient memory (attempted to allocate ...)")
 _FUNCTION_FAILED = re.compile(
     r"[a-z_][a-z0-9_]*(?:::\w+)*: (?:[^:]*: )?.{0,80}\b(?:[Ff]ail(?:ed|ure)?|[Ee]rror|invalid"
-    r"|insufficient|unable|cannot|can't|couldn't|exceeds?|not found|[Nn]o such|mismatch)\b"
+    r"|insufficient|unable|cannot|can't|couldn't|exceeds?|not found|[Nn]o such|mismatch"
+    r"|only supports?|unsupported|not supported)\b"
 )
 
 
@@ -1368,18 +1372,31 @@ def _explaining(entries: Sequence[Logical], pattern: str, hints: Mapping[str, st
     return None
 
 
-def message_cause(line: str, signature: Signature, hints: Mapping[str, str]) -> Cause | None:
-    """``line`` (a hit of ``signature``) with the kind its message names after the hit,
-    when ``signature`` is a process's generic end (an uncaught exception's ``what():``)
-    and the message's words name a family; None otherwise."""
-    if signature.kind not in _MESSAGE_KINDS:
+def _said_kind(signature: Signature, after: str) -> Words | None:
+    """The family that ``after`` (a hit's message after the hit) names, where it
+    overrides ``signature``'s kind: any family's, for a process's generic end (an
+    uncaught exception's ``what():``: Vulkan's ErrorOutOfDeviceMemory); the operating
+    system's reason (permissions, disk), for any other signature ("failed to open GGUF
+    file '...' (Permission denied)"); None otherwise."""
+    if signature.kind in _REASON_KINDS:
         return None
+    words = words_kind(after)
+    if words is None:
+        return None
+    if signature.kind in _MESSAGE_KINDS:
+        return None if words.kind in _MESSAGE_KINDS else words
+    return words if words.kind in _REASON_KINDS else None
+
+
+def message_cause(line: str, signature: Signature, hints: Mapping[str, str]) -> Cause | None:
+    """``line`` (a hit of ``signature``) with the kind its message names after the hit
+    (``_said_kind``); None where it names none that overrides the signature's."""
     text = normalise(line).text
     match = re.search(signature.pattern, text)
     if match is None:
         return None
-    words = words_kind(text[match.end() :])
-    if words is None or words.kind in _MESSAGE_KINDS:
+    words = _said_kind(signature, text[match.end() :])
+    if words is None:
         return None
     return Cause(
         line=line.strip(),
