@@ -1728,3 +1728,67 @@ def test_a_listen_host_that_is_not_this_machines_is_bad_args(tmp_path: Path) -> 
     ]
     verdict = gate(tmp_path, "vllm", lines)
     assert (verdict.kind, verdict.matched_line) == ("bad-args", errno)
+
+
+def test_vllm_cpu_lines_name_their_kinds_and_an_allowed_long_context_comes_up(
+    tmp_path: Path,
+) -> None:
+    """With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 the too-long max_model_len is a warning and the
+    server comes up; the CPU backend's memory check at startup is memory's; a logging
+    level, a parser name among those listed, an engine's variable it rejects and NUMA
+    nodes too few for the CPU workers are the user's options (bad-args)."""
+    warning = (
+        "(APIServer pid=1090) WARNING 12-06 07:23:22 [model.py:2660] User-specified "
+        "max_model_len (2048) is greater than the derived max_model_len "
+        "(max_position_embeddings=1024.0 or model_max_length=None in model's config.json). "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses "
+        "relative position encoding (RoPE), positions exceeding derived_max_model_len lead "
+        "to nan."
+    )
+    ready = [warning, "(APIServer pid=1090) INFO:     Application startup complete."]
+    assert gate(tmp_path, "vllm", ready, exit=None).status == "ready"
+    prefix = "(EngineCore pid=1) ERROR 12-06 07:21:34 [core.py:1510] "
+    cases = {
+        "ValueError: Available memory on node 0 (19.94/23.59 GiB) on startup is less than "
+        "desired CPU memory utilization (0.92, 21.70 GiB).": "oom",
+        "ValueError: Unknown level: 'VERBOSE'": "bad-args",
+        "KeyError: \"Reasoning parser 'deepseek-r1' not found. Available parsers: "
+        'deepseek_r1, qwen3"': "bad-args",
+        "ValueError: VLLM_PORT 'tcp://10.96.0.15:8000' appears to be a URI. This may be "
+        "caused by a Kubernetes service discovery issue": "bad-args",
+        "AssertionError: Not enough allowed NUMA nodes to bind threads of 4 local "
+        "CPUWorkers.": "bad-args",
+        "RuntimeError: 0 active drivers ([]). There should only be one.": "cuda-error",
+    }
+    for n, (message, kind) in enumerate(cases.items()):
+        lines = [
+            prefix + "EngineCore failed to start.",
+            prefix + "Traceback (most recent call last):",
+            prefix + '  File "/venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 9',
+            prefix + "    self._init()",
+            prefix + message,
+        ]
+        case = tmp_path / str(n)
+        case.mkdir()
+        verdict = gate(case, "vllm", lines)
+        assert (verdict.kind, verdict.matched_line) == (kind, lines[-1]), message
+
+
+def test_an_exception_whose_message_starts_on_the_next_line_quotes_that_line(
+    tmp_path: Path,
+) -> None:
+    """`ImportError: ` with nothing after the colon, then the message: the message's
+    line is quoted, the class gives the kind."""
+    message = "[sgl_kernel] CRITICAL: Could not load any common_ops library!"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sgl_kernel/load_utils.py", line 9',
+        "    raise ImportError(error_msg)",
+        "ImportError: ",
+        message,
+        "",
+        "Attempted locations:",
+        "1. Architecture-specific pattern: /venv/sgl_kernel/sm100/common_ops.*",
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("install", message)

@@ -223,7 +223,10 @@ _WORDS: tuple[Words, ...] = (
         # Moore Threads' MUSA, Cambricon's MLU (CNRT, CNNL), Habana's HPU
         r"|\b(?:NPU|XPU|MUSA|MLU|HPU|CANN|ACL|CNRT|CNNL|ROCm)(?: \w+)? (?:error|failure)\b"
         r"|\bcall acl\w* (?:api )?failed|\bacl api failed|\bACL_ERROR_\w+|\bacl(?:rt|nn)\w+ failed"
-        r"|\b(?:musa|cnrt|cnnl|hpu|xpu)(?:Error|_ERROR|_STATUS_ERROR)\w*",
+        r"|\b(?:musa|cnrt|cnnl|hpu|xpu)(?:Error|_ERROR|_STATUS_ERROR)\w*"
+        # Triton with no GPU driver to load ("RuntimeError: 0 active drivers ([]). There
+        # should only be one.")
+        r"|\b0 active drivers\b",
     ),
     Words(
         kind="permission",
@@ -524,7 +527,22 @@ _WORDS: tuple[Words, ...] = (
         r"|\[SSL\] PEM lib|\bPEM routines\b|\bPEM_read_bio"
         # llama-cpp-python's llava chat formats without the projector option
         # ("AssertionError: clip model not found")
-        r"|\bclip model not found\b",
+        r"|\bclip model not found\b"
+        # a name looked up among those the engine has, which it lists ("Reasoning parser
+        # 'deepseek-r1' not found. Available parsers: ..."); Python's logging level
+        # ("ValueError: Unknown level: 'VERBOSE'", from a *_LOGGING_LEVEL variable)
+        r"|\bnot found\.? (?:available|valid|supported) \w+(?: are)?:|\bunknown level: '"
+        # an engine's variable whose value it rejects ("VLLM_PORT 'tcp://10.96.0.15:8000'
+        # appears to be a URI")
+        r"|\b(?:VLLM|SGLANG|TGI|TRTLLM|LLAMA_ARG)_[A-Z0-9_]+ '[^']*' (?:appears to be|is not"
+        r" (?:a )?valid|must be)\b"
+        # a URL the server builds from its own host and port that does not parse ("Failed
+        # to parse: http://127.0.0.1:80800/model_info": a port above 65535)
+        r"|\bfailed to parse: https?://"
+        # CPU workers that the machine's NUMA nodes cannot each take (vLLM's CPU backend
+        # under a parallel size: "Not enough allowed NUMA nodes to bind threads of 4 local
+        # CPUWorkers")
+        r"|\bnot enough allowed NUMA nodes\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading

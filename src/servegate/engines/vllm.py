@@ -71,6 +71,16 @@ PROFILE = EngineProfile(
             hint="another process holds GPU memory (often an orphan of an earlier run): "
             "free it or lower --gpu-memory-utilization",
         ),
+        # the CPU backend's own ("Available memory on node 0 (19.94/23.59 GiB) on startup
+        # is less than desired CPU memory utilization"): the memory it would size itself
+        # to is more than the machine has free
+        Signature(
+            pattern=r"on startup is less than desired CPU memory utilization",
+            kind="oom",
+            title="not enough free memory on the node at startup",
+            hint="set VLLM_CPU_KVCACHE_SPACE (GiB for the KV cache) or lower "
+            "--gpu-memory-utilization; free the machine's memory",
+        ),
         Signature(
             pattern=r"No available memory for the cache blocks",
             kind="oom",
@@ -99,7 +109,11 @@ PROFILE = EngineProfile(
             hint=_KV_HINT,
         ),
         Signature(
-            pattern=r"User-specified max_model_len .* is greater than the derived max_model_len",
+            # not the warning that VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 turns it into ("...
+            # VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution"): that start
+            # goes on
+            pattern=r"User-specified max_model_len .* is greater than the derived max_model_len"
+            r"(?!.*must be used with extreme caution)",
             kind="max-model-len",
             title="--max-model-len is longer than the model allows",
             hint="lower --max-model-len to the model's max_position_embeddings (its "

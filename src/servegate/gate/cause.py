@@ -907,6 +907,20 @@ def select_cause(
                 title=title,
                 hint=hint,
             )
+    if _EMPTY_MESSAGE.fullmatch(pick.cause.text) is not None:
+        # an exception whose message starts on the next line ("ImportError: ", then
+        # "[sgl_kernel] CRITICAL: Could not load any common_ops library!"): that line
+        # says what failed, the class its kind
+        following = next(
+            (e for e in entries[pick.position + 1 : pick.position + 3] if e.normal.text),
+            None,
+        )
+        if following is not None:
+            return replace(
+                pick.cause,
+                line=following.line.strip(),
+                text=f"{pick.cause.text.strip()} {following.normal.text}",
+            )
     if (
         pick.cause.kind not in ("port-in-use", "permission")
         and _ERRNO.match(pick.cause.text) is not None
@@ -1370,6 +1384,10 @@ def _explaining(entries: Sequence[Logical], pattern: str, hints: Mapping[str, st
                 hint=None if words is None else hints.get(words.kind, KIND_HINTS.get(words.kind)),
             )
     return None
+
+
+# an exception line with no message after its class ("ImportError: ")
+_EMPTY_MESSAGE = re.compile(r"(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception):\s*")
 
 
 def _said_kind(signature: Signature, after: str) -> Words | None:
