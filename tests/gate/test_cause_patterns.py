@@ -1792,3 +1792,29 @@ def test_an_exception_whose_message_starts_on_the_next_line_quotes_that_line(
     ]
     verdict = gate(tmp_path, "sglang", lines)
     assert (verdict.kind, verdict.matched_line) == ("install", message)
+
+
+def test_llama_server_configuration_tools_and_an_empty_architecture(tmp_path: Path) -> None:
+    """llama-server's MCP and UI configuration files, a tool it does not have and a
+    grammar that does not parse are bad-args; a GGUF that names no architecture
+    (`unknown model architecture: ''`) is a damaged file (model-load), not a newer one."""
+    cases = {
+        "0.00.007.701 E srv  llama_server: MCP starting failed: failed to open MCP config "
+        "file: /etc/llama/mcp.json": "bad-args",
+        "0.05.626.581 E srv          init: init: failed to parse UI config: "
+        "[json.exception.parse_error.101] parse error at line 1, column 11": "bad-args",
+        '0.00.007.689 E srv  llama_server: tools setup failed: unknown tool "web_search". '
+        "available tools: read_file, grep_search, write_file, edit_file": "bad-args",
+        "0.00.378.682 E llama_model_load: error loading model: unknown model architecture: "
+        "''": "model-load",
+    }
+    for n, (line, kind) in enumerate(cases.items()):
+        lines = [
+            "0.00.001.000 I build: 0 (unknown)",
+            line,
+            "0.05.640.699 E srv  llama_server: exiting due to model loading error",
+        ]
+        case = tmp_path / str(n)
+        case.mkdir()
+        verdict = gate(case, "llamacpp", lines)
+        assert (verdict.kind, verdict.matched_line) == (kind, line), line

@@ -520,6 +520,13 @@ _WORDS: tuple[Words, ...] = (
         # "failed to parse server config file: ..."), YAML's syntax errors in one ("found
         # character '\t' that cannot start any token", "mapping values are not allowed here")
         r"|\bconfig file \S+ (?:not found|does not exist)|failed to parse (?:\w+ )?config(?:uration)? file"
+        # llama-server's own configuration files ("failed to open MCP config file: ...",
+        # "failed to parse UI config: [json.exception.parse_error.101] ...")
+        r"|(?:failed to|cannot|could not|couldn't|unable to) (?:open|parse) (?:the )?"
+        r"(?:server |ui |web ?ui |mcp |preset |router )config(?:uration)?(?: file)?\b(?!\.)"
+        # a grammar option that does not parse ("error parsing grammar: expecting ')'",
+        # "failed to parse grammar"), a tool the server does not have
+        r"|\b(?:failed to parse|error parsing) grammar\b|\bunknown tool\b"
         r"|cannot start any token|mapping values are not allowed here"
         r"|while (?:scanning|parsing) a (?:simple key|block mapping|flow mapping|block collection)"
         # a server's TLS key or certificate file that is not a PEM of its kind (uvicorn's
@@ -532,6 +539,8 @@ _WORDS: tuple[Words, ...] = (
         # 'deepseek-r1' not found. Available parsers: ..."); Python's logging level
         # ("ValueError: Unknown level: 'VERBOSE'", from a *_LOGGING_LEVEL variable)
         r"|\bnot found\.? (?:available|valid|supported) \w+(?: are)?:|\bunknown level: '"
+        r"|\bavailable (?:tools|parsers|options|choices|values|backends|formats|modes"
+        r"|methods)(?: are)?: "
         # an engine's variable whose value it rejects ("VLLM_PORT 'tcp://10.96.0.15:8000'
         # appears to be a URI")
         r"|\b(?:VLLM|SGLANG|TGI|TRTLLM|LLAMA_ARG)_[A-Z0-9_]+ '[^']*' (?:appears to be|is not"

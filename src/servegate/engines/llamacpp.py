@@ -140,6 +140,13 @@ _FATAL: tuple[Signature, ...] = (
         hint=_OOM_HINT,
     ),
     # the model itself
+    # no architecture at all (the key missing or empty): the file is damaged, not newer
+    Signature(
+        pattern=r"unknown model architecture: ''",
+        kind="model-load",
+        title="the GGUF file names no model architecture",
+        hint=_MODEL_HINT,
+    ),
     Signature(
         pattern=r"unknown model architecture: ",
         kind="unsupported-model",
