@@ -1818,3 +1818,44 @@ def test_llama_server_configuration_tools_and_an_empty_architecture(tmp_path: Pa
         case.mkdir()
         verdict = gate(case, "llamacpp", lines)
         assert (verdict.kind, verdict.matched_line) == (kind, line), line
+
+
+def test_vllm_starting_line_waits_for_what_follows_and_more_bad_args(tmp_path: Path) -> None:
+    """vLLM 0.32's `Starting vLLM server on https://...` comes before uvicorn loads its
+    TLS files: a key that is no PEM fails right after it, a CRASH, not READY; alone it
+    is READY. A port out of range, a value above an option's maximum and a reasoning
+    parser whose tokens the tokenizer lacks are bad-args."""
+    start = (
+        "(APIServer pid=1) INFO 12-06 07:56:05 [entry.py:140] Starting vLLM server on "
+        "https://0.0.0.0:42163"
+    )
+    ssl = "ssl.SSLError: [SSL] PEM lib (_ssl.c:3905)"
+    lines = [
+        start,
+        "(APIServer pid=1) INFO 12-06 07:56:05 [launcher.py:186] Available routes are:",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/uvicorn/config.py", line 131, in load',
+        "    ctx.load_cert_chain(certfile, keyfile, get_password)",
+        ssl,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.status, verdict.kind, verdict.matched_line) == ("crash", "bad-args", ssl)
+    assert gate(tmp_path, "vllm", [start], exit=None).status == "ready"
+    for n, message in enumerate(
+        (
+            "OverflowError: bind(): port must be 0-65535.",
+            "ValueError: LoRA rank 64 is greater than max_lora_rank 16.",
+            "RuntimeError: DeepSeekR1ReasoningParser reasoning parser could not locate think "
+            "start/end tokens in the tokenizer!",
+        )
+    ):
+        lines = [
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/vllm/entrypoints/api_server.py", line 9',
+            "    main()",
+            message,
+        ]
+        case = tmp_path / str(n)
+        case.mkdir()
+        verdict = gate(case, "vllm", lines)
+        assert (verdict.kind, verdict.matched_line) == ("bad-args", message)

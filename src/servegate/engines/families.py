@@ -551,7 +551,12 @@ _WORDS: tuple[Words, ...] = (
         # CPU workers that the machine's NUMA nodes cannot each take (vLLM's CPU backend
         # under a parallel size: "Not enough allowed NUMA nodes to bind threads of 4 local
         # CPUWorkers")
-        r"|\bnot enough allowed NUMA nodes\b",
+        r"|\bnot enough allowed NUMA nodes\b"
+        # a port out of range ("OverflowError: bind(): port must be 0-65535."); a value
+        # above an option's maximum ("LoRA rank 64 is greater than max_lora_rank 16"); a
+        # reasoning parser whose tokens the model's tokenizer lacks
+        r"|\bport must be [01]-65535\b|\b\d+ is (?:greater|larger|more) than (?:the )?max_[a-z_]+\b"
+        r"|\breasoning parser\b.{0,40}\bcould not (?:locate|find)\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading

@@ -60,7 +60,10 @@ PROFILE = EngineProfile(
         # print no line of their own after it)
         r"Uvicorn running on ",
     ),
-    ready_before_bind=(r"Application startup complete\.",),
+    # 0.32 prints its "Starting vLLM server on http..." before uvicorn has loaded its
+    # configuration (a TLS key that is no PEM fails after it: "ssl.SSLError: [SSL] PEM
+    # lib") and serves: with no probe, a ready line only once nothing failed right after
+    ready_before_bind=(r"Application startup complete\.", r"Starting vLLM server on http"),
     generate_check=True,
     fatal=(
         Signature(
