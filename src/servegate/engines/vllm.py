@@ -112,11 +112,12 @@ PROFILE = EngineProfile(
             hint=_KV_HINT,
         ),
         Signature(
-            # not the warning that VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 turns it into ("...
-            # VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution"): that start
-            # goes on
+            # not the warning that VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 turns it into ("... in
+            # model's config.json). VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme
+            # caution."): that start goes on; the error says "To allow overriding this
+            # maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1." before those words
             pattern=r"User-specified max_model_len .* is greater than the derived max_model_len"
-            r"(?!.*must be used with extreme caution)",
+            r"(?!.*\)\. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used)",
             kind="max-model-len",
             title="--max-model-len is longer than the model allows",
             hint="lower --max-model-len to the model's max_position_embeddings (its "
