@@ -55,15 +55,16 @@ PROFILE = EngineProfile(
     ready_lines=(
         r"Application startup complete\.",
         r"Starting vLLM API server",
-        r"Starting vLLM server on http",
+        r"Starting vLLM server on http://",
+        r"Starting vLLM server on https://",
         # uvicorn's own line, printed once it listens (vLLM 0.5 and other releases that
         # print no line of their own after it)
         r"Uvicorn running on ",
     ),
-    # 0.32 prints its "Starting vLLM server on http..." before uvicorn has loaded its
-    # configuration (a TLS key that is no PEM fails after it: "ssl.SSLError: [SSL] PEM
-    # lib") and serves: with no probe, a ready line only once nothing failed right after
-    ready_before_bind=(r"Application startup complete\.", r"Starting vLLM server on http"),
+    # 0.32 prints its "Starting vLLM server on https://..." before uvicorn has loaded its
+    # TLS files (a key that is no PEM fails after it: "ssl.SSLError: [SSL] PEM lib"): with
+    # no probe, that one is a ready line only once nothing failed right after it
+    ready_before_bind=(r"Application startup complete\.", r"Starting vLLM server on https://"),
     generate_check=True,
     fatal=(
         Signature(
