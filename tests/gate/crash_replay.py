@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servegate.gate.decide import Gate, GateSources
+from servegate.gate.flags import given_options
 from servegate.gate.options import GateOptions
 from servegate.gate.verdict import Verdict
 
@@ -84,6 +86,20 @@ class Fixture:
     split: str
     note: str
     ready: tuple[str, ...] = ()
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        """The words of the command a ``run: `` source names (the engine's version before
+        it is no option and is skipped when read, gate/flags.py); () for a public log,
+        whose command is not known. A launched server's gate knows its command, so the
+        replay passes it as ``servegate launch`` would."""
+        if not self.source.startswith("run: "):
+            return ()
+        text = self.source[len("run: ") :]
+        try:
+            return tuple(shlex.split(text))
+        except ValueError:  # an unbalanced quote in the description around the command
+            return tuple(text.split())
 
 
 def _fixture(sidecar: Path) -> Fixture:
@@ -197,12 +213,20 @@ def run_log(
     exit: int | None,
     timeout_s: float = CRASH_TIMEOUT_S,
     ready: Sequence[str] = (),
+    command: Sequence[str] = (),
 ) -> Verdict:
-    """Gate a live process that prints ``log`` and then ends as ``exit`` says."""
+    """Gate a live process that prints ``log`` and then ends as ``exit`` says; the
+    options of ``command`` are those its gate knows (what the engine was started with)."""
     end = (
         "hold" if exit is None else (f"signal:{-exit}" if exit < 0 else f"exit:{posix_code(exit)}")
     )
-    options = GateOptions(engine=engine, ready=tuple(ready), timeout_s=timeout_s, stall_s=None)
+    options = GateOptions(
+        engine=engine,
+        ready=tuple(ready),
+        timeout_s=timeout_s,
+        stall_s=None,
+        command_options=given_options(command),
+    )
     resolved = options.resolve()
     out_r, out_w = os.pipe()
     try:
@@ -236,6 +260,7 @@ def replay(fixture: Fixture) -> Outcome:
         exit=fixture.exit,
         timeout_s=TIMEOUT_S if fixture.status == "timeout" else CRASH_TIMEOUT_S,
         ready=fixture.ready,
+        command=fixture.command,
     )
     return score(fixture, verdict)
 

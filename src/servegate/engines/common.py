@@ -181,6 +181,7 @@ def common_fatal(
             kind="port-in-use",
             title="the torch.distributed rendezvous port is in use",
             hint=_RENDEZVOUS_HINT,
+            narrow=True,
         ),
         Signature(
             pattern=r"DistNetworkError",
@@ -193,6 +194,7 @@ def common_fatal(
             kind="port-in-use",
             title="the torch.distributed rendezvous port is in use",
             hint=_RENDEZVOUS_HINT,
+            narrow=True,
         ),
         # CUDA errors with a known meaning, then any other CUDA error
         Signature(
@@ -323,6 +325,7 @@ def common_fatal(
             title="the host address is not an address of this machine",
             hint="pick a host this machine has (0.0.0.0, 127.0.0.1) instead of a name that "
             "resolves elsewhere (localhost may resolve to ::1 without IPv6)",
+            narrow=True,
         ),
         Signature(
             pattern=r"\[Errno 99\] Cannot assign requested address",
@@ -330,6 +333,7 @@ def common_fatal(
             title="the host address is not an address of this machine",
             hint="pick a host this machine has (0.0.0.0, 127.0.0.1) instead of a name that "
             "resolves elsewhere (localhost may resolve to ::1 without IPv6)",
+            narrow=True,
         ),
         Signature(
             pattern=r"error while attempting to bind on address",

@@ -211,6 +211,7 @@ _FATAL: tuple[Signature, ...] = (
         # device is its consequence
         explained_by=r"(?i)\bnot enough (?:device |gpu |video |host )?memory\b"
         r"|\bout of (?:device |gpu |video |host )?memory\b",
+        narrow=True,
     ),
     # "llama_model_load: error loading model: <why>" and the older bare spelling; a
     # backend's buffer allocation that failed above it is the root ("ggml_backend_metal_

@@ -56,6 +56,10 @@ class Signature:
     # `E`, `"level":"error"`), the first of them is the root and is quoted instead, its
     # words giving the kind, else this signature's
     rooted: bool = False
+    # True where the hint is about this line alone (a host that is no address of the
+    # machine, the rendezvous port, a shard count): it is not the hint of every failure
+    # of its kind, so a cause whose words name the kind takes another (gate/watch.py)
+    narrow: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

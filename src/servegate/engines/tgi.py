@@ -54,12 +54,14 @@ PROFILE = EngineProfile(
             title="a weight the model needs is missing from the checkpoint",
             hint="the checkpoint does not match TGI's implementation of the model: check "
             "--model-id / --revision, or upgrade TGI for a newer architecture",
+            narrow=True,
         ),
         Signature(
             pattern=r"Error: .*must be divisible by `num_shards`",
             kind="bad-args",
             title="the model cannot be split over this many shards",
             hint="pick a --num-shard that divides the model's attention heads",
+            narrow=True,
         ),
         Signature(
             pattern=r"Error: sharded is not supported for",
@@ -67,6 +69,7 @@ PROFILE = EngineProfile(
             title="TGI cannot shard this model",
             hint="TGI has no sharded implementation for it: use --num-shard 1 on a larger "
             "GPU, or upgrade TGI",
+            narrow=True,
         ),
         Signature(
             pattern=r"Error: Unsupported model type",  # not the raise line

@@ -152,6 +152,7 @@ PROFILE = EngineProfile(
             kind="bad-args",
             title="more GPUs asked for than this node has",
             hint=_GPUS_HINT,
+            narrow=True,
         ),
         Signature(
             pattern=r"Error: No such option: ",
@@ -290,6 +291,7 @@ PROFILE = EngineProfile(
             kind="engine-init",
             title="an executor rank failed to start",
             hint="the rank's error is on the matched line; its traceback follows",
+            narrow=True,
         ),
     ),
     phases=(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import signal
 import time
@@ -37,8 +38,10 @@ from servegate.gate.cause import (
     relays_answer,
     says_signalled,
     select_cause,
+    strip_prefix,
 )
 from servegate.gate.children import ChildWatch
+from servegate.gate.flags import flag_in_line, kept
 from servegate.gate.follow import FileFollower
 from servegate.gate.learned import likely_kind
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
@@ -937,6 +940,8 @@ class Gate:
     ) -> None:
         if self._verdict is not None:
             return
+        if status == Status.CRASH and matched_line:
+            kind, hint = self._flag_kind(kind, hint, matched_line)
         if self._children is not None:
             self.essential_pids = tuple(self._children.known)
         now_mono = time.monotonic()
@@ -974,12 +979,36 @@ class Gate:
                 phases=_bound_phases(self._verdict.phases, snaps, elapsed),
             )
 
+    def _flag_kind(
+        self, kind: str | None, hint: str | None, line: str
+    ) -> tuple[str | None, str | None]:
+        """bad-args, with a hint naming the option, when the CRASH's line names an option
+        the server's command set and its words named bad-args or no family with a fix of
+        its own (gate/flags.py); ``(kind, hint)`` unchanged otherwise."""
+        given = self.options.command_options
+        if not given or (kind != "bad-args" and kept(kind, family_of(kind))):
+            return kind, hint
+        text = strip_prefix(line)
+        if kind == "install" and _IMPORT_FAILURE.search(text):
+            return kind, hint  # a library's import names its own words, not the user's
+        named = flag_in_line(text, given)
+        if named is None:
+            return kind, hint
+        fix = self.watcher.rules.hints.get("bad-args", KIND_HINTS["bad-args"])
+        return "bad-args", f"the line names {named} of the command: {fix}"
+
     def _already_up(self) -> bool:
         """Whether the server was ready when the gate began (a ``wait`` on a server that
         was up): its ready line was in the log already, or the probe's first try passed."""
         if self.sources.is_parent:  # launch: the gate saw the whole start
             return False
         return self._ready_in_backlog or (self._prober is not None and self._prober.at_once)
+
+
+_IMPORT_FAILURE = re.compile(
+    r"ImportError|ModuleNotFoundError|cannot import|undefined symbol|No module named"
+    r"|[Ss]hared (?:library|object)|cannot open shared"
+)
 
 
 def _bound_phases(

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from servegate.engines import EngineProfile, get_profile
 from servegate.errors import UsageError
 from servegate.gate.defaults import TIMEOUT_S
+from servegate.gate.flags import given_options
 from servegate.gate.watch import Rules
 
 __all__ = [
@@ -102,6 +103,9 @@ class GateOptions:
     # the port the server's command says (--port N); one that is not ``port`` is named
     # in a note and a TIMEOUT's hint, never refused: a container may map one to the other
     command_port: int | None = None
+    # the options the server's command sets (gate/flags.py): a CRASH whose line names one
+    # of them is bad-args, its hint naming the option
+    command_options: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The options as plain JSON (for the keeper process)."""
@@ -119,6 +123,7 @@ class GateOptions:
             "model": self.model,
             "sample_s": self.sample_s,
             "command_port": self.command_port,
+            "command_options": [list(pair) for pair in self.command_options],
         }
 
     @classmethod
@@ -138,12 +143,16 @@ class GateOptions:
             model=data["model"],
             sample_s=float(data.get("sample_s", 1.0)),
             command_port=data.get("command_port"),
+            command_options=tuple(
+                (str(name), str(value)) for name, value in data.get("command_options", ())
+            ),
         )
 
     def for_command(self, command: Sequence[str]) -> GateOptions:
         """These options for ``command``: the port ``port``, else the command's
         ``--port N``, else (without a health URL) the profile's default; the model
-        ``model``, else the command's (for vLLM's 1-token check). A ``port`` that the
+        ``model``, else the command's (for vLLM's 1-token check); the options it sets
+        (what a CRASH's line is read against, gate/flags.py). A ``port`` that the
         command's contradicts is kept (a container may map one to the other) and named in
         notes (``command_port``)."""
         said = port_from_command(command)
@@ -151,7 +160,11 @@ class GateOptions:
         if port is None and self.health_url is None:
             port = get_profile(self.engine).default_port
         return replace(
-            self, port=port, model=self.model or model_from_command(command), command_port=said
+            self,
+            port=port,
+            model=self.model or model_from_command(command),
+            command_port=said,
+            command_options=given_options(command),
         )
 
     def port_note(self) -> str | None:

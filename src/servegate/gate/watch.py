@@ -185,11 +185,12 @@ class Rules:
         self.progress_marks: tuple[re.Pattern[str], ...] = tuple(
             rule.pattern for rule in rules if rule.action in ("start", "ready")
         )
-        # the profile's hint for each kind (its first specific signature of that kind),
-        # for a cause whose words name a kind that no signature of the line named
+        # the profile's hint for each kind (its first specific signature of that kind
+        # whose hint is not about its own line alone), for a cause whose words name a
+        # kind that no signature of the line named
         self.hints: dict[str, str] = {}
         for sig in profile.fatal:
-            if not sig.wrapper:
+            if not sig.wrapper and not sig.narrow:
                 self.hints.setdefault(sig.kind, sig.hint)
         # what every match of each pattern holds ("" when nothing is known), by pattern
         self.literals: dict[str, str] = {rule.pattern.pattern: rule.literal or "" for rule in rules}

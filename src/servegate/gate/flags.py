@@ -1,0 +1,160 @@
+"""The options a server's command line sets, and a failure line that names one of them.
+
+A gate that launched the server knows its command. When the line a CRASH quotes names
+one of the options that command set (``tp_size`` of ``--tp-size 2``) or quotes the value
+the user gave one (``Cannot find the config file for awq`` after ``--quantization awq``,
+``no attribute 'VERBOSE'`` after ``--log-level verbose``), the fix is in the command
+line, whatever the words of the failure would suggest alone: the kind is ``bad-args``
+and the hint names the option. This is read only where the line's words gave no more
+specific family (a model that fails to load, an import, the engine's start, the
+process's end): memory, CUDA, ports, disks, downloads and the distributed group keep
+their kind, as they keep a fix of their own.
+
+What counts as evidence:
+
+- an option's name, as the engine spells it in messages (``tp_size``, ``tp-size``,
+  ``--tp-size``), when it is two words or more: one-word names (``model``, ``device``,
+  ``port``) are the words of ordinary messages;
+- an option's value, as a whole word, as given or in capitals (``'VERBOSE'``, how
+  enumerations echo it; a library's name begins a sentence in title case, ``Transformers
+  does not recognize``, and is not the user's ``--model-impl transformers``), when it
+  holds a letter and three characters or more and is neither a path (a file an option
+  names is a model's file as often as the user's mistake) nor a plain setting word
+  (``auto``, ``true``, ``cpu``): ``gguf``, ``awq``;
+- never the model's own path or name (``--model``, ``--model-path``, ``-m``,
+  ``--tokenizer``: a message that quotes the model is about the model's files), and
+  never a secret's value (``--api-key``): it is not read, so it cannot be quoted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from servegate.redact import is_secret_name
+
+__all__ = ["Given", "flag_in_line", "given_options"]
+
+# (the option's name without its dashes, as given; its value, "" for a switch)
+Given = tuple[tuple[str, str], ...]
+
+# the model's own options: a line quoting their value is about the model's files
+_MODEL_OPTIONS = frozenset(
+    {
+        "m",
+        "model",
+        "model_path",
+        "model_name",
+        "model_id",
+        "model_dir",
+        "tokenizer",
+        "tokenizer_path",
+        "hf_repo",
+        "hf_file",
+        "hf_repo_id",
+    }
+)
+# values too common in messages to say which option a line is about
+_PLAIN_VALUES = frozenset(
+    {
+        "auto",
+        "true",
+        "false",
+        "none",
+        "null",
+        "yes",
+        "off",
+        "default",
+        "cpu",
+        "gpu",
+        "cuda",
+        "info",
+        "debug",
+        "warning",
+        "error",
+        "http",
+        "https",
+        "localhost",
+    }
+)
+# families a named option does not override: the failure has a fix of its own there
+_KEPT_FAMILIES = frozenset(
+    {"memory", "disk", "port", "cuda", "distributed", "download", "arguments", "timeout", "user"}
+)
+_KEPT_KINDS = frozenset({"killed", "segfault"})
+_SHORT = re.compile(r"-[A-Za-z]{1,3}")  # -m, -ngl, -ctk: a short option
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _name(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_").lower()
+
+
+def given_options(command: Sequence[str]) -> Given:
+    """The options ``command`` sets: ``--name value``, ``--name=value``, ``-x value`` and
+    switches (value ""), in order, names without dashes with ``_`` for ``-``, secrets
+    (``--api-key``) left out. What comes before the first option (the program, a module,
+    a subcommand, ``KEY=value`` words) is not an option."""
+    found: list[tuple[str, str]] = []
+    args = [str(arg) for arg in command]
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if not arg.startswith("-") or arg in ("-", "--") or _NUMBER.fullmatch(arg):
+            continue
+        if not (arg.startswith("--") or _SHORT.fullmatch(arg) or "=" in arg):
+            continue
+        flag, equals, value = arg.partition("=")
+        if not equals and index < len(args):
+            following = args[index]
+            if not following.startswith("-") or _NUMBER.fullmatch(following):
+                value = following
+                index += 1
+        name = _name(flag)
+        if name and not is_secret_name(name):  # a secret is never kept, so never quoted
+            found.append((name, value))
+    return tuple(found)
+
+
+def _value_words(value: str) -> str | None:
+    """``value`` as evidence, or None when it says too little (see the module's notes)."""
+    value = value.strip().strip("'\"")
+    if len(value) < 3 or "/" in value or "\\" in value:
+        return None
+    if value.lower() in _PLAIN_VALUES or not re.search(r"[A-Za-z]", value):
+        return None
+    return value
+
+
+def flag_in_line(line: str, given: Given) -> str | None:
+    """The option of ``given`` that ``line`` names (``--quantization awq``), else None:
+    its name in any case, its value as given or in capitals."""
+    if not given or not line:
+        return None
+    lowered = line.lower()
+    for name, value in given:
+        if name in _MODEL_OPTIONS or is_secret_name(name):
+            continue  # given_options left secrets out; options built by hand may not
+        flag = "--" + name.replace("_", "-")
+        shown = f"{flag} {value}" if value else flag
+        if "_" in name:
+            forms = (name, name.replace("_", "-"))
+            for form in forms:
+                if re.search(rf"(?<![\w.-]){re.escape(form)}(?![\w-])", lowered):
+                    return shown
+        words = _value_words(value)
+        if words is None:
+            continue
+        # a whole word, not a part of a dotted or a longer path (torch.float32, the
+        # package folder of a library): bounded by what is neither a word, a dot nor "/"
+        for form in (words, words.upper()):
+            pattern = rf"(?<![\w./-]){re.escape(form)}(?![\w/-]|\.\w)"
+            if re.search(pattern, line):
+                return shown
+    return None
+
+
+def kept(kind: str | None, family: str | None) -> bool:
+    """True when a kind keeps its own fix whatever option its line names."""
+    return kind in _KEPT_KINDS or family in _KEPT_FAMILIES

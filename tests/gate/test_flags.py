@@ -1,0 +1,192 @@
+"""A CRASH whose line names an option the server's command set is bad-args (gate/flags.py).
+
+Each verdict comes from the real gate on a live process that prints the log and exits
+(tests/gate/crash_replay.py), given the command's options as ``servegate launch`` gives
+them; the same log without them shows the kind the words alone give, so that each test
+fails where the options are not read. One test launches a real command end to end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.gate.crash_replay import run_log
+from tests.gate.helpers import PY, alive
+from tests.launch.helpers import free_port
+
+from servegate.errors import ServerCrashed
+from servegate.gate.flags import flag_in_line, given_options
+from servegate.gate.options import GateOptions
+from servegate.gate.verdict import Verdict
+from servegate.launch import launch
+
+SGLANG_START = "[2026-12-06 08:03:47] server_args=ServerArgs(model_path='/models/m')"
+
+
+def gate(tmp_path: Path, engine: str, lines: list[str], command: list[str]) -> Verdict:
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    return run_log(log, engine=engine, exit=1, command=command)
+
+
+def traceback(*last: str) -> list[str]:
+    return [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/configs/model_config.py", '
+        "line 9, in _verify_quantization",
+        "    raise ValueError(text)",
+        *last,
+    ]
+
+
+def test_the_options_of_a_command_line() -> None:
+    """Long and short options, ``=`` forms and switches; the program, its module and
+    ``KEY=value`` words before them are not options; a secret is left out."""
+    command = [
+        "HF_HUB_OFFLINE=1",
+        "/venv/bin/python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "/models/m",
+        "--tp-size",
+        "2",
+        "--log-level=verbose",
+        "--trust-remote-code",
+        "-ngl",
+        "-1",
+        "--api-key",
+        "sk-not-kept-123456",
+    ]
+    assert given_options(command) == (
+        ("m", "sglang.launch_server"),
+        ("model_path", "/models/m"),
+        ("tp_size", "2"),
+        ("log_level", "verbose"),
+        ("trust_remote_code", ""),
+        ("ngl", "-1"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("ValueError: Cannot find the config file for awq", "--quantization awq"),
+        ("AttributeError: module 'logging' has no attribute 'VERBOSE'", "--log-level verbose"),
+        ("AssertionError: ranks (dp_size * tp_size * pp_size = 2) exceed", "--tp-size 2"),
+        ("ValueError: tp-size must divide the heads", "--tp-size 2"),
+        # not evidence: the model's path, a library's name in title case, a dotted name,
+        # a value too plain to tell
+        ("OSError: /models/m is not a file.", None),
+        ("ValueError: Transformers does not recognize this architecture", None),
+        ("TypeError: expected torch.awq_tensor", None),
+        ("RuntimeError: no kernel for the cpu", None),
+    ],
+)
+def test_what_names_an_option(line: str, named: str | None) -> None:
+    given = given_options(
+        [
+            "--model-path",
+            "/models/m",
+            "--quantization",
+            "awq",
+            "--log-level",
+            "verbose",
+            "--tp-size",
+            "2",
+            "--model-impl",
+            "transformers",
+            "--device",
+            "cpu",
+        ]
+    )
+    assert flag_in_line(line, given) == named
+
+
+def test_a_message_quoting_the_value_given_is_bad_args_and_names_the_option(
+    tmp_path: Path,
+) -> None:
+    """SGLang's quantization method without its config: the words alone say the model's
+    files (model-load); with the command's ``--quantization awq`` the fix is the option."""
+    cause = "ValueError: Cannot find the quantization config file for awq in the checkpoint"
+    lines = traceback(cause)
+    alone = gate(tmp_path, "sglang", lines, command=[])
+    assert (alone.status, alone.kind) == ("crash", "model-load")
+    verdict = gate(
+        tmp_path, "sglang", lines, ["--model-path", "/models/m", "--quantization", "awq"]
+    )
+    assert (verdict.status, verdict.kind) == ("crash", "bad-args")
+    assert verdict.matched_line == cause
+    assert verdict.hint is not None and "--quantization awq" in verdict.hint
+
+
+def test_an_enumeration_echoing_the_value_in_capitals(tmp_path: Path) -> None:
+    """``--log-level verbose`` looked up as ``logging.VERBOSE``: an attribute missing
+    from a module reads as an install problem alone, the option's value with the command."""
+    lines = traceback("AttributeError: module 'logging' has no attribute 'VERBOSE'")
+    assert gate(tmp_path, "sglang", lines, command=[]).kind == "install"
+    verdict = gate(tmp_path, "sglang", lines, ["--log-level", "verbose"])
+    assert verdict.kind == "bad-args"
+
+
+def test_a_failure_with_a_fix_of_its_own_keeps_its_kind(tmp_path: Path) -> None:
+    """Out of memory while naming the option's value, and a library that will not import
+    though its name is the value: the kind stays oom and install."""
+    oom = traceback(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB for awq"
+    )
+    assert gate(tmp_path, "sglang", oom, ["--quantization", "awq"]).kind == "oom"
+    missing = traceback("ModuleNotFoundError: No module named 'awq'")
+    assert gate(tmp_path, "sglang", missing, ["--quantization", "awq"]).kind == "install"
+
+
+def test_a_secret_given_on_the_command_is_never_evidence_nor_quoted(tmp_path: Path) -> None:
+    secret = "sk-live-0123456789abcdef"
+    lines = traceback(
+        f"ValueError: Cannot find the quantization config file for {secret} in the checkpoint"
+    )
+    options = GateOptions(engine="sglang").for_command(["--api-key", secret, "--port", "1"])
+    assert secret not in str(options.to_json())
+    verdict = gate(tmp_path, "sglang", lines, ["--api-key", secret])
+    assert verdict.kind == "model-load"
+    assert secret not in (verdict.hint or "")
+
+
+def test_a_launched_server_is_judged_against_its_own_command(tmp_path: Path) -> None:
+    """``launch`` reads the options from the command it starts, through the keeper: the
+    crash is bad-args naming the option, and nothing is left running."""
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import sys\n"
+        "print(\"server_args=ServerArgs(model_path='/models/m')\", flush=True)\n"
+        "print('Traceback (most recent call last):', flush=True)\n"
+        "print('  File \"/venv/sglang/srt/configs/model_config.py\", line 9, in f', flush=True)\n"
+        "print('ValueError: Cannot find the quantization config file for ' + sys.argv[-1]"
+        " + ' in the checkpoint'"
+        ", flush=True)\n"
+        "sys.exit(1)\n"
+    )
+    with pytest.raises(ServerCrashed) as info:
+        launch(
+            [PY, str(script), "--model-path", "/models/m", "--quantization", "awq"],
+            engine="sglang",
+            port=free_port(),
+            timeout_s=60,
+            log_path=str(tmp_path / "server.log"),
+        )
+    verdict = info.value.verdict
+    assert (verdict.status, verdict.kind) == ("crash", "bad-args")
+    assert verdict.hint is not None and "--quantization awq" in verdict.hint
+    assert verdict.pid is not None and not alive(verdict.pid)
+
+
+def test_a_kind_found_by_words_takes_the_kinds_hint_not_one_lines(tmp_path: Path) -> None:
+    """bad-args found by its words, no option named: the hint is the kind's, not that of
+    the one signature of the kind about a host that is no address of this machine."""
+    lines = traceback("ValueError: Cannot find the config file for awq")
+    verdict = gate(tmp_path, "sglang", lines, command=[])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "host" not in verdict.hint
+    assert "flag" in verdict.hint
