@@ -1859,3 +1859,35 @@ def test_vllm_starting_line_waits_for_what_follows_and_more_bad_args(tmp_path: P
         case.mkdir()
         verdict = gate(case, "vllm", lines)
         assert (verdict.kind, verdict.matched_line) == ("bad-args", message)
+
+
+def test_a_cpp_backtrace_under_a_retried_warning_is_no_crash(tmp_path: Path) -> None:
+    """torch's TCPStore client retrying a host that is not there prints a warning and a
+    C++ backtrace whose frames name DistNetworkError: while it retries, no frame is a
+    fatal line (TIMEOUT when it never gets through); the same backtrace under the error
+    that ends the retries is a distributed CRASH, quoting that error."""
+    retry = [
+        "[W1206 08:11:23.060103676 TCPStore.cpp:340] [c10d] TCP client failed to "
+        "connect/validate to host 10.10.10.10:23491 - retrying (try=0, timeout=1800000ms, "
+        "delay=365ms): Ping failed, invalid value returned from server.",
+        "Exception raised from ping at /pytorch/torch/csrc/distributed/c10d/TCPStore.cpp:427 "
+        "(most recent call first):",
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x9d (0x7ff7 in "
+        "/venv/lib/python3.11/site-packages/torch/lib/libc10.so)",
+        "frame #2: c10::DistNetworkError::DistNetworkError(c10::SourceLocation, std::string) "
+        "+ 0x72 (0x7ff7 in /venv/lib/python3.11/site-packages/torch/lib/libc10.so)",
+        "frame #4: c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) + 0x570",
+        "",
+    ]
+    start = "[2026-12-06 08:11:23] Init parallel begin."
+    log = tmp_path / "retrying.log"
+    log.write_text("".join(line + "\n" for line in [start, *retry, *retry]))
+    hung = run_log(log, engine="sglang", exit=None, timeout_s=TIMEOUT_S)
+    assert hung.status == "timeout"
+    final = (
+        "torch.distributed.DistNetworkError: The client socket has timed out after "
+        "1800000ms while trying to connect to (10.10.10.10, 23491)."
+    )
+    lines = [start, *retry, "Traceback (most recent call last):", final]
+    crashed = gate(tmp_path, "sglang", lines, exit=1)
+    assert (crashed.status, crashed.kind, crashed.matched_line) == ("crash", "distributed", final)

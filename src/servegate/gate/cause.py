@@ -127,6 +127,10 @@ __all__ = [
 
 _FRAME = re.compile(r'\s*File ["“][^"”]*["”],? line \d+')  # a paste may curl the quotes
 _MARKERS = re.compile(r"\s*[\^~]+\s*$")
+# a C++ backtrace's frame under c10's "Exception raised from ... (most recent call
+# first):" (torch prints one under a warning it retries, too): the message above it says
+# what failed; a frame only names the functions it passed through (DistNetworkError's)
+_CPP_FRAME = re.compile(r"\s*frame #\d+: ")
 # SomethingError: message, a bare Exception: / Error:, dotted names, a message-less raise
 _EXCEPTION = re.compile(
     r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Failure)"
@@ -475,7 +479,8 @@ _FAILURE_SENTENCE = re.compile(r"(?:Failed|Unable) to [a-z]+ |(?:Could not|Canno
 
 
 def is_source(normal: Normal) -> bool:
-    """True for a traceback's frame header, source line, caret marks or continuation.
+    """True for a traceback's frame header, source line, caret marks or continuation, and
+    a C++ backtrace's frame.
 
     Indentation counts only once the wrappers are off (a launcher's tab is not a
     traceback's); an indented line that reads as an exception or ``what():`` is one.
@@ -490,7 +495,7 @@ def is_source(normal: Normal) -> bool:
         # "...", line 519, in send raise ConnectionError(e) requests.exceptions.
         # ConnectionError: ..."): the exception is there to read
         return _GLUED.search(body, frame.end()) is None
-    if _MARKERS.match(body):
+    if _MARKERS.match(body) or _CPP_FRAME.match(body):
         return True
     if text.startswith(("raise ", "raise(")) or text == "raise":
         return _RAISE_THEN.match(text) is None
