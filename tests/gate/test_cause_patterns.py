@@ -1891,3 +1891,39 @@ def test_a_cpp_backtrace_under_a_retried_warning_is_no_crash(tmp_path: Path) -> 
     lines = [start, *retry, "Traceback (most recent call last):", final]
     crashed = gate(tmp_path, "sglang", lines, exit=1)
     assert (crashed.status, crashed.kind, crashed.matched_line) == ("crash", "distributed", final)
+
+
+def test_a_config_field_of_the_wrong_type_is_the_models(tmp_path: Path) -> None:
+    """transformers' checked configuration: a config.json field of the wrong type is the
+    model's files (an option's wrong type is argparse's ``invalid int value``)."""
+    cause = "TypeError: Field 'num_attention_heads' expected int, got str (value: '2')"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/huggingface_hub/dataclasses.py", '
+        "line 9, in validate",
+        "    raise TypeError(msg)",
+        cause,
+    ]
+    verdict = gate(tmp_path, "sglang", lines, exit=1)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", cause)
+
+
+def test_the_line_that_logged_a_failure_before_raising_it_is_quoted(tmp_path: Path) -> None:
+    """``Failed to read config file <path>: <message>`` logged, then the traceback of the
+    exception with that message: the logged line names the file and is quoted; the
+    kind stays the exception's. A line that only reports the message (``Error in
+    request: ...``) is not that line."""
+    message = "while scanning a simple key"
+    logged = f"[2026-12-06 08:06:36] Failed to read config file /srv/serve.yaml: {message}"
+    tail = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/yaml/scanner.py", line 291, in stale',
+        '    raise ScannerError("while scanning a simple key", key.mark,',
+        f"yaml.scanner.ScannerError: {message}",
+        '  in "/srv/serve.yaml", line 4, column 1',
+    ]
+    verdict = gate(tmp_path, "sglang", [logged, *tail], exit=1)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", logged)
+    reported = f"[2026-12-06 08:06:36] Error in request: {message}"
+    verdict = gate(tmp_path, "sglang", [reported, *tail], exit=1)
+    assert verdict.matched_line == f"yaml.scanner.ScannerError: {message}"

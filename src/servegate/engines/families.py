@@ -190,15 +190,19 @@ _WORDS: tuple[Words, ...] = (
     ),
     # a file of the model that is there but cannot be read: a weights file cut short or
     # corrupt (safetensors' header), a config.json that is no JSON, a folder with no
-    # configuration at all; before engine-version, whose "deserializ" safetensors shares,
-    # and before bad-args, whose enum rule "is not a valid X" would take "valid JSON"
+    # configuration at all, a field of config.json of the wrong type (transformers'
+    # checked configuration classes: "Field 'num_attention_heads' expected int, got str";
+    # an option's wrong type is argparse's "invalid int value"); before engine-version,
+    # whose "deserializ" safetensors shares, and before bad-args, whose enum rule "is not
+    # a valid X" would take "valid JSON"
     Words(
         kind="model-load",
         title="a file of the model is damaged, incomplete or missing",
         pattern=r"SafetensorError|safetensors_rust|Error while deserializing header"
         r"|HeaderTooLarge|MetadataIncompleteBuffer|InvalidHeaderDeserialization"
         r"|(?:config|configuration) file at .* is not a valid JSON|not a valid JSON file"
-        r"|no (?:supported |valid )?config(?:uration)? (?:format|file)s? (?:was |were )?found",
+        r"|no (?:supported |valid )?config(?:uration)? (?:format|file)s? (?:was |were )?found"
+        r"|\bField '\w+' expected \w+, got \w+",
     ),
     # urllib3's retry of an HTTP connection pool: the URL it names may hold a model file
     # (".../resolve/main/config.json"), whose words are model-load's below

@@ -953,6 +953,35 @@ def select_cause(
             kind, title = above
             hint = (hints or {}).get(kind, KIND_HINTS.get(kind))
             return replace(pick.cause, kind=kind, title=title, hint=hint)
+    return _in_context(found, pick)
+
+
+# an exception's message, after its class: what a logged line may end with
+_MESSAGE_AFTER_CLASS = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*: (?P<message>.{12,})")
+
+
+def _in_context(found: Sequence[_Candidate], pick: _Candidate) -> Cause:
+    """``pick``'s cause, quoted from the line that logged it with what was being done,
+    where an earlier line of the episode says what failed (``Failed to``, ``Unable
+    to``, ``Could not``, ``Cannot``) and ends with the exception's whole message
+    (``Failed to read config file /etc/serve.yaml: while scanning a simple key``, then
+    the traceback of ``yaml.scanner.ScannerError: while scanning a simple key``): the
+    same failure, the earliest line of it, naming its object. The kind stays the
+    exception's."""
+    matched = _MESSAGE_AFTER_CLASS.match(pick.cause.text)
+    if matched is None:
+        return pick.cause
+    message = matched.group("message").strip()
+    for candidate in found:
+        if candidate.position >= pick.position:
+            break
+        text = candidate.cause.text
+        if (
+            _FAILURE_SENTENCE.match(text) is not None
+            and text.endswith(message)
+            and text[-len(message) - 2 :].startswith(": ")
+        ):
+            return replace(pick.cause, line=candidate.cause.line, text=text)
     return pick.cause
 
 
