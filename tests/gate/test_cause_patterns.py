@@ -1927,3 +1927,41 @@ def test_the_line_that_logged_a_failure_before_raising_it_is_quoted(tmp_path: Pa
     reported = f"[2026-12-06 08:06:36] Error in request: {message}"
     verdict = gate(tmp_path, "sglang", [reported, *tail], exit=1)
     assert verdict.matched_line == f"yaml.scanner.ScannerError: {message}"
+
+
+def test_a_missing_module_is_quoted_from_the_line_that_says_how_to_install_it(
+    tmp_path: Path,
+) -> None:
+    """``ModuleNotFoundError: No module named 'bitsandbytes'``, then the engine's re-raise
+    ``ImportError: Please install bitsandbytes>=0.46.1 via ...``: that line is quoted,
+    the kind install."""
+    advice = "ImportError: Please install bitsandbytes>=0.46.1 via `pip install bitsandbytes`"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/layers/quantization/bitsandbytes.py", line 9, in load',
+        "    import bitsandbytes",
+        "ModuleNotFoundError: No module named 'bitsandbytes'",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/layers/quantization/bitsandbytes.py", line 11, in load',
+        "    raise ImportError(msg) from err",
+        advice,
+    ]
+    verdict = gate(tmp_path, "sglang", lines, exit=1)
+    assert (verdict.kind, verdict.matched_line) == ("install", advice)
+
+
+def test_a_tls_key_that_is_not_the_certificates_is_bad_args(tmp_path: Path) -> None:
+    """The server's own certificate and a key of another: the option's files, not a
+    download's TLS."""
+    cause = "ssl.SSLError: [X509: KEY_VALUES_MISMATCH] key values mismatch (_ssl.c:3926)"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/uvicorn/config.py", line 9, in load',
+        "    ctx.load_cert_chain(certfile, keyfile, password)",
+        cause,
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=1)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", cause)

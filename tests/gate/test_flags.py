@@ -67,6 +67,7 @@ def test_the_options_of_a_command_line() -> None:
         ("log_level", "verbose"),
         ("trust_remote_code", ""),
         ("ngl", "-1"),
+        ("$HF_HUB_OFFLINE", "1"),
     )
 
 
@@ -190,3 +191,26 @@ def test_a_kind_found_by_words_takes_the_kinds_hint_not_one_lines(tmp_path: Path
     assert verdict.kind == "bad-args"
     assert verdict.hint is not None and "host" not in verdict.hint
     assert "flag" in verdict.hint
+
+
+def test_an_environment_variable_given_to_the_server_is_an_option_too(tmp_path: Path) -> None:
+    """vLLM rejecting a variable it no longer knows: the variable set before the program
+    (or in ``launch(env=...)``) is named; a flag named in the message with its dashes is
+    an option as well."""
+    cause = "ValueError: Unknown vLLM environment variable detected: VLLM_ATTENTION_BACKEND"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/envs.py", line 9, in validate',
+        "    raise ValueError(msg)",
+        cause,
+    ]
+    command = ["VLLM_ATTENTION_BACKEND=FLASH_ATTN", "python", "-m", "vllm", "--port", "8000"]
+    assert gate(tmp_path, "vllm", lines, command=[]).kind != "bad-args"
+    verdict = gate(tmp_path, "vllm", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "VLLM_ATTENTION_BACKEND=FLASH_ATTN" in verdict.hint
+    options = GateOptions(engine="vllm").for_command(["vllm"], {"VLLM_X_MODE": "fast"})
+    assert ("$VLLM_X_MODE", "fast") in options.command_options
+    given = given_options(["--enable-log-outputs"])
+    named = "TypeError: Error: --enable-log-outputs requires --enable-log-requests"
+    assert flag_in_line(named, given) == "--enable-log-outputs"

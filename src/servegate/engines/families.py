@@ -534,8 +534,9 @@ _WORDS: tuple[Words, ...] = (
         r"|cannot start any token|mapping values are not allowed here"
         r"|while (?:scanning|parsing) a (?:simple key|block mapping|flow mapping|block collection)"
         # a server's TLS key or certificate file that is not a PEM of its kind (uvicorn's
-        # load_cert_chain: "ssl.SSLError: [SSL] PEM lib (_ssl.c:3905)")
-        r"|\[SSL\] PEM lib|\bPEM routines\b|\bPEM_read_bio"
+        # load_cert_chain: "ssl.SSLError: [SSL] PEM lib (_ssl.c:3905)"), or a key that is
+        # not the certificate's ("[X509: KEY_VALUES_MISMATCH] key values mismatch")
+        r"|\[SSL\] PEM lib|\bPEM routines\b|\bPEM_read_bio|\bKEY_VALUES_MISMATCH\b"
         # llama-cpp-python's llava chat formats without the projector option
         # ("AssertionError: clip model not found")
         r"|\bclip model not found\b"

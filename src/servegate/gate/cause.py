@@ -956,6 +956,10 @@ def select_cause(
     return _in_context(found, pick)
 
 
+# a module that is not installed, and the engine's re-raise of it saying how to install it
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
+_PLEASE_INSTALL = re.compile(r"\b(?:[Pp]lease|[Yy]ou (?:need|must)) (?:to )?install\b")
+_INSTALL_AFTER = 90  # logical lines: one chained traceback
 # an exception's message, after its class: what a logged line may end with
 _MESSAGE_AFTER_CLASS = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*: (?P<message>.{12,})")
 
@@ -966,8 +970,24 @@ def _in_context(found: Sequence[_Candidate], pick: _Candidate) -> Cause:
     to``, ``Could not``, ``Cannot``) and ends with the exception's whole message
     (``Failed to read config file /etc/serve.yaml: while scanning a simple key``, then
     the traceback of ``yaml.scanner.ScannerError: while scanning a simple key``): the
-    same failure, the earliest line of it, naming its object. The kind stays the
-    exception's."""
+    same failure, the earliest line of it, naming its object. A missing module's
+    ``ModuleNotFoundError`` is quoted from the engine's re-raise below it that says how
+    to install it (``ImportError: Please install bitsandbytes>=0.46.1 via ...``). The
+    kind stays the exception's."""
+    missing = _NO_MODULE.search(pick.cause.text)
+    if missing is not None:
+        # the engine's own re-raise of a missing module says how to install it
+        # ("ImportError: Please install bitsandbytes>=0.46.1 via `pip install ...`")
+        module = missing.group("module").split(".")[0]
+        for candidate in found:
+            text = candidate.cause.text
+            if (
+                0 < candidate.position - pick.position <= _INSTALL_AFTER
+                and _PLEASE_INSTALL.search(text) is not None
+                and module in text
+            ):
+                return replace(pick.cause, line=candidate.cause.line, text=text)
+        return pick.cause
     matched = _MESSAGE_AFTER_CLASS.match(pick.cause.text)
     if matched is None:
         return pick.cause

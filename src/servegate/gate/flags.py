@@ -29,7 +29,7 @@ What counts as evidence:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from servegate.redact import is_secret_name
 
@@ -84,20 +84,32 @@ _KEPT_FAMILIES = frozenset(
 _KEPT_KINDS = frozenset({"killed", "segfault"})
 _SHORT = re.compile(r"-[A-Za-z]{1,3}")  # -m, -ngl, -ctk: a short option
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,}")  # NAME of NAME=value
 
 
 def _name(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_").lower()
 
 
-def given_options(command: Sequence[str]) -> Given:
+def given_options(command: Sequence[str], env: Mapping[str, str] | None = None) -> Given:
     """The options ``command`` sets: ``--name value``, ``--name=value``, ``-x value`` and
-    switches (value ""), in order, names without dashes with ``_`` for ``-``, secrets
-    (``--api-key``) left out. What comes before the first option (the program, a module,
-    a subcommand, ``KEY=value`` words) is not an option."""
+    switches (value ""), in order, names without dashes with ``_`` for ``-``; then the
+    environment variables given to it (``env``, and the upper-case ``NAME=value`` words
+    before the first option, as ``env NAME=value prog`` or a shell line gives them),
+    named ``$NAME``;
+    secrets (``--api-key``, ``HF_TOKEN``) left out. What comes before the first option
+    (the program, a module, a subcommand) is not an option."""
     found: list[tuple[str, str]] = []
     args = [str(arg) for arg in command]
+    variables = dict(env or {})
     index = 0
+    while index < len(args) and not args[index].startswith("-"):
+        # the words before the first option: the program, a module, a subcommand, and
+        # the variables an ``env`` or a shell line sets before the program
+        name, equals, value = args[index].partition("=")
+        if equals and _VARIABLE.fullmatch(name):
+            variables[name] = value
+        index += 1
     while index < len(args):
         arg = args[index]
         index += 1
@@ -114,6 +126,9 @@ def given_options(command: Sequence[str]) -> Given:
         name = _name(flag)
         if name and not is_secret_name(name):  # a secret is never kept, so never quoted
             found.append((name, value))
+    found.extend(
+        (f"${name}", value) for name, value in variables.items() if not is_secret_name(name)
+    )
     return tuple(found)
 
 
@@ -134,14 +149,19 @@ def flag_in_line(line: str, given: Given) -> str | None:
         return None
     lowered = line.lower()
     for name, value in given:
-        if name in _MODEL_OPTIONS or is_secret_name(name):
+        if name in _MODEL_OPTIONS or is_secret_name(name.lstrip("$")):
             continue  # given_options left secrets out; options built by hand may not
-        flag = "--" + name.replace("_", "-")
-        shown = f"{flag} {value}" if value else flag
-        if "_" in name:
+        if name.startswith("$"):
+            # an environment variable: its name as printed (VLLM_ATTENTION_BACKEND)
+            shown = f"{name[1:]}={value}"
+            if re.search(rf"(?<![\w$]){re.escape(name[1:])}(?!\w)", line):
+                return shown
+        else:
+            shown = f"--{name.replace('_', '-')} {value}".rstrip()
+        if "_" in name and not name.startswith("$"):
             forms = (name, name.replace("_", "-"))
             for form in forms:
-                if re.search(rf"(?<![\w.-]){re.escape(form)}(?![\w-])", lowered):
+                if re.search(rf"(?<![\w.-])(?:--)?{re.escape(form)}(?![\w-])", lowered):
                     return shown
         words = _value_words(value)
         if words is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -148,11 +148,14 @@ class GateOptions:
             ),
         )
 
-    def for_command(self, command: Sequence[str]) -> GateOptions:
+    def for_command(
+        self, command: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> GateOptions:
         """These options for ``command``: the port ``port``, else the command's
         ``--port N``, else (without a health URL) the profile's default; the model
         ``model``, else the command's (for vLLM's 1-token check); the options it sets
-        (what a CRASH's line is read against, gate/flags.py). A ``port`` that the
+        and the variables ``env`` gives it (what a CRASH's line is read against,
+        gate/flags.py). A ``port`` that the
         command's contradicts is kept (a container may map one to the other) and named in
         notes (``command_port``)."""
         said = port_from_command(command)
@@ -164,7 +167,7 @@ class GateOptions:
             port=port,
             model=self.model or model_from_command(command),
             command_port=said,
-            command_options=given_options(command),
+            command_options=given_options(command, env),
         )
 
     def port_note(self) -> str | None:

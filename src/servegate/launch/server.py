@@ -274,7 +274,7 @@ def launch(
     command = [str(arg) for arg in command]
     env = dict(env or {})
     _check_command(command, env, cwd)
-    options = options.for_command(command)
+    options = options.for_command(command, env)
     resolved = options.resolve()
     if options.port is not None:
         _check_port_free(options.port)
