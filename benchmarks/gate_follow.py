@@ -8,11 +8,13 @@ Two runs, each a fresh ``python -m servegate wait --engine vllm --log FILE`` pro
   live     a writer appends as fast as it can while the gate follows; the ready line
            comes last: throughput over the whole run, and how far behind the gate was
            when the writer finished (the lag).
-Peak RSS is the waiting process's ``ru_maxrss``. ``--shape mixed`` (the default) mixes
-vLLM and SGLang lines (throughput reports, access lines, tqdm bars with ``\\r``), with
-random numbers; ``bars`` is vLLM's weight-loading bar redrawn with ``\\r`` and no newline
-(tqdm's way: every redraw matches a progress rule of the profile); ``bar-lines`` is the
-same bar, each redraw ended by a newline.
+Peak RSS is the waiting process's ``ru_maxrss``; the backlog run also reports the gate's
+CPU seconds (user and system), which a busy machine changes far less than the wall
+time. ``--shape mixed`` (the default) mixes vLLM and SGLang lines (throughput reports,
+access lines, tqdm bars with ``\\r``), with random numbers; ``bars`` is vLLM's
+weight-loading bar redrawn with ``\\r`` and no newline (tqdm's way: every redraw matches
+a progress rule of the profile); ``bar-lines`` is the same bar, each redraw ended by a
+newline.
 """
 
 from __future__ import annotations
@@ -115,16 +117,26 @@ def backlog(log: Path, gb: float, block: bytes) -> None:
         f.write(b"\n" + READY)
     size = log.stat().st_size
     subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm cache
+    spent = _children_cpu_s()
     proc, started = run_wait(log)
     out, _ = proc.communicate()
     elapsed = time.monotonic() - started
+    cpu_s = _children_cpu_s() - spent
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(
         f"backlog: {size / 1e9:.2f} GB in {elapsed:.2f} s = {size / elapsed / 1e6:.0f} MB/s "
-        f"(process start included); verdict: {out.decode().strip()[:60]}; "
+        f"(process start included); the gate's CPU {cpu_s:.2f} s = "
+        f"{size / cpu_s / 1e6:.0f} MB per CPU-s; verdict: {out.decode().strip()[:60]}; "
         f"peak RSS so far {rss:.0f} MB",
         flush=True,
     )
+
+
+def _children_cpu_s() -> float:
+    """User and system CPU seconds of the waited-for children so far: the scan's cost,
+    which other jobs on a shared machine do not change as they change the wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def live(log: Path, gb: float, block: bytes) -> None:
