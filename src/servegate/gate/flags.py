@@ -15,6 +15,9 @@ What counts as evidence:
 - an option's name, as the engine spells it in messages (``tp_size``, ``tp-size``,
   ``--tp-size``), when it is two words or more: one-word names (``model``, ``device``,
   ``port``) are the words of ordinary messages;
+- an environment variable given to the server (``launch(env=...)``, or ``NAME=value``
+  before the program), by its name as printed (``Unknown vLLM environment variable
+  detected: VLLM_ATTENTION_BACKEND``) or its value;
 - an option's value, as a whole word, as given or in capitals (``'VERBOSE'``, how
   enumerations echo it; a library's name begins a sentence in title case, ``Transformers
   does not recognize``, and is not the user's ``--model-impl transformers``), when it
@@ -33,7 +36,7 @@ from collections.abc import Mapping, Sequence
 
 from servegate.redact import is_secret_name
 
-__all__ = ["Given", "flag_in_line", "given_options"]
+__all__ = ["Given", "flag_in_line", "given_options", "kept"]
 
 # (the option's name without its dashes, as given; its value, "" for a switch)
 Given = tuple[tuple[str, str], ...]
