@@ -28,7 +28,7 @@ from tests.gate.crash_replay import (
 
 from servegate.engines import get_profile
 from servegate.gate.cause import select_cause
-from servegate.gate.verdict import Verdict
+from servegate.gate.verdict import Status, Verdict
 from servegate.gate.watch import Rules
 
 
@@ -1965,3 +1965,76 @@ def test_a_tls_key_that_is_not_the_certificates_is_bad_args(tmp_path: Path) -> N
     ]
     verdict = gate(tmp_path, "llamacpp", lines, exit=1)
     assert (verdict.kind, verdict.matched_line) == ("bad-args", cause)
+
+
+def test_a_failure_the_engine_retries_does_not_decide(tmp_path: Path) -> None:
+    """vLLM's first try to read a config fails and says it retries; the second succeeds
+    and the server comes up: READY. The same line without the retry is a CRASH."""
+    failed = (
+        "(APIServer pid=9) ERROR 12-06 11:34:39 [repo_utils.py:126] Error parsing config "
+        "for /models/m: /models/m does not appear to have a file named configuration_x.py."
+    )
+    up = [
+        "(APIServer pid=9) INFO 12-06 11:34:45 [api_server.py:9] Starting vLLM server on "
+        "http://0.0.0.0:8000",
+        "(APIServer pid=9) INFO:     Application startup complete.",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([failed + ", retrying 1 of 2", *up]) + "\n")
+    assert run_log(log, engine="vllm", exit=None).status == Status.READY
+    log.write_text("\n".join([failed, *up]) + "\n")
+    assert run_log(log, engine="vllm", exit=None).status == Status.CRASH
+
+
+def test_llama_server_bind_failures_by_host_and_port(tmp_path: Path) -> None:
+    """The same line for three causes: a port below 1024 (not root), an IPv6 host in
+    brackets (taken as a name), a taken port; and an encrypted TLS key whose pass phrase
+    no one can type, before it."""
+    bind = "0.00.105.300 E srv         start: couldn't bind HTTP server socket, hostname: "
+    for where, kind in (
+        ("127.0.0.1, port: 443", "permission"),
+        ("[::], port: 34445", "bad-args"),
+        ("127.0.0.1, port: 8080", "port-in-use"),
+    ):
+        verdict = gate(
+            tmp_path, "llamacpp", ["0.00.000.913 I srv  llama_server: init", bind + where]
+        )
+        assert verdict.kind == kind, where
+    lines = ["Enter PEM pass phrase:", bind + "127.0.0.1, port: 8080"]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", "Enter PEM pass phrase:")
+
+
+def test_a_json_options_field_error_is_quoted_below_its_count(tmp_path: Path) -> None:
+    """argparse's line counts pydantic's errors; under a field's name the next line says
+    what that field must be (quoted); with no field named, the count's line, which names
+    the option, stays."""
+    count = "api_server.py: error: argument --kv-transfer-config: 1 validation error for KVT"
+    field = (
+        "  Input should be 'kv_producer', 'kv_both' or 'kv_consumer' "
+        "[type=literal_error, input_value='both', input_type=str]"
+    )
+    link = "    For further information visit https://errors.pydantic.dev/2.14/v/literal_error"
+    verdict = gate(tmp_path, "vllm", ["usage: api_server.py [-h]", count, "kv_role", field, link])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", field.strip())
+    verdict = gate(tmp_path, "vllm", ["usage: api_server.py [-h]", count, field, link], exit=2)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", count)
+
+
+def test_no_gpu_driver_and_too_many_sequences(tmp_path: Path) -> None:
+    """torch asked for CUDA on a machine with no driver is the device's (cuda-error), not
+    a package's; llama.cpp's bound on -np is the option's."""
+    cause = "RuntimeError: Found no NVIDIA driver on your system. Please check that you have"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 9, in init',
+        "    torch._C._cuda_init()",
+        cause,
+    ]
+    assert gate(tmp_path, "sglang", lines).kind == "cuda-error"
+    line = (
+        "0.00.404.439 E llama_init_from_model: failed to initialize the context: "
+        "n_seq_max must be <= 256"
+    )
+    verdict = gate(tmp_path, "llamacpp", ["0.00.000.913 I srv  llama_server: init", line])
+    assert verdict.kind == "bad-args"

@@ -16,7 +16,7 @@ from tests.gate.helpers import PY, alive
 from tests.launch.helpers import free_port
 
 from servegate.errors import ServerCrashed
-from servegate.gate.flags import flag_in_line, given_options
+from servegate.gate.flags import flag_in_line, given_options, override_given, path_in_line
 from servegate.gate.options import GateOptions
 from servegate.gate.verdict import Verdict
 from servegate.launch import launch
@@ -214,3 +214,80 @@ def test_an_environment_variable_given_to_the_server_is_an_option_too(tmp_path: 
     given = given_options(["--enable-log-outputs"])
     named = "TypeError: Error: --enable-log-outputs requires --enable-log-requests"
     assert flag_in_line(named, given) == "--enable-log-outputs"
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        # a variable's folder, a file under it
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: '/run/prom/tmp8x_q'",
+            "PROMETHEUS_MULTIPROC_DIR=/run/prom",
+        ),
+        # an option's file, at the end of the line
+        (
+            "failed to open static lookup cache: /var/cache/llama/static.bin",
+            "--lookup-cache-static /var/cache/llama/static.bin",
+        ),
+        # the model's own path, and a part of the model (a draft): the model's files
+        ("OSError: /models/m does not appear to have a file named config.json", None),
+        ("failed to open GGUF file '/models/draft.gguf' (No such file or directory)", None),
+        # a longer name that begins with the path is another file
+        ("No such file or directory: '/run/prom-old/x'", None),
+    ],
+)
+def test_what_quotes_a_path_the_command_gave(line: str, named: str | None) -> None:
+    command = [
+        "PROMETHEUS_MULTIPROC_DIR=/run/prom",
+        "server",
+        "--model",
+        "/models/m",
+        "--model-draft",
+        "/models/draft.gguf",
+        "--lookup-cache-static",
+        "/var/cache/llama/static.bin",
+    ]
+    assert path_in_line(line, given_options(command)) == named
+
+
+def test_a_missing_file_the_command_named_is_bad_args(tmp_path: Path) -> None:
+    """A logging configuration given by a variable that is not there: the words alone
+    name no family (the process's end); the variable's path quoted makes it bad-args,
+    and the hint names the variable."""
+    cause = (
+        "RuntimeError: ('Could not load logging config. File does not exist: %s', "
+        "'/etc/vllm/logging.json')"
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/logger.py", line 9, in _configure',
+        "    raise RuntimeError(msg)",
+        cause,
+    ]
+    assert gate(tmp_path, "vllm", lines, command=[]).kind != "bad-args"
+    command = ["VLLM_LOGGING_CONFIG_PATH=/etc/vllm/logging.json", "python", "-m", "vllm"]
+    verdict = gate(tmp_path, "vllm", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.matched_line == cause
+    assert verdict.hint is not None and "VLLM_LOGGING_CONFIG_PATH" in verdict.hint
+
+
+def test_a_model_that_fails_with_its_configuration_overridden_is_bad_args(
+    tmp_path: Path,
+) -> None:
+    """A shape error in the model's load, with the command overriding its heads: the
+    override is what to change; without one, the model's files are."""
+    lines = traceback("RuntimeError: start (0) + length (192) exceeds dimension size (128).")
+    lines[2] = (
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/model_loader/loader.py", '
+        "line 9, in load_model"
+    )
+    lines[3] = "    weight = loaded_weight.narrow(0, start, length)"
+    alone = gate(tmp_path, "sglang", lines, command=[])
+    command = ["python", "-m", "sglang.launch_server", "--json-model-override-args"]
+    command.append('{"num_attention_heads": 3}')
+    assert override_given(given_options(command)) is not None
+    verdict = gate(tmp_path, "sglang", lines, command)
+    assert alone.kind == "model-load"
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--json-model-override-args" in verdict.hint

@@ -315,6 +315,16 @@ def common_fatal(
             title="address already in use",
             hint=port_hint,
         ),
+        # OpenSSL asks for the pass phrase of an encrypted TLS key on the terminal; a
+        # server started with no terminal cannot answer, and fails to serve
+        Signature(
+            pattern=r"^Enter PEM pass phrase:",
+            kind="bad-args",
+            title="the TLS key is encrypted and no pass phrase can be typed",
+            hint="give the server a key without a pass phrase (openssl pkey -in key.pem "
+            "-out key-plain.pem) or the engine's key-password option",
+            narrow=True,
+        ),
         # EADDRNOTAVAIL (uvicorn and Go print it in lower case, Python's OSError as
         # "[Errno 99] Cannot ..."): the host is not an address of this machine, e.g.
         # localhost resolving to ::1 without IPv6 (a peer's address that a ZMQ or c10d
@@ -355,6 +365,17 @@ def common_fatal(
             kind="bad-args",
             title="the command line has an unknown flag",
             hint=args_hint,
+        ),
+        # "PROG: error: argument --x/-y: 1 validation error for KVTransferConfig": a
+        # JSON option's settings refused by pydantic; the lines below say which field and
+        # what it must be ("kv_role", then "Input should be 'kv_producer', ..."): wait
+        # for them, as for a wrapper's cause
+        Signature(
+            pattern=r"error: argument [^\s:]+: \d+ validation errors? for \w+\s*$",
+            kind="bad-args",
+            title="a flag has an invalid value",
+            hint=args_hint,
+            wrapper=True,
         ),
         # "PROG: error: argument --x/-y: MESSAGE": whatever the message (argparse's own
         # "invalid choice", or a type converter's "Value ... cannot be converted to ...")

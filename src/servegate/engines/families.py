@@ -336,7 +336,10 @@ _WORDS: tuple[Words, ...] = (
     Words(
         kind="cuda-error",
         title="the process sees no usable GPU",
-        pattern=r"\bCUDA is not available|no CUDA GPUs are available|no CUDA-capable device",
+        pattern=r"\bCUDA is not available|no CUDA GPUs are available|no CUDA-capable device"
+        # torch asked for a GPU on a machine without one, or without its driver loaded
+        # (--device cuda on a CPU box): the device, not a package, is missing
+        r"|found no NVIDIA driver",
     ),
     Words(
         kind="install",
@@ -345,7 +348,7 @@ _WORDS: tuple[Words, ...] = (
         r"|undefined symbol|cannot open shared object file|\bGLIBC(?:XX)?_\d"
         r"|version mismatch|mismatch(?:es)? the version|incompatible (?:version|with)"
         r"|compiled (?:against|with) .*version|driver version is insufficient"
-        r"|not compiled with CUDA|found no NVIDIA driver|NVIDIA driver on your system is too old"
+        r"|not compiled with CUDA|NVIDIA driver on your system is too old"
         r"|requires? .*(?:version|>=|==)|please (?:install|upgrade|update|reinstall)"
         r"|pip install|is not installed|not found in \$?PATH|command not found"
         r"|got an unexpected keyword argument|module '[\w.]+' has no attribute"
@@ -486,8 +489,8 @@ _WORDS: tuple[Words, ...] = (
         # uvicorn's import string of the app (a command argument) names no app:
         # 'Error loading ASGI app. Attribute "app" not found in module "x"'
         r"|Error loading ASGI app"
-        r"|ArgumentValidation|\bmust be (?:<|>|<=|>=|at (?:least|most)|smaller|larger|less"
-        r"|greater)\b|ValueError: \W?(?:--)?[a-z]+_[a-z_]+\b\W?.{0,60}\bmust\b"
+        r"|ArgumentValidation|\bmust be (?:[<>]=? ?[\w`'\"]|(?:at (?:least|most)|smaller|larger"
+        r"|less|greater)\b)|ValueError: \W?(?:--)?[a-z]+_[a-z_]+\b\W?.{0,60}\bmust\b"
         r"|as a positional argument|not supported for quantization"
         # a number option (or the variable that sets it) given another kind of value
         r"|invalid literal for int\(\) with base \d+: '[^']*[^\d\s'][^']*'"
@@ -523,7 +526,8 @@ _WORDS: tuple[Words, ...] = (
         # (llama-cpp-python's "Config file /etc/llama/models.json not found!", llama-server's
         # "failed to parse server config file: ..."), YAML's syntax errors in one ("found
         # character '\t' that cannot start any token", "mapping values are not allowed here")
-        r"|\bconfig file \S+ (?:not found|does not exist)|failed to parse (?:\w+ )?config(?:uration)? file"
+        r"|\bconfig file \S+ (?:not found|does not exist)|\bconfig file must be (?:of )?an? \w"
+        r"|failed to parse (?:\w+ )?config(?:uration)? file"
         # llama-server's own configuration files ("failed to open MCP config file: ...",
         # "failed to parse UI config: [json.exception.parse_error.101] ...")
         r"|(?:failed to|cannot|could not|couldn't|unable to) (?:open|parse) (?:the )?"

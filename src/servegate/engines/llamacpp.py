@@ -273,15 +273,27 @@ _FATAL: tuple[Signature, ...] = (
         hint=_ARGS_HINT,
     ),
     # the HTTP port; a host that is not loopback nor every address: most often not an
-    # address of this machine (a name that resolves elsewhere, another box's IP), the
-    # line being the same for both
+    # address of this machine (a name that resolves elsewhere, another box's IP, an IPv6
+    # address in brackets, "[::]", which it takes as a name), the line being the same
+    # for both
     Signature(
         pattern=r"couldn't bind HTTP server socket, hostname: (?!0\.0\.0\.0,|127(?:\.\d+){3},"
-        r"|localhost,|::1?,|\[::1?\],|/)[^,\s]+, port: ",
+        r"|localhost,|::1?,|/)[^,\s]+, port: ",
         kind="bad-args",
         title="the HTTP server could not bind its socket on that host",
         hint="--host must be an address of this machine (0.0.0.0: all of them, 127.0.0.1: "
         "this machine only); the same line means a taken port: check --port too",
+    ),
+    # a port below 1024 on a host of this machine: a user who is not root may not bind
+    # it (CAP_NET_BIND_SERVICE); the line is the same for a taken one
+    Signature(
+        pattern=r"couldn't bind HTTP server socket, hostname: [^,\s]+, port: "
+        r"(?:[1-9]\d{0,2}|10[01]\d|102[0-3])\b",
+        kind="permission",
+        title="the HTTP server could not bind a privileged port",
+        hint="ports below 1024 need root or CAP_NET_BIND_SERVICE: pick --port 1024 or "
+        "above (as root, the port is taken: see what listens on it with ss -ltnp)",
+        narrow=True,
     ),
     Signature(
         pattern=r"couldn't bind HTTP server socket",

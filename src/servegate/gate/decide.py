@@ -41,7 +41,7 @@ from servegate.gate.cause import (
     strip_prefix,
 )
 from servegate.gate.children import ChildWatch
-from servegate.gate.flags import flag_in_line, kept
+from servegate.gate.flags import flag_in_line, kept, override_given, path_in_line
 from servegate.gate.follow import FileFollower
 from servegate.gate.learned import likely_kind
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
@@ -617,6 +617,8 @@ class Gate:
         # the wrapper says that something failed; quote the line that says what, and
         # take its kind when its words name one
         cause = self.watcher.cause()
+        if cause is not None and self._whole_value(line, cause.line):
+            cause = None
         if cause is not None and cause.line != line.strip():
             reason += f": {cause.text[:200]}"
             line = cause.line
@@ -630,6 +632,18 @@ class Gate:
             hint=hint,
             matched_line=line,
         )
+
+    def _whole_value(self, line: str, detail: str) -> bool:
+        """Whether ``detail``, pydantic's error of one value ("Input should be an object
+        [type=dataclass_type, ...]"), stands right under ``line``, the count of errors:
+        with no field named between, it is the whole value's, and ``line`` (which names
+        the option) says more. Under a field's name (``kv_role``) it is that field's, and
+        says what the field must be."""
+        if _PYDANTIC_ERROR.search(detail) is None:
+            return False
+        lines = [text.strip() for text in self.watcher.tail.last() if text.strip()]
+        at = next((n for n in range(len(lines) - 1, 0, -1) if lines[n] == detail), None)
+        return at is not None and lines[at - 1] == line.strip()
 
     def _snapshot(self, now: float) -> None:
         assert self._children is not None
@@ -983,19 +997,32 @@ class Gate:
         self, kind: str | None, hint: str | None, line: str
     ) -> tuple[str | None, str | None]:
         """bad-args, with a hint naming the option, when the CRASH's line names an option
-        the server's command set and its words named bad-args or no family with a fix of
-        its own (gate/flags.py); ``(kind, hint)`` unchanged otherwise."""
+        the server's command set or quotes a path it gave one, or the command overrides
+        the model's configuration and the model failed to load or start, and the line's
+        words named bad-args or no family with a fix of its own (gate/flags.py);
+        ``(kind, hint)`` unchanged otherwise."""
         given = self.options.command_options
         if not given or (kind != "bad-args" and kept(kind, family_of(kind))):
             return kind, hint
         text = strip_prefix(line)
         if kind == "install" and _IMPORT_FAILURE.search(text):
             return kind, hint  # a library's import names its own words, not the user's
-        named = flag_in_line(text, given)
-        if named is None:
-            return kind, hint
         fix = self.watcher.rules.hints.get("bad-args", KIND_HINTS["bad-args"])
-        return "bad-args", f"the line names {named} of the command: {fix}"
+        named = flag_in_line(text, given)
+        if named is not None:
+            return "bad-args", f"the line names {named} of the command: {fix}"
+        named = path_in_line(text, given)
+        if named is not None:
+            return "bad-args", f"the line quotes the path of {named} of the command: {fix}"
+        named = override_given(given)
+        if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
+            # a model that fails to load or start with its configuration overridden
+            # failed with what the override set (heads that do not divide the width)
+            return "bad-args", (
+                f"the command overrides the model's configuration ({named}): "
+                "check the values it sets against the model's config.json"
+            )
+        return kind, hint
 
     def _already_up(self) -> bool:
         """Whether the server was ready when the gate began (a ``wait`` on a server that
@@ -1005,6 +1032,11 @@ class Gate:
         return self._ready_in_backlog or (self._prober is not None and self._prober.at_once)
 
 
+# pydantic's error of one value, with the type it appends
+_PYDANTIC_ERROR = re.compile(r" \[type=[a-z_]+, input_value=")
+# the families a model-configuration override is read for: the model's load, the
+# engine's start
+_OVERRIDDEN = frozenset({"model", "engine"})
 _IMPORT_FAILURE = re.compile(
     r"ImportError|ModuleNotFoundError|cannot import|undefined symbol|No module named"
     r"|[Ss]hared (?:library|object)|cannot open shared"

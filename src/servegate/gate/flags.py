@@ -21,9 +21,14 @@ What counts as evidence:
 - an option's value, as a whole word, as given or in capitals (``'VERBOSE'``, how
   enumerations echo it; a library's name begins a sentence in title case, ``Transformers
   does not recognize``, and is not the user's ``--model-impl transformers``), when it
-  holds a letter and three characters or more and is neither a path (a file an option
-  names is a model's file as often as the user's mistake) nor a plain setting word
+  holds a letter and three characters or more and is neither a path (read as a path,
+  below) nor a plain setting word
   (``auto``, ``true``, ``cpu``): ``gguf``, ``awq``;
+- a path given to an option or a variable, quoted by the line (``path_in_line``: a
+  template, a config, a cache, a plugin that is missing or wrong), but not the model's
+  path nor its parts' (a draft model, a LoRA adapter, a projector, a generation config);
+- an option that overrides the model's configuration (``override_given``:
+  ``--hf-overrides``), for a model that fails to load or start with it;
 - never the model's own path or name (``--model``, ``--model-path``, ``-m``,
   ``--tokenizer``: a message that quotes the model is about the model's files), and
   never a secret's value (``--api-key``): it is not read, so it cannot be quoted.
@@ -36,7 +41,7 @@ from collections.abc import Mapping, Sequence
 
 from servegate.redact import is_secret_name
 
-__all__ = ["Given", "flag_in_line", "given_options", "kept"]
+__all__ = ["Given", "flag_in_line", "given_options", "kept", "override_given", "path_in_line"]
 
 # (the option's name without its dashes, as given; its value, "" for a switch)
 Given = tuple[tuple[str, str], ...]
@@ -56,6 +61,18 @@ _MODEL_OPTIONS = frozenset(
         "hf_file",
         "hf_repo_id",
     }
+)
+# options whose file is a part of the model, not the user's setting: a draft model, a
+# LoRA adapter, a vision projector, a generation or Hub config (their failures are the
+# model's files' as often as not)
+_MODEL_FILE_OPTION = re.compile(
+    r"(?:^|_)(?:draft|lora(?:_modules)?$|mmproj|generation_config|hf_config|speculative_model"
+    r"|adapter|vocab)|^md$|^lora$"
+)
+# options that override the model's own configuration: a model that fails to load
+# with them failed with what they set
+_OVERRIDE_OPTIONS = frozenset(
+    {"hf_overrides", "json_model_override_args", "override_kv", "override_neuron_config"}
 )
 # values too common in messages to say which option a line is about
 _PLAIN_VALUES = frozenset(
@@ -181,3 +198,69 @@ def flag_in_line(line: str, given: Given) -> str | None:
 def kept(kind: str | None, family: str | None) -> bool:
     """True when a kind keeps its own fix whatever option its line names."""
     return kind in _KEPT_KINDS or family in _KEPT_FAMILIES
+
+
+def _path_value(value: str) -> str | None:
+    """``value`` as a path to look for in a line (``name=/path`` gives ``/path``), or
+    None when it is no path or too short to say which file a line is about."""
+    value = value.strip().strip("'\"")
+    if "=" in value and "/" in value.split("=", 1)[0]:
+        return None
+    value = value.split("=", 1)[-1].rstrip("/")
+    if len(value) < 5 or "/" not in value or value.startswith(("http://", "https://")):
+        return None
+    return value
+
+
+def _joined(char: str) -> bool:
+    """Whether ``char`` beside a path found in a line makes it part of a longer name."""
+    return bool(char) and (char.isalnum() or char in "_-")
+
+
+def path_in_line(line: str, given: Given) -> str | None:
+    """The option of ``given`` whose path ``line`` quotes (``No such file or directory:
+    '/tmp/logging.json'`` after ``VLLM_LOGGING_CONFIG_PATH=/tmp/logging.json``), else
+    None: a file or folder the user named for a setting (a template, a config, a cache,
+    a plugin) that is missing or wrong is the command's to fix. The model's own paths
+    and its parts' (a draft model, a LoRA adapter, a projector) are not read: a line
+    about them is about the model's files; nor is a path that the model's own lies
+    under."""
+    if not given or "/" not in line:
+        return None
+    found: tuple[int, str] | None = None
+    model_hit = 0
+    for name, value in given:
+        path = _path_value(value)
+        if path is None or is_secret_name(name.lstrip("$")):
+            continue
+        at = line.find(path)
+        while at >= 0:
+            after = line[at + len(path) : at + len(path) + 1]
+            before = line[at - 1 : at] if at else ""
+            if not _joined(after) and not _joined(before):
+                break
+            at = line.find(path, at + 1)
+        if at < 0:
+            continue
+        if name in _MODEL_OPTIONS or _MODEL_FILE_OPTION.search(name):
+            model_hit = max(model_hit, len(path))
+            continue
+        if found is None or len(path) > found[0]:
+            shown = (
+                f"{name[1:]}={value}"
+                if name.startswith("$")
+                else f"--{name.replace('_', '-')} {value}"
+            )
+            found = (len(path), shown)
+    if found is None or model_hit > found[0]:
+        return None
+    return found[1]
+
+
+def override_given(given: Given) -> str | None:
+    """The option of ``given`` that overrides the model's configuration
+    (``--hf-overrides``, ``--json-model-override-args``, ``--override-kv``), else None."""
+    for name, value in given:
+        if name in _OVERRIDE_OPTIONS:
+            return f"--{name.replace('_', '-')} {value}".rstrip()
+    return None

@@ -51,6 +51,10 @@ _BUSY_MIN = 64
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
 
 
+# a failure line that says the engine will try again (not advice: "Retry with ...")
+_WILL_RETRY = re.compile(r"\bretrying\b|\bwill retry\b|\btrying again\b", re.IGNORECASE)
+
+
 def parse_amount(text: str) -> float:
     """A tqdm count as a number: ``"4"``, ``"2.25G"`` (tqdm's SI suffixes) -> float."""
     text = text.strip()
@@ -554,6 +558,10 @@ class LogWatcher:
                     source = is_source(normal)
                 if source:
                     continue  # the exception line after it says it, and is quoted
+                if _WILL_RETRY.search(normal.body) is not None:
+                    # "... does not appear to have a file named ..., retrying 1 of 2": the
+                    # engine tries again; the try that fails for good says so again
+                    continue
                 if not _repeated(hits, "fatal", line):
                     hits.append(LineHit(what="fatal", line=line, signature=rule.signature))
             elif rule.action == "ready":
