@@ -2038,3 +2038,86 @@ def test_no_gpu_driver_and_too_many_sequences(tmp_path: Path) -> None:
     )
     verdict = gate(tmp_path, "llamacpp", ["0.00.000.913 I srv  llama_server: init", line])
     assert verdict.kind == "bad-args"
+
+
+def test_gdbs_backtrace_after_an_assertion_is_not_the_cause(tmp_path: Path) -> None:
+    """ggml prints gdb's backtrace after a GGML_ASSERT: the debugger's missing sources
+    ("58\\t../sysdeps/...: No such file or directory.") are no failure of the server;
+    the assertion is, and one in the model loader is the model file's."""
+    cause = (
+        "/src/llama.cpp/src/llama-model.cpp:1420: GGML_ASSERT(hparams.rope_scaling_type_train"
+        " != LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED) failed"
+    )
+    lines = [
+        "0.00.000.913 I srv  llama_server: initializing ...",
+        cause,
+        "[New LWP 11109]",
+        "0x00007f16884f1c17 in __GI___wait4 (pid=11120) at ../sysdeps/unix/sysv/linux/wait4.c:30",
+        "30\t../sysdeps/unix/sysv/linux/wait4.c: No such file or directory.",
+        "#0  0x00007f16884f1c17 in __GI___wait4 (pid=11120) at ../sysdeps/linux/wait4.c:30",
+        "30\tin ../sysdeps/unix/sysv/linux/wait4.c",
+        "#1  0x00007f168814e68b in ggml_print_backtrace () from /opt/lib/libggml-base.so.0",
+        "58\t../sysdeps/nptl/libc_start_call_main.h: No such file or directory.",
+        "[Inferior 1 (process 11108) detached]",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=-6)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", cause)
+
+
+def test_a_gguf_too_old_and_a_yaml_problem_line(tmp_path: Path) -> None:
+    """The reader's first line says why (GGUFv1, before "failed to read header"); PyYAML
+    prints its context, then the problem, with no level and no exception's class."""
+    old = (
+        "gguf_init_from_reader: GGUFv1 is no longer supported, please use a more up-to-date version"
+    )
+    lines = [
+        old,
+        "gguf_init_from_reader: failed to read header",
+        "llama_model_load: error loading model: llama_model_loader: failed to load model from "
+        "/models/m.gguf",
+        "llama_model_load_from_file_impl: failed to load model",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("unsupported-model", old)
+    problem = "expected alphabetic or numeric character, but found '\\n'"
+    lines = [
+        "while scanning an alias",
+        '  in "/etc/llama/server.yaml", line 1, column 7',
+        problem,
+        '  in "/etc/llama/server.yaml", line 1, column 8',
+        "usage: __main__.py [-h] [--model MODEL]",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", problem)
+
+
+def test_pydantics_count_is_not_joined_to_the_field_below_it(tmp_path: Path) -> None:
+    """A count line of 80 characters or more, then a field's name in lower case: not a
+    line wrapped at a width; the field's error is quoted."""
+    detail = (
+        "Input should be a valid dictionary [type=dict_type, input_value='[1, 2]', input_type=str]"
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/config/model.py", line 9, in init',
+        "    s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs))",
+        "pydantic_core._pydantic_core.ValidationError: 2 validation errors for ModelConfig",
+        "hf_overrides.dict[str,any]",
+        "  " + detail,
+        "    For further information visit https://errors.pydantic.dev/2.14/v/dict_type",
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", detail)
+
+
+def test_a_feature_of_another_platform_is_the_options(tmp_path: Path) -> None:
+    """vLLM for CPU asked for native KV offloading: another vendor's or kind's feature
+    (bad-args), not a GPU generation (cuda-arch)."""
+    cause = "Exception: CPU Offloading is currently only supported on CUDA-alike and XPU GPUs"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/v1/kv_offload/cpu.py", line 9, in x',
+        "    raise Exception(msg)",
+        cause,
+    ]
+    assert gate(tmp_path, "vllm", lines).kind == "bad-args"

@@ -291,3 +291,20 @@ def test_a_model_that_fails_with_its_configuration_overridden_is_bad_args(
     assert alone.kind == "model-load"
     assert verdict.kind == "bad-args"
     assert verdict.hint is not None and "--json-model-override-args" in verdict.hint
+
+
+def test_a_socket_path_under_a_folder_the_command_named(tmp_path: Path) -> None:
+    """ZeroMQ's ipc socket under VLLM_RPC_BASE_PATH, a folder that is not there: the
+    distributed family's words, but the path is the variable's."""
+    cause = 'zmq.error.ZMQError: No such file or directory for ipc path "/run/vllm-ipc/7e05".'
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/zmq/sugar/socket.py", line 9, in bind',
+        "    super().bind(addr)",
+        cause,
+    ]
+    assert gate(tmp_path, "vllm", lines, command=[]).kind == "distributed"
+    command = ["VLLM_RPC_BASE_PATH=/run/vllm-ipc", "python", "-m", "vllm"]
+    verdict = gate(tmp_path, "vllm", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "VLLM_RPC_BASE_PATH" in verdict.hint

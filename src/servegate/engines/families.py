@@ -259,6 +259,15 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"\b[a-z]+(?:_[a-z]+){2,}\b`? \(?\d+\)? (?:is|must be) (?:larger|greater|bigger"
         r"|smaller|less|more|fewer|higher|lower) than (?:the )?`?[a-z]+(?:_[a-z]+){2,}\b",
     ),
+    # a feature that only another vendor's or kind of accelerator has, asked of this
+    # platform ("CPU Offloading is currently only supported on CUDA-alike and XPU GPUs"
+    # under vLLM for CPU): the option must go; a GPU generation is cuda-arch's, below
+    Words(
+        kind="bad-args",
+        title="an option asks for a feature this platform does not have",
+        pattern=r"(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:[\w-]+ ){0,2}"
+        r"(?:CUDA-alike|XPU|ROCm|TPU|HPU)\b",
+    ),
     Words(
         kind="cuda-arch",
         title="the kernels were not built for this GPU",
@@ -329,6 +338,14 @@ _WORDS: tuple[Words, ...] = (
         kind="model-load",
         title="the model's configuration holds a template placeholder never filled in",
         pattern=r"'\$\{\w+\}'|\"\$\{\w+\}\"",
+    ),
+    # an assertion of llama.cpp's model loader on the file's metadata ("llama-model.cpp:
+    # 1420: GGML_ASSERT(hparams.rope_scaling_type_train != ...) failed"): the GGUF holds
+    # values the loader cannot take
+    Words(
+        kind="model-load",
+        title="the model file's metadata fails the loader's checks",
+        pattern=r"\b(?:llama-model(?:-loader)?|llama-vocab|llama-arch|gguf)\.cpp:\d+: GGML_ASSERT\(",
     ),
     # the process sees no GPU at all, whatever exception says so (TGI's "ImportError:
     # CUDA is not available"): the device is what is missing, not a module; before
@@ -536,7 +553,12 @@ _WORDS: tuple[Words, ...] = (
         # "failed to parse grammar"), a tool the server does not have
         r"|\b(?:failed to parse|error parsing) grammar\b|\bunknown tool\b"
         r"|cannot start any token|mapping values are not allowed here"
-        r"|while (?:scanning|parsing) a (?:simple key|block mapping|flow mapping|block collection)"
+        r"|while (?:scanning|parsing) an? (?:simple key|block mapping|flow mapping|block collection"
+        r"|alias|anchor|tag|quoted scalar|plain scalar|directive|block scalar)"
+        # PyYAML's problem under that context ("expected alphabetic or numeric character,
+        # but found '\n'", "expected <block end>, but found '<scalar>'")
+        r"|^expected (?:alphabetic or numeric character|<[\w ]+>|'[^']{1,3}'(?: or '[^']{1,3}')*)"
+        r",? but found\b"
         # a server's TLS key or certificate file that is not a PEM of its kind (uvicorn's
         # load_cert_chain: "ssl.SSLError: [SSL] PEM lib (_ssl.c:3905)"), or a key that is
         # not the certificate's ("[X509: KEY_VALUES_MISMATCH] key values mismatch")
@@ -579,6 +601,8 @@ _WORDS: tuple[Words, ...] = (
         # a file format newer than the reader ("this GGUF file is version 99 but this
         # software only supports up to version 3")
         r"|\bonly supports? up to version\b"
+        # or older than it takes ("GGUFv1 is no longer supported")
+        r"|\bGGUFv\d+ is no longer supported\b"
         # a model class no registry holds ("Cannot find model module. 'MiniMaxM1ForCausalLM'
         # is not a registered model in the Transformers library")
         r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module",

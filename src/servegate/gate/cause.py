@@ -131,6 +131,10 @@ _MARKERS = re.compile(r"\s*[\^~]+\s*$")
 # first):" (torch prints one under a warning it retries, too): the message above it says
 # what failed; a frame only names the functions it passed through (DistNetworkError's)
 _CPP_FRAME = re.compile(r"\s*frame #\d+: ")
+# gdb's backtrace, which ggml prints on an abort: a frame ("#3  0x00007f16 in f () from
+# lib.so") and the source line it cannot show ("58\t../sysdeps/nptl/libc_start_call_
+# main.h: No such file or directory."): the debugger's, not the process's failure
+_GDB = re.compile(r"#\d+\s+0x[0-9a-f]+ in |\d+\t(?:in )?\S+(?:: No such file or directory\.)?\s*$")
 # SomethingError: message, a bare Exception: / Error:, dotted names, a message-less raise
 _EXCEPTION = re.compile(
     r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Failure)"
@@ -193,7 +197,9 @@ _FAILS = re.compile(
     r"|no matching"
     r"|undefined|illegal|(?:seg)?fault|crash(?:ed)?|died|exceed(?:s|ed)?|insufficient"
     r"|not enough|mismatch|unsupported|not supported|not installed|not available"
-    r"|non-zero (?:exit )?(?:status|code)|signal(?:l)?ed"
+    r"|non-zero (?:exit )?(?:status|code)|signal(?:l)?ed|no longer supported"
+    # a parser's problem (PyYAML's "expected alphabetic or numeric character, but found")
+    r"|expected\b.{1,60}\bbut (?:found|got)"
     # docker compose's end of a service's container: "<service> exited with code 139"
     r"|exited with (?:exit )?code [1-9]\d*)\b"
 )
@@ -495,7 +501,7 @@ def is_source(normal: Normal) -> bool:
         # "...", line 519, in send raise ConnectionError(e) requests.exceptions.
         # ConnectionError: ..."): the exception is there to read
         return _GLUED.search(body, frame.end()) is None
-    if _MARKERS.match(body) or _CPP_FRAME.match(body):
+    if _MARKERS.match(body) or _CPP_FRAME.match(body) or _GDB.match(body):
         return True
     if text.startswith(("raise ", "raise(")) or text == "raise":
         return _RAISE_THEN.match(text) is None
@@ -1419,7 +1425,7 @@ def _said_after(pick: _Candidate, signature: Signature, hints: Mapping[str, str]
 _FUNCTION_FAILED = re.compile(
     r"[a-z_][a-z0-9_]*(?:::\w+)*: (?:[^:]*: )?.{0,80}\b(?:[Ff]ail(?:ed|ure)?|[Ee]rror|invalid"
     r"|insufficient|unable|cannot|can't|couldn't|exceeds?|not found|[Nn]o such|mismatch"
-    r"|only supports?|unsupported|not supported)\b"
+    r"|only supports?|unsupported|(?:not|no longer) supported)\b"
 )
 
 

@@ -1002,12 +1002,21 @@ class Gate:
         words named bad-args or no family with a fix of its own (gate/flags.py);
         ``(kind, hint)`` unchanged otherwise."""
         given = self.options.command_options
-        if not given or (kind != "bad-args" and kept(kind, family_of(kind))):
+        if not given:
             return kind, hint
         text = strip_prefix(line)
+        fix = self.watcher.rules.hints.get("bad-args", KIND_HINTS["bad-args"])
+        if kind != "bad-args" and kept(kind, family_of(kind)):
+            named = None
+            if family_of(kind) == "distributed":
+                # a socket path under a folder the command named (ZeroMQ's "No such file
+                # or directory for ipc path" under VLLM_RPC_BASE_PATH): that setting's
+                named = path_in_line(text, given)
+            if named is None:
+                return kind, hint
+            return "bad-args", f"the line quotes the path of {named} of the command: {fix}"
         if kind == "install" and _IMPORT_FAILURE.search(text):
             return kind, hint  # a library's import names its own words, not the user's
-        fix = self.watcher.rules.hints.get("bad-args", KIND_HINTS["bad-args"])
         named = flag_in_line(text, given)
         if named is not None:
             return "bad-args", f"the line names {named} of the command: {fix}"

@@ -300,6 +300,7 @@ _EXCEPTION_START = re.compile(
 _PANIC_TAIL = re.compile(r"panicked at [^\s']+:\d+:\d+:\s*$")
 # color-eyre's panic report (Rust): the header line, then "Message:  <the panic's message>"
 _EYRE_HEAD = re.compile(r"The application panicked \(crashed\)\.\s*$")
+_ERROR_COUNT = re.compile(r"\d+ validation errors? for \w+$")
 _WRAP_WIDTH = 80  # a line this long that a plain line continues was wrapped at a width
 _MAX_JOINED = 8
 
@@ -399,6 +400,9 @@ def _continues(pieces: Sequence[str], head: Normal, line: str) -> tuple[str, Nor
         and len(previous) == width
         and line[:1].isalnum()
         and (len(pieces) > 1 or (previous[-1:].isalpha() and line[:1].islower()))
+        # pydantic's count of errors ("... 2 validation errors for ModelConfig"), then
+        # the first error's field ("hf_overrides.dict[str,any]"): a line of its own
+        and _ERROR_COUNT.search(previous) is None
     )
     # a logger's message that went on after a line break, mid-sentence (one that ends
     # in ":" introduces what follows: gate/cause.py reads that as its report)
