@@ -2121,3 +2121,42 @@ def test_a_feature_of_another_platform_is_the_options(tmp_path: Path) -> None:
         cause,
     ]
     assert gate(tmp_path, "vllm", lines).kind == "bad-args"
+
+
+def test_a_librarys_root_re_raised_naming_the_file_is_quoted_from_the_re_raise(
+    tmp_path: Path,
+) -> None:
+    """A chain whose root is a library's exception in its own terms (the JSON parser's
+    position, the socket's lookup) and whose last exception names the file or the
+    address: that last one is quoted, the root's kind kept."""
+    empty = "OSError: It looks like the config file at '/m/config.json' is not a valid JSON file."
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/json/decoder.py", line 355, in raw_decode',
+        "    raise JSONDecodeError('Expecting value', s, err.value) from None",
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/transformers/configuration_utils.py", line 9, in _get_config_dict',
+        "    raise OSError(msg)",
+        empty,
+    ]
+    assert gate(tmp_path, "vllm", lines).matched_line == empty
+    offline = "OSError: We couldn't connect to 'https://huggingface.co' to load the files"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/httpx/_transports/default.py", line 9',
+        "    raise mapped_exc(message) from exc",
+        "httpx.ConnectError: [Errno -2] Name or service not known",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/transformers/utils/hub.py", line 9',
+        "    raise OSError(msg) from e",
+        offline,
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("download", offline)

@@ -872,7 +872,7 @@ def select_cause(
     elif best == _RETRIED:
         pick = chosen[-1]
     else:
-        chosen = _unhandled(entries, chosen)
+        chosen = _past_library_roots(entries, _unhandled(entries, chosen))
         # a line that quotes another error as its original ("Failed to load model - not
         # enough GPU memory ... (original error: CUDA out of memory ...)") is that
         # error's consequence: the error's own line, where the log holds it, is the cause
@@ -1060,6 +1060,47 @@ def _unhandled(entries: Sequence[Logical], chosen: list[_Candidate]) -> list[_Ca
         )
         if not again:
             kept.append(c)
+    return kept or chosen
+
+
+# a library's own exception at the root of a chain, in its terms (a JSON parser's
+# position, a socket's name lookup), that the code which called it re-raised in the
+# user's: the file that is not JSON, the host it could not reach
+_LIBRARY_ROOT = re.compile(
+    r"(?:json\.decoder\.)?JSONDecodeError: "
+    r"|(?:httpcore|httpx|requests\.exceptions|urllib3\.exceptions)\.\w*(?:Connect|NameResolution)"
+    r"\w*: |socket\.gaierror: "
+    # the Hub client's wrap of the same, between the socket's and the caller's
+    r"|(?:huggingface_hub\.errors\.)?LocalEntryNotFoundError: An error happened while"
+)
+# the re-raise names the file or the address
+_NAMES_WHAT = re.compile(r"['\"`](?:/|https?://)[^'\"`]+['\"`]")
+
+
+def _past_library_roots(
+    entries: Sequence[Logical], chosen: list[_Candidate]
+) -> list[_Candidate]:
+    """``chosen`` less a library's exception at the root of a chain (``_LIBRARY_ROOT``)
+    where a later exception of the chain, past a chaining line, says it again naming the
+    file or the address (``OSError: It looks like the config file at '/m/config.json' is
+    not a valid JSON file.``, ``OSError: We couldn't connect to 'https://huggingface.co'
+    ...``): that one says what failed in the user's terms."""
+    if len(chosen) < 2:
+        return chosen
+    chains = [n for n, e in enumerate(entries) if e.normal.text.startswith(_CHAINED)]
+    if not chains:
+        return chosen
+    kept = []
+    for c in chosen:
+        if _LIBRARY_ROOT.match(c.cause.text) is not None and any(
+            d.position > c.position
+            and _NAMES_WHAT.search(d.cause.text) is not None
+            and family_of(d.cause.kind) in (None, family_of(c.cause.kind))
+            and any(c.position < n < d.position for n in chains)
+            for d in chosen
+        ):
+            continue
+        kept.append(c)
     return kept or chosen
 
 
