@@ -2065,7 +2065,8 @@ def test_gdbs_backtrace_after_an_assertion_is_not_the_cause(tmp_path: Path) -> N
 
 
 def test_a_gguf_too_old_and_a_yaml_problem_line(tmp_path: Path) -> None:
-    """The reader's first line says why (GGUFv1, before "failed to read header"); PyYAML
+    """The reader's first line says why (GGUFv1, before "failed to read header": the
+    file's, to convert again); PyYAML
     prints its context, then the problem, with no level and no exception's class."""
     old = (
         "gguf_init_from_reader: GGUFv1 is no longer supported, please use a more up-to-date version"
@@ -2078,7 +2079,7 @@ def test_a_gguf_too_old_and_a_yaml_problem_line(tmp_path: Path) -> None:
         "llama_model_load_from_file_impl: failed to load model",
     ]
     verdict = gate(tmp_path, "llamacpp", lines)
-    assert (verdict.kind, verdict.matched_line) == ("unsupported-model", old)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", old)
     problem = "expected alphabetic or numeric character, but found '\\n'"
     lines = [
         "while scanning an alias",
@@ -2160,3 +2161,69 @@ def test_a_librarys_root_re_raised_naming_the_file_is_quoted_from_the_re_raise(
     ]
     verdict = gate(tmp_path, "sglang", lines)
     assert (verdict.kind, verdict.matched_line) == ("download", offline)
+
+
+def test_a_bare_file_not_found_where_tls_files_load_is_the_options(tmp_path: Path) -> None:
+    """ssl's load_cert_chain raises FileNotFoundError without the path: the certificate
+    or key an option names is missing (bad-args), not the model's files."""
+    cause = "FileNotFoundError: [Errno 2] No such file or directory"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/uvicorn/config.py", line 131, in ssl',
+        "    ctx.load_cert_chain(certfile, keyfile, get_password)",
+        cause,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", cause)
+    lines[2] = "    weights = safe_open(path)"
+    assert gate(tmp_path, "vllm", lines).kind != "bad-args"
+
+
+def test_an_engine_re_raise_that_says_how_to_install_is_quoted(tmp_path: Path) -> None:
+    """SGLang re-raises a missing module as "--enable-http2 requires the 'granian'
+    package. Install it with: ...": quoted, and install although it names a flag."""
+    advice = (
+        "ValueError: --enable-http2 requires the 'granian' package. Install it with: "
+        'pip install "sglang[http2]"'
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/arg_groups/serving.py", line 9, in check',
+        "    import granian  # noqa: F401",
+        "ModuleNotFoundError: No module named 'granian'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/arg_groups/serving.py", line 11, in check',
+        "    raise ValueError(",
+        advice,
+    ]
+    verdict = run_log(
+        _write(tmp_path, lines), engine="sglang", exit=1, command=["x", "--enable-http2"]
+    )
+    assert (verdict.kind, verdict.matched_line) == ("install", advice)
+
+
+def test_a_server_that_says_it_listens_on_another_port_is_not_ready(tmp_path: Path) -> None:
+    """llama-server moved to AIP_HTTP_PORT's 8080 while its command said --port 35525:
+    its ready line is not the gate's READY (nothing answers where it probes); the
+    deadline's TIMEOUT says which port it took. The same log on its own port is READY."""
+    lines = [
+        "0.00.000.913 I srv  llama_server: initializing ...",
+        "0.00.487.854 I srv  llama_server: model loaded",
+        "0.00.487.860 I srv  llama_server: listening on http://127.0.0.1:8080",
+    ]
+    log = _write(tmp_path, lines)
+    command = ["llama-server", "-m", "/m.gguf", "--port", "35525"]
+    verdict = run_log(log, engine="llamacpp", exit=None, timeout_s=1.0, command=command)
+    assert verdict.status == Status.TIMEOUT
+    assert verdict.hint is not None and "8080" in verdict.hint
+    command[-1] = "8080"
+    assert run_log(log, engine="llamacpp", exit=None, command=command).status == Status.READY
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    return log

@@ -308,3 +308,50 @@ def test_a_socket_path_under_a_folder_the_command_named(tmp_path: Path) -> None:
     verdict = gate(tmp_path, "vllm", lines, command)
     assert verdict.kind == "bad-args"
     assert verdict.hint is not None and "VLLM_RPC_BASE_PATH" in verdict.hint
+
+
+@pytest.mark.parametrize(
+    ("line", "command", "named"),
+    [
+        # a JSON option's key
+        (
+            "ValueError: Unexpected extra config keys for load format AUTO: {'use_mmap'}",
+            ["--model-loader-extra-config", '{"use_mmap": true}'],
+            '--model-loader-extra-config {"use_mmap": true}',
+        ),
+        # a class by its module path, named alone
+        (
+            "AttributeError: module 'vllm.v1.core.sched' has no attribute 'PriorityScheduler'",
+            ["--scheduler-cls", "vllm.v1.core.sched.PriorityScheduler"],
+            "--scheduler-cls vllm.v1.core.sched.PriorityScheduler",
+        ),
+        # an option's name in words
+        (
+            "ValueError: No common block size for 7 (CPU_ATTN: [MultipleOf(32)]).",
+            ["--block-size", "7"],
+            "--block-size 7",
+        ),
+        # a word of one key is not the key
+        ("ValueError: bad mmap", ["--model-loader-extra-config", '{"use_mmap": true}'], None),
+    ],
+)
+def test_keys_classes_and_names_in_words(line: str, command: list[str], named: str | None) -> None:
+    assert flag_in_line(line, given_options(command)) == named
+
+
+def test_a_tokenizer_file_for_its_folder_and_a_cuda_driver_under_device_cpu(
+    tmp_path: Path,
+) -> None:
+    """--tokenizer-path given the tokenizer's own JSON file, and torch's driver check
+    under --device cpu: the command's (bad-args); without those options, the words'."""
+    lines = traceback("KeyError: 'regular_tokens'")
+    lines[2] = '  File "/venv/sglang/srt/hf_transformers_utils.py", line 9, in get_tokenizer'
+    alone = gate(tmp_path, "sglang", lines, command=[])
+    command = ["python", "-m", "sglang.launch_server", "--tokenizer-path", "/m/tokenizer.json"]
+    verdict = gate(tmp_path, "sglang", lines, command)
+    assert alone.kind != "bad-args"
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--tokenizer-path /m/tokenizer.json" in verdict.hint
+    driver = traceback("RuntimeError: Found no NVIDIA driver on your system. Please check")
+    assert gate(tmp_path, "sglang", driver, ["python", "--device", "cuda"]).kind == "cuda-error"
+    assert gate(tmp_path, "sglang", driver, ["python", "--device", "cpu"]).kind == "bad-args"

@@ -601,8 +601,6 @@ _WORDS: tuple[Words, ...] = (
         # a file format newer than the reader ("this GGUF file is version 99 but this
         # software only supports up to version 3")
         r"|\bonly supports? up to version\b"
-        # or older than it takes ("GGUFv1 is no longer supported")
-        r"|\bGGUFv\d+ is no longer supported\b"
         # a model class no registry holds ("Cannot find model module. 'MiniMaxM1ForCausalLM'
         # is not a registered model in the Transformers library")
         r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module",

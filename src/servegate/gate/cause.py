@@ -964,7 +964,9 @@ def select_cause(
 
 # a module that is not installed, and the engine's re-raise of it saying how to install it
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
-_PLEASE_INSTALL = re.compile(r"\b(?:[Pp]lease|[Yy]ou (?:need|must)) (?:to )?install\b")
+_PLEASE_INSTALL = re.compile(
+    r"\b(?:[Pp]lease|[Yy]ou (?:need|must)) (?:to )?install\b|\bInstall it with: "
+)
 _INSTALL_AFTER = 90  # logical lines: one chained traceback
 # an exception's message, after its class: what a logged line may end with
 _MESSAGE_AFTER_CLASS = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*: (?P<message>.{12,})")
@@ -1077,9 +1079,7 @@ _LIBRARY_ROOT = re.compile(
 _NAMES_WHAT = re.compile(r"['\"`](?:/|https?://)[^'\"`]+['\"`]")
 
 
-def _past_library_roots(
-    entries: Sequence[Logical], chosen: list[_Candidate]
-) -> list[_Candidate]:
+def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) -> list[_Candidate]:
     """``chosen`` less a library's exception at the root of a chain (``_LIBRARY_ROOT``)
     where a later exception of the chain, past a chaining line, says it again naming the
     file or the address (``OSError: It looks like the config file at '/m/config.json' is

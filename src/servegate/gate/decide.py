@@ -41,7 +41,14 @@ from servegate.gate.cause import (
     strip_prefix,
 )
 from servegate.gate.children import ChildWatch
-from servegate.gate.flags import flag_in_line, kept, override_given, path_in_line
+from servegate.gate.flags import (
+    cpu_asked,
+    file_for_folder,
+    flag_in_line,
+    kept,
+    override_given,
+    path_in_line,
+)
 from servegate.gate.follow import FileFollower
 from servegate.gate.learned import likely_kind
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
@@ -178,6 +185,7 @@ class Gate:
         self._wrapper: tuple[Signature, str, float] | None = None  # signature, line, until
         # fatal hits that a recovery line may still withdraw (oldest first), and until when
         self._held: list[tuple[Signature, str]] = []
+        self._elsewhere: str | None = None  # the port the server says it listens on instead
         self._held_until: float | None = None
         # a ready line printed before the port is bound, and until when READY waits
         self._ready_hold: tuple[str, float] | None = None
@@ -440,18 +448,60 @@ class Gate:
                 self._ready_line_s = self._clock.place(hit.line, self._rel(self._ready_line_at))
                 if self._prober is not None:
                     self._prober.nudge()
-                elif hit.before_bind:
+                elif hit.before_bind or self._given_port() is not None:
+                    # a ready line printed before the port is bound; or one of a command
+                    # whose port is known, whose line saying where it listens may follow
                     self._ready_hold = (hit.line, time.monotonic() + _BEFORE_BIND_WAIT_S)
                 else:
                     self._ready_by_line(hit.line)
 
     def _ready_by_line(self, line: str) -> None:
+        elsewhere = self._listening_elsewhere()
+        if elsewhere is not None:
+            # the server says it listens on another port than its command's (a variable
+            # of the platform's that overrides --port): what the gate would probe never
+            # answers; the deadline decides, and says so
+            self._elsewhere = elsewhere
+            return
         self._decide(
             Status.READY,
             DetectedBy.LOG,
             f"ready line seen: {line.strip()[:200]}",
             matched_line=line,
         )
+
+    def _option_file_missing(self, line: str) -> bool:
+        """Whether ``line`` is a bare ``FileNotFoundError`` (no path: the C call does not
+        say which) raised where the server loads its TLS files or binds its unix socket,
+        by the traceback's source line right above it."""
+        if not _BARE_NOT_FOUND.search(line):
+            return False
+        lines = [text.strip() for text in self.watcher.tail.last()]
+        at = next((n for n in range(len(lines) - 1, 0, -1) if lines[n] == line.strip()), None)
+        return at is not None and _OPTION_FILE_CALL.search(lines[at - 1]) is not None
+
+    def _given_port(self) -> int | None:
+        """The port the server was told to listen on: the gate's, else its command's."""
+        given = self.options.port or self.options.command_port
+        if given is None:
+            given = next(
+                (int(v) for n, v in self.options.command_options if n == "port" and v.isdigit()),
+                None,
+            )
+        return given
+
+    def _listening_elsewhere(self) -> str | None:
+        """The server's own line that it listens on a port other than the one its
+        command gave (``listening on http://127.0.0.1:8080`` after ``--port 35525``),
+        among the last lines read; None where it says none or the same."""
+        given = self._given_port()
+        if given is None:
+            return None
+        for text in reversed(self.watcher.tail.last()[-_LISTEN_LINES:]):
+            found = _LISTENING.search(text)
+            if found is not None and int(found.group(1)) != given:
+                return f"the server says it listens on port {found.group(1)}, not {given}"
+        return None
 
     def _on_probe(self) -> None:
         try:
@@ -674,8 +724,10 @@ class Gate:
             self._settle_child()
             return
         if self._ready_hold is not None and now >= self._ready_hold[1]:
-            self._ready_by_line(self._ready_hold[0])  # nothing contradicted it
-            return
+            line, self._ready_hold = self._ready_hold[0], None
+            self._ready_by_line(line)  # nothing contradicted it
+            if self._verdict is not None:
+                return
         if now >= self.started_mono + self.options.timeout_s:
             self._deadline(now)
         elif self.options.stall_s is not None and now >= self._stall_due():
@@ -778,6 +830,14 @@ class Gate:
         where = self.watcher.phases.describe()
         reason = f"not ready within --timeout {self.options.timeout_s:.1f}s ({where})"
         hint = "raise --timeout if this server is only slow to start"
+        if self._elsewhere is None:
+            self._elsewhere = self._listening_elsewhere()  # a probe that never answered
+        if self._elsewhere is not None:
+            reason += f"; {self._elsewhere}"
+            hint = (
+                f"{self._elsewhere}: a variable or a config file overrides --port "
+                "(AIP_HTTP_PORT, PORT, LLAMA_ARG_PORT); unset it or probe that port"
+            )
         snaps = self._telemetry()
         act = None
         if snaps is not None:
@@ -1001,11 +1061,24 @@ class Gate:
         the model's configuration and the model failed to load or start, and the line's
         words named bad-args or no family with a fix of its own (gate/flags.py);
         ``(kind, hint)`` unchanged otherwise."""
+        if kind in (None, "exit", "model-load") and self._option_file_missing(line):
+            return "bad-args", (
+                "a file or folder an option names is not there (the TLS certificate or "
+                "key, the unix socket's folder): check the paths of --ssl-certfile, "
+                "--ssl-keyfile and --uds"
+            )
         given = self.options.command_options
         if not given:
             return kind, hint
         text = strip_prefix(line)
         fix = self.watcher.rules.hints.get("bad-args", KIND_HINTS["bad-args"])
+        if kind == "cuda-error" and cpu_asked(given) and "NVIDIA driver" in line:
+            # torch asked for its driver while the command asked for the CPU: an option
+            # of it initialises CUDA (a hierarchical cache's pinned memory)
+            return "bad-args", (
+                "the command asks for --device cpu, and something it turned on needs "
+                "CUDA: drop that option, or run on a GPU"
+            )
         if kind != "bad-args" and kept(kind, family_of(kind)):
             named = None
             if family_of(kind) == "distributed":
@@ -1023,6 +1096,11 @@ class Gate:
         named = path_in_line(text, given)
         if named is not None:
             return "bad-args", f"the line quotes the path of {named} of the command: {fix}"
+        named = file_for_folder(given)
+        if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
+            return "bad-args", (
+                f"the command's {named} names a file: give the folder that holds it (or the Hub id)"
+            )
         named = override_given(given)
         if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
             # a model that fails to load or start with its configuration overridden
@@ -1043,12 +1121,23 @@ class Gate:
 
 # pydantic's error of one value, with the type it appends
 _PYDANTIC_ERROR = re.compile(r" \[type=[a-z_]+, input_value=")
+# a FileNotFoundError without the path, and the calls that raise one for an option's file
+_BARE_NOT_FOUND = re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory\s*$")
+_OPTION_FILE_CALL = re.compile(r"\bload_cert_chain\(|\bload_verify_locations\(|\bsock\w*\.bind\(")
+# a server's line that it listens on an address, with its port
+_LISTENING = re.compile(
+    r"\b(?:listening|running|serving|started) (?:on|at) (?:https?://)?[\w.\-\[\]:]*?:(\d{2,5})\b",
+    re.IGNORECASE,
+)
+_LISTEN_LINES = 30  # how far back a ready line looks for that line
 # the families a model-configuration override is read for: the model's load, the
 # engine's start
 _OVERRIDDEN = frozenset({"model", "engine"})
 _IMPORT_FAILURE = re.compile(
     r"ImportError|ModuleNotFoundError|cannot import|undefined symbol|No module named"
     r"|[Ss]hared (?:library|object)|cannot open shared"
+    # the engine's re-raise that says how to install what is missing
+    r"|\bpip install\b|\bInstall it with: "
 )
 
 

@@ -13,8 +13,9 @@ their kind, as they keep a fix of their own.
 What counts as evidence:
 
 - an option's name, as the engine spells it in messages (``tp_size``, ``tp-size``,
-  ``--tp-size``), when it is two words or more: one-word names (``model``, ``device``,
-  ``port``) are the words of ordinary messages;
+  ``--tp-size``, ``tp size``), when it is two words or more: one-word names (``model``,
+  ``device``, ``port``) are the words of ordinary messages; the keys of a JSON value
+  (``use_mmap`` of ``'{"use_mmap": true}'``) likewise;
 - an environment variable given to the server (``launch(env=...)``, or ``NAME=value``
   before the program), by its name as printed (``Unknown vLLM environment variable
   detected: VLLM_ATTENTION_BACKEND``) or its value;
@@ -23,7 +24,8 @@ What counts as evidence:
   does not recognize``, and is not the user's ``--model-impl transformers``), when it
   holds a letter and three characters or more and is neither a path (read as a path,
   below) nor a plain setting word
-  (``auto``, ``true``, ``cpu``): ``gguf``, ``awq``;
+  (``auto``, ``true``, ``cpu``): ``gguf``, ``awq``; a class given by its module path
+  by its own name (``PriorityScheduler``);
 - a path given to an option or a variable, quoted by the line (``path_in_line``: a
   template, a config, a cache, a plugin that is missing or wrong), but not the model's
   path nor its parts' (a draft model, a LoRA adapter, a projector, a generation config);
@@ -41,7 +43,16 @@ from collections.abc import Mapping, Sequence
 
 from servegate.redact import is_secret_name
 
-__all__ = ["Given", "flag_in_line", "given_options", "kept", "override_given", "path_in_line"]
+__all__ = [
+    "Given",
+    "cpu_asked",
+    "file_for_folder",
+    "flag_in_line",
+    "given_options",
+    "kept",
+    "override_given",
+    "path_in_line",
+]
 
 # (the option's name without its dashes, as given; its value, "" for a switch)
 Given = tuple[tuple[str, str], ...]
@@ -72,7 +83,13 @@ _MODEL_FILE_OPTION = re.compile(
 # options that override the model's own configuration: a model that fails to load
 # with them failed with what they set
 _OVERRIDE_OPTIONS = frozenset(
-    {"hf_overrides", "json_model_override_args", "override_kv", "override_neuron_config"}
+    {
+        "hf_overrides",
+        "json_model_override_args",
+        "override_kv",
+        "kv_overrides",
+        "override_neuron_config",
+    }
 )
 # values too common in messages to say which option a line is about
 _PLAIN_VALUES = frozenset(
@@ -105,6 +122,17 @@ _KEPT_KINDS = frozenset({"killed", "segfault"})
 _SHORT = re.compile(r"-[A-Za-z]{1,3}")  # -m, -ngl, -ctk: a short option
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,}")  # NAME of NAME=value
+
+
+# a key of a JSON object given as an option's value, of two words or more
+_JSON_KEY = re.compile(r"\"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\"\s*:")
+# a module path to a class or a function: its last name, six characters or more
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\.([A-Za-z_]\w{5,})")
+# a file where the tokenizer's folder (or Hub id) is wanted: its own tokenizer.json,
+# a SentencePiece model, a vocabulary (a model's path given as its weights file is read
+# as the model's files: the model must change as often as the option)
+_FILE_FOR_FOLDER = re.compile(r".+\.(?:json|model|txt)")
+_FOLDER_OPTIONS = frozenset({"tokenizer", "tokenizer_path"})
 
 
 def _name(flag: str) -> str:
@@ -179,13 +207,25 @@ def flag_in_line(line: str, given: Given) -> str | None:
         else:
             shown = f"--{name.replace('_', '-')} {value}".rstrip()
         if "_" in name and not name.startswith("$"):
-            forms = (name, name.replace("_", "-"))
+            # as a flag, an attribute, or in words ("No common block size for 7" after
+            # --block-size 7)
+            forms = (name, name.replace("_", "-"), name.replace("_", " "))
             for form in forms:
                 if re.search(rf"(?<![\w.-])(?:--)?{re.escape(form)}(?![\w-])", lowered):
                     return shown
+        for key in _JSON_KEY.findall(value):
+            # a JSON option's own keys ("Unexpected extra config keys ...: {'use_mmap'}"
+            # after --model-loader-extra-config '{"use_mmap": true}'): two words or more
+            if re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-])", line):
+                return shown
         words = _value_words(value)
         if words is None:
             continue
+        dotted = _DOTTED.fullmatch(words)
+        if dotted is not None:
+            # a class or a function by its module path (--scheduler-cls a.b.PriorityScheduler):
+            # its own name, which an AttributeError quotes alone
+            words = dotted.group(1)
         # a whole word, not a part of a dotted or a longer path (torch.float32, the
         # package folder of a library): bounded by what is neither a word, a dot nor "/"
         for form in (words, words.upper()):
@@ -264,3 +304,17 @@ def override_given(given: Given) -> str | None:
         if name in _OVERRIDE_OPTIONS:
             return f"--{name.replace('_', '-')} {value}".rstrip()
     return None
+
+
+def file_for_folder(given: Given) -> str | None:
+    """The tokenizer's option of ``given`` that names a file where the engine reads a
+    folder (``--tokenizer /m/tokenizer.json``), else None."""
+    for name, value in given:
+        if name in _FOLDER_OPTIONS and _FILE_FOR_FOLDER.fullmatch(value.rstrip("/")):
+            return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+def cpu_asked(given: Given) -> bool:
+    """Whether ``given`` asks the engine to run on the CPU (``--device cpu``)."""
+    return any(name == "device" and value.lower() == "cpu" for name, value in given)
