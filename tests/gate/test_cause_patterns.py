@@ -2007,8 +2007,8 @@ def test_llama_server_bind_failures_by_host_and_port(tmp_path: Path) -> None:
 
 def test_a_json_options_field_error_is_quoted_below_its_count(tmp_path: Path) -> None:
     """argparse's line counts pydantic's errors; under a field's name the next line says
-    what that field must be (quoted); with no field named, the count's line, which names
-    the option, stays."""
+    what that field must be (quoted); with no field named, or several errors, the count's
+    line, which names the option, stays."""
     count = "api_server.py: error: argument --kv-transfer-config: 1 validation error for KVT"
     field = (
         "  Input should be 'kv_producer', 'kv_both' or 'kv_consumer' "
@@ -2019,6 +2019,9 @@ def test_a_json_options_field_error_is_quoted_below_its_count(tmp_path: Path) ->
     assert (verdict.kind, verdict.matched_line) == ("bad-args", field.strip())
     verdict = gate(tmp_path, "vllm", ["usage: api_server.py [-h]", count, field, link], exit=2)
     assert (verdict.kind, verdict.matched_line) == ("bad-args", count)
+    several = count.replace("1 validation error for", "3 validation errors for")
+    verdict = gate(tmp_path, "vllm", ["usage: api_server.py [-h]", several, "kv_role", field])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", several)
 
 
 def test_no_gpu_driver_and_too_many_sequences(tmp_path: Path) -> None:
@@ -2227,3 +2230,30 @@ def _write(tmp_path: Path, lines: list[str]) -> Path:
     log = tmp_path / "server.log"
     log.write_text("".join(line + "\n" for line in lines))
     return log
+
+
+def test_a_hf_fetch_that_failed_before_the_load_is_its_root(tmp_path: Path) -> None:
+    """llama-server's -hf repository could not be fetched (no connection, a build
+    without TLS); the loader then has no file ("exactly one out metadata ..."): the
+    fetch is quoted, as a download, though the engine moved on past it. A vision
+    projector given as the model: the message names the option it belongs to."""
+    fetch = "0.00.008.371 E get_repo_commit: error: HTTPLIB failed: Could not establish connection"
+    lines = [
+        "0.00.001.547 I srv  llama_server: initializing ...",
+        fetch,
+        "0.00.008.410 W get_repo_files: failed to resolve commit for org/model-GGUF",
+        "0.00.009.889 I srv    load_model: loading model 'org/model-GGUF:Q4_K_M'",
+        "0.00.009.939 E llama_model_load_from_file_impl: exactly one out metadata, path_model, "
+        "and file must be defined",
+        "0.00.009.963 E srv    load_model: failed to load model, ''",
+        "0.00.010.608 E srv  llama_server: exiting due to model loading error",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("download", fetch)
+    clip = (
+        "0.00.016.835 E llama_model_load: error loading model: CLIP cannot be used as main "
+        "model, use it with --mmproj instead"
+    )
+    lines = ["0.00.001.547 I srv  llama_server: initializing ...", clip]
+    lines.append("0.00.016.900 E srv    load_model: failed to load model, '/m/mmproj.gguf'")
+    assert gate(tmp_path, "llamacpp", lines).kind == "bad-args"

@@ -355,3 +355,28 @@ def test_a_tokenizer_file_for_its_folder_and_a_cuda_driver_under_device_cpu(
     driver = traceback("RuntimeError: Found no NVIDIA driver on your system. Please check")
     assert gate(tmp_path, "sglang", driver, ["python", "--device", "cuda"]).kind == "cuda-error"
     assert gate(tmp_path, "sglang", driver, ["python", "--device", "cpu"]).kind == "bad-args"
+
+
+def test_a_dotted_value_counts_whole_and_by_its_last_name() -> None:
+    """A class path the line quotes whole (``Invalid logits processor FQCN 'a.b.C'``) or
+    by its own name: both are the option's."""
+    given = given_options(["--logits-processors", "acme_guard.logits.BanListProcessor"])
+    whole = "ValueError: Invalid logits processor FQCN 'acme_guard.logits.BanListProcessor'."
+    assert flag_in_line(whole, given) is not None
+    assert flag_in_line("AttributeError: no attribute 'BanListProcessor'", given) is not None
+
+
+def test_the_servers_own_tls_settings_refused_are_bad_args(tmp_path: Path) -> None:
+    """ssl's "No cipher can be selected." under --ssl-ciphers: the server's own TLS
+    settings, not a download's connection."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/uvicorn/config.py", line 9, in ssl',
+        "    ctx.set_ciphers(ciphers)",
+        "ssl.SSLError: ('No cipher can be selected.',)",
+    ]
+    assert gate(tmp_path, "vllm", lines, command=[]).kind == "download"
+    command = ["python", "-m", "vllm", "--ssl-ciphers", "TLS_AES_256_GCM_SHA384"]
+    verdict = gate(tmp_path, "vllm", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--ssl-ciphers" in verdict.hint

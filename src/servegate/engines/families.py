@@ -212,7 +212,10 @@ _WORDS: tuple[Words, ...] = (
         pattern=r"MaxRetryError|HTTPS?ConnectionPool\(host="
         # a download that says it failed, whatever file it fetched ("error downloading or
         # loading vocab file: failed to download or load vocab file")
-        r"|error downloading|failed to download|download(?:ing)? failed",
+        r"|error downloading|failed to download|download(?:ing)? failed"
+        # llama.cpp's -hf fetch of a repository's files: no connection, or a build
+        # without TLS ("get_repo_commit: error: HTTPS is not supported")
+        r"|\bget_repo_\w+: error: |\bHTTPLIB failed\b|\bHTTPS is not supported\b",
     ),
     # a device API's own error code (Vulkan's vk::...: ErrorX, Gaudi's synStatus), which
     # a loader's "error loading model" wraps: the device or its driver failed, not the model
@@ -489,6 +492,12 @@ _WORDS: tuple[Words, ...] = (
         r"|invalid (?:argument|parameter)s?:? ['\"`]?--?[a-z]"
         # a file an option names that is not there, read as a path ("The supplied chat
         # template string (tool_use) appears path-like, but doesn't exist!")
+        # torch's device string the user gave (--device gpu): "Expected one of cpu, cuda,
+        # ... device type at start of device string: gpu"
+        r"|\bdevice type at start of device string\b"
+        # a message that says which option the file belongs to ("CLIP cannot be used as
+        # main model, use it with --mmproj instead")
+        r"|\buse it with --[a-z][\w-]* instead\b"
         r"|appears path-like|(?:chat[ _-]template|--[a-z][\w-]*)\b.{0,60}\b(?:does not|doesn't)"
         r" exist"
         # two features the user turned on together that the engine cannot combine ("Vlm

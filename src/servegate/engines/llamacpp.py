@@ -318,7 +318,10 @@ _FATAL: tuple[Signature, ...] = (
         # the loader's own reason above it where it did not decide by itself (a wrapper
         # relays llama-server's stderr inside its HTTP answer: "status=500 body=...
         # error loading model: illegal split file idx: 3 ..."): the specific line
-        explained_by=r"error loading model: \S",
+        # and a -hf repository that could not be fetched ("get_repo_commit: error: HTTPLIB
+        # failed: ..."), after which the loader has no file at all ("exactly one out
+        # metadata, path_model, and file must be defined")
+        explained_by=r"error loading model: \S|\bget_repo_\w+: error: \S",
     ),
     Signature(
         pattern=r"unable to load model",

@@ -1069,7 +1069,9 @@ def _unhandled(entries: Sequence[Logical], chosen: list[_Candidate]) -> list[_Ca
 # position, a socket's name lookup), that the code which called it re-raised in the
 # user's: the file that is not JSON, the host it could not reach
 _LIBRARY_ROOT = re.compile(
-    r"(?:json\.decoder\.)?JSONDecodeError: "
+    # the parser's "not JSON at all" (an empty file, another format); a message that says
+    # what is wrong in the file ("Unexpected UTF-8 BOM") is kept
+    r"(?:json\.decoder\.)?JSONDecodeError: Expecting value: line 1 column 1 \(char 0\)"
     r"|(?:httpcore|httpx|requests\.exceptions|urllib3\.exceptions)\.\w*(?:Connect|NameResolution)"
     r"\w*: |socket\.gaierror: "
     # the Hub client's wrap of the same, between the socket's and the caller's

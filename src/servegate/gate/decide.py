@@ -687,10 +687,12 @@ class Gate:
         """Whether ``detail``, pydantic's error of one value ("Input should be an object
         [type=dataclass_type, ...]"), stands right under ``line``, the count of errors:
         with no field named between, it is the whole value's, and ``line`` (which names
-        the option) says more. Under a field's name (``kv_role``) it is that field's, and
-        says what the field must be."""
+        the option) says more; so does ``line`` when it counts several errors. Under a
+        field's name (``kv_role``), the one error, it says what the field must be."""
         if _PYDANTIC_ERROR.search(detail) is None:
             return False
+        if _SEVERAL_ERRORS.search(line) is not None:
+            return True  # several fields wrong: the count's line, which names the option
         lines = [text.strip() for text in self.watcher.tail.last() if text.strip()]
         at = next((n for n in range(len(lines) - 1, 0, -1) if lines[n] == detail), None)
         return at is not None and lines[at - 1] == line.strip()
@@ -1085,6 +1087,15 @@ class Gate:
                 # a socket path under a folder the command named (ZeroMQ's "No such file
                 # or directory for ipc path" under VLLM_RPC_BASE_PATH): that setting's
                 named = path_in_line(text, given)
+            elif family_of(kind) == "download" and "SSL" in text:
+                # the server's own TLS settings refused ("No cipher can be selected."
+                # after --ssl-ciphers), not a download's connection
+                tls = [f"--{n.replace('_', '-')}" for n, _ in given if n.startswith("ssl_")]
+                if tls:
+                    return "bad-args", (
+                        f"the server's own TLS settings ({', '.join(tls)}) were refused: "
+                        "check the certificate, the key and the cipher names they give"
+                    )
             if named is None:
                 return kind, hint
             return "bad-args", f"the line quotes the path of {named} of the command: {fix}"
@@ -1119,6 +1130,8 @@ class Gate:
         return self._ready_in_backlog or (self._prober is not None and self._prober.at_once)
 
 
+# argparse's count of pydantic's errors, when there are several
+_SEVERAL_ERRORS = re.compile(r": (?:[2-9]|\d{2,}) validation errors for \w+")
 # pydantic's error of one value, with the type it appends
 _PYDANTIC_ERROR = re.compile(r" \[type=[a-z_]+, input_value=")
 # a FileNotFoundError without the path, and the calls that raise one for an option's file

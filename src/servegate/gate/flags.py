@@ -221,14 +221,15 @@ def flag_in_line(line: str, given: Given) -> str | None:
         words = _value_words(value)
         if words is None:
             continue
+        values = [words, words.upper()]
         dotted = _DOTTED.fullmatch(words)
         if dotted is not None:
             # a class or a function by its module path (--scheduler-cls a.b.PriorityScheduler):
-            # its own name, which an AttributeError quotes alone
-            words = dotted.group(1)
+            # the whole path, or its own name, which an AttributeError quotes alone
+            values.append(dotted.group(1))
         # a whole word, not a part of a dotted or a longer path (torch.float32, the
         # package folder of a library): bounded by what is neither a word, a dot nor "/"
-        for form in (words, words.upper()):
+        for form in values:
             pattern = rf"(?<![\w./-]){re.escape(form)}(?![\w/-]|\.\w)"
             if re.search(pattern, line):
                 return shown

@@ -495,7 +495,14 @@ class LogWatcher:
                 literals=self.rules.literals,
             )
             if found is not None and (found.line != hit or found.kind != signature.kind):
-                return found  # the root above, or the kind the hit's own message names
+                # the root above, or the kind the hit's own message names; but a fetch of
+                # the model that failed before the load began (llama.cpp's -hf: "get_repo_
+                # commit: error: HTTPLIB failed", then a loader with no file) is the root
+                # of what the load says, though the engine moved on past it
+                fetched = explain(lines[:cut], signature, self.rules.hints)
+                if fetched is not None and fetched.kind == "download":
+                    return fetched
+                return found
         return explain(lines[:cut], signature, self.rules.hints)
 
     @property
