@@ -91,7 +91,18 @@ class SearchState:
             self.options.max_probes
         )
         value = data["value"]
-        if unsettled or value is None or value >= at:
+        if not unsettled and value is None and passes is not None:
+            # the bracket closed on the crash (one user above a pass), but the server died
+            # in that probe's warmup, so no probe measured a failure for the fit: the
+            # highest pass is the capacity, exact to the search's precision
+            data.update(
+                value=passes,
+                low=passes,
+                high=at,
+                below_lowest=False,
+                censored=False,
+            )
+        elif unsettled or value is None or value >= at:
             # the bracket below the crash was never narrowed: the highest load that
             # passed is all that is known, and the crash bounds it from above
             data.update(
@@ -109,7 +120,9 @@ class SearchState:
             else probe_label(self.options.over, data["value"])
             + (
                 f" [{data['low']:g}, {data['high']:g}]"
-                if not data["bounded_by_crash"] and data["low"] is not None
+                if not data["bounded_by_crash"]
+                and data["low"] is not None
+                and data["high"] is not None
                 else ""
             )
         )
