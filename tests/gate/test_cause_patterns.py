@@ -2257,3 +2257,137 @@ def test_a_hf_fetch_that_failed_before_the_load_is_its_root(tmp_path: Path) -> N
     lines = ["0.00.001.547 I srv  llama_server: initializing ...", clip]
     lines.append("0.00.016.900 E srv    load_model: failed to load model, '/m/mmproj.gguf'")
     assert gate(tmp_path, "llamacpp", lines).kind == "bad-args"
+
+
+def _rank_traceback(rank: str, assertion: str) -> list[str]:
+    return [
+        f"[2026-12-06 14:28:07 {rank}] Init parallel begin.",
+        f"[2026-12-06 14:28:07 {rank}] Scheduler hit an exception: Traceback (most recent "
+        "call last):",
+        '  File "/venv/sglang/srt/utils/numa_utils.py", line 463, in init_threads_binding',
+        "    assert world_size <= n_numa_node, (",
+        assertion,
+        "",
+    ]
+
+
+def test_two_ranks_failing_alike_quote_the_failure_not_the_pipe_that_closed(
+    tmp_path: Path,
+) -> None:
+    """SGLang's two data-parallel schedulers fail the same check; between their
+    tracebacks the controller's pipe closes (EOFError) and, while it handles that, it
+    reports the dead scheduler with a supposed cause ("If exit code is -9 (SIGKILL), a
+    common cause is the OS OOM killer"): the check is quoted, and the supposition names
+    no kind. The same message twice is one failure, not a fallback that failed too."""
+    assertion = (
+        "AssertionError: SGLANG_CPU_OMP_THREADS_BIND is not set, in this case, the total "
+        "number of ranks (dp_size * tp_size * pp_size = 2) should be smaller than or equal "
+        "to number of numa node on the machine 1."
+    )
+    died = (
+        "RuntimeError: Rank 0 scheduler died during initialization (exit code: -3). If exit "
+        "code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i "
+        "oom` to check."
+    )
+    lines = [
+        *_rank_traceback("DP1", assertion),
+        "Traceback (most recent call last):",
+        '  File "/venv/multiprocessing/connection.py", line 399, in _recv',
+        "    raise EOFError",
+        "EOFError",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/entrypoints/engine.py", line 2029, in _wait_for_scheduler_ready',
+        "    raise _scheduler_died_error(i, scheduler_procs[i])",
+        died,
+        *_rank_traceback("DP0", assertion),
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--device", "cpu", "--dp-size", "2"]
+    verdict = run_log(_write(tmp_path, lines), engine="sglang", exit=1, command=command)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", assertion)
+    alone = ["[2026-12-06 14:28:07] Launch DP0 starting at GPU #0.", died]
+    assert gate(tmp_path, "sglang", alone).kind != "oom"
+
+
+def test_a_file_read_while_the_server_sets_its_logging_up_is_the_commands(
+    tmp_path: Path,
+) -> None:
+    """SGLANG_LOGGING_CONFIG_PATH named a YAML file where JSON is read: the parser's
+    error names no file, but the frame that read it is the logging setup, not the
+    model's loader, so the file is one the command gave (bad-args). The same error read
+    by the model's config loader stays the model's."""
+
+    def lines(function: str) -> list[str]:
+        return [
+            "Traceback (most recent call last):",
+            '  File "/venv/sglang/srt/entrypoints/engine.py", line 1152, in _launch_subprocesses',
+            "    configure_logger(server_args)",
+            f'  File "/venv/sglang/srt/utils/common.py", line 2626, in {function}',
+            "    custom_config = orjson.loads(file.read())",
+            "orjson.JSONDecodeError: unexpected character, expected a JSON value: line 1 "
+            "column 1 (char 0)",
+        ]
+
+    assert gate(tmp_path, "sglang", lines("configure_logger")).kind == "bad-args"
+    assert gate(tmp_path, "sglang", lines("get_config")).kind == "model-load"
+
+
+def test_a_model_that_runs_its_own_code_needs_the_flag(tmp_path: Path) -> None:
+    """transformers refuses a repository with custom code unless the command allows
+    it: the command lacks --trust-remote-code (bad-args, the hint names the flag), in
+    either of its messages; a warning that merely mentions the argument decides
+    nothing."""
+    custom = (
+        "ValueError: The repository /m/custom-code contains custom code which must be "
+        "executed to correctly load the model. You can inspect the repository content at "
+        "/m/custom-code ."
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/transformers/dynamic_module_utils.py", line 788, in '
+        "resolve_trust_remote_code",
+        "    raise ValueError(",
+        custom,
+        "Please pass the argument `trust_remote_code=True` to allow custom code to be run.",
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", custom)
+    assert verdict.hint is not None and "--trust-remote-code" in verdict.hint
+    moonlight = (
+        "ValueError: Loading moonshotai/Moonlight-16B-A3B-Instruct requires you to execute "
+        "the configuration file in that repo on your local machine. Make sure you have read "
+        "the code there to avoid malicious use, then set the option `trust_remote_code=True` "
+        "to remove this error."
+    )
+    assert gate(tmp_path, "vllm", [moonlight]).kind == "bad-args"
+
+
+def test_a_failure_said_again_by_its_caller_is_quoted_where_first_said(tmp_path: Path) -> None:
+    """llama-server's Docker model fetch on a build without TLS: the resolver says the
+    download failed, then the server says it again in its words, each line introducing
+    the build options below it; the first report is quoted, a download. A caller's
+    line with a message of its own is quoted itself."""
+    first = (
+        "0.00.097.615 E common_docker_resolve_model: Docker Model download failed: HTTPS is "
+        "not supported. Please rebuild with one of:"
+    )
+    options = ["  -DLLAMA_BUILD_BORINGSSL=ON", "  -DLLAMA_OPENSSL=ON (default)"]
+    again = (
+        "0.00.097.640 E srv  llama_server: failed to download model: HTTPS is not supported. "
+        "Please rebuild with one of:"
+    )
+    lines = [
+        "0.00.097.418 I srv  llama_server: initializing ...",
+        "0.00.097.551 I common_docker_resolve_model: Downloading Docker Model: ai/llama3.2:1B",
+        first,
+        *options,
+        again,
+        *options,
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("download", first)
+    other = "0.00.097.640 E srv  llama_server: failed to download model: no usable TLS backend:"
+    lines[-3] = other
+    assert gate(tmp_path, "llamacpp", lines).matched_line == other

@@ -39,9 +39,18 @@ coarse class for a reader who does not need the kind.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["FAMILY", "KIND_HINTS", "Words", "family_of", "kind_order", "words_kind"]
+__all__ = [
+    "FAMILY",
+    "KIND_HINTS",
+    "Words",
+    "family_of",
+    "kind_order",
+    "words_hint",
+    "words_kind",
+]
 
 FAMILY: dict[str, str] = {
     "oom": "memory",
@@ -126,6 +135,15 @@ class Words:
     kind: str
     title: str  # what the verdict's reason says it is
     pattern: str
+    hint: str | None = None  # what to do, where it is not the kind's own hint
+
+
+def words_hint(words: Words, hints: Mapping[str, str] | None = None) -> str | None:
+    """The hint for a line ``words`` named: theirs, else the profile's for the kind
+    (``hints``), else the kind's own."""
+    if words.hint is not None:
+        return words.hint
+    return (hints or {}).get(words.kind, KIND_HINTS.get(words.kind))
 
 
 # First match wins: the root of a chain of failures first (a missing library before the
@@ -176,6 +194,17 @@ _WORDS: tuple[Words, ...] = (
         kind="bad-args",
         title="the listen address is not host:port",
         pattern=r"missing port in address|too many colons in address|invalid port\b",
+    ),
+    # a model whose repository runs its own code, started without the flag that allows
+    # it (transformers: "... contains custom code which must be executed ... Please pass
+    # the argument `trust_remote_code=True`"): the command lacks an option
+    Words(
+        kind="bad-args",
+        title="the model runs its own code",
+        hint="the model's repository runs its own code: read that code, then add "
+        "--trust-remote-code (trust_remote_code=True) to the command",
+        pattern=r"\btrust_remote_code=True\b|\bcontains custom code which must be executed"
+        r"|\brequires you to execute the configuration file\b",
     ),
     Words(
         kind="model-load",
@@ -685,8 +714,17 @@ _COMPILED: tuple[tuple[re.Pattern[str], Words], ...] = tuple(
 )
 
 
+# a sentence that only supposes ("If exit code is -9 (SIGKILL), a common cause is the OS
+# OOM killer. Run `dmesg -T | grep -i oom` to check.", SGLang's report of a scheduler that
+# died of anything): its words are advice, not what happened
+_SUPPOSED = re.compile(r"(?:^|(?<=[.!?] ))(?:If |Run `)[^.!?]*(?:[.!?]|$)")
+
+
 def words_kind(text: str) -> Words | None:
-    """The first family whose words ``text`` holds, or None when it names none."""
+    """The first family whose words ``text`` holds, or None when it names none (a
+    sentence that only supposes, or advises a command, names none)."""
+    if "If " in text or "Run `" in text:
+        text = _SUPPOSED.sub("", text)
     for pattern, words in _COMPILED:
         if pattern.search(text):
             return words

@@ -106,7 +106,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from servegate.engines.families import KIND_HINTS, Words, family_of, kind_order, words_kind
+from servegate.engines.families import (
+    KIND_HINTS,
+    Words,
+    family_of,
+    kind_order,
+    words_hint,
+    words_kind,
+)
 from servegate.engines.profile import Signature
 from servegate.gate.normal import Logical, Normal, logical_lines, normalise
 from servegate.gate.scan import required_literal
@@ -294,6 +301,17 @@ def _is_fatal(text: str) -> bool:
     return any(word in text for word in _FATAL_WORDS) and _FATAL_INSIDE.search(text) is not None
 
 
+# the functions that set a server up from its own options and variables: a file read
+# there is one the command gave (a logging configuration, an arguments file)
+_SETTINGS_FRAME = re.compile(
+    r"^(?:configure_logg|setup_logg|_configure_\w*logg|dictConfig$|fileConfig$|parse_args$"
+    r"|from_cli_args$)"
+)
+_SETTINGS_FILE = Words(
+    kind="bad-args",
+    title="a file the command gave for the server's own settings could not be read",
+    pattern="",
+)
 # a raise statement with a literal message: what its exception line would have said
 _RAISE = re.compile(
     r"""raise\s+(?P<name>[A-Za-z_][\w.]*)\(\s*[fr]?(?P<q>["'])(?P<message>.+?)(?P=q)"""
@@ -325,6 +343,11 @@ _HANDLED = frozenset(("warning", "info", "debug"))
 # into the model class, the server's warmup request
 _FRAME_FUNCTION = re.compile(r'\s*File ["“][^"”]*["”],? line \d+, in (?P<name>[\w<>.]+)')
 _FRAME_PHASES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        _SETTINGS_FRAME,
+        "bad-args",
+        "a file the command gave for the server's own settings could not be read",
+    ),
     (
         re.compile(r"load_weights|weight_loader|load_state_dict|load_checkpoint"),
         "model-load",
@@ -651,7 +674,7 @@ def _candidate(
                 signature,
                 kind=said.kind,
                 title=said.title,
-                hint=hints.get(said.kind, KIND_HINTS.get(said.kind, "")),
+                hint=words_hint(said, hints) or "",
             )
         return _Candidate(
             position,
@@ -727,6 +750,19 @@ def _candidate(
         # says something failed, with no level: naming no family, or saying that the
         # engine goes on without it ("falling back to ...", "Ignore import error ...")
         return None
+    if (
+        words is not None
+        and words.kind in ("model-load", "install")
+        and exception is not None
+        and wrapper is None
+        and any(_SETTINGS_FRAME.search(name) for name in frames)
+    ):
+        # a file that is no JSON or YAML, read while the server set itself up from its
+        # options (SGLang's configure_logger reading SGLANG_LOGGING_CONFIG_PATH), not
+        # while it loaded the model: the file the command gave; a module a logging
+        # configuration names (``ext://sys.stdot``) is that file's mistake, not a package
+        # to install
+        words = _SETTINGS_FILE
     if words is not None:
         if own >= _SEVERITY["error"] or wrapper is not None:
             rank = _FAMILY
@@ -738,7 +774,7 @@ def _candidate(
             signature=wrapper,
             kind=words.kind,
             title=words.title,
-            hint=hints.get(words.kind, KIND_HINTS.get(words.kind)),
+            hint=words_hint(words, hints),
         )
     else:
         if wrapper is not None:
@@ -909,7 +945,7 @@ def select_cause(
             title = pick.cause.title if words is None else words.title
             hint = pick.cause.hint
             if words is not None:
-                hint = (hints or {}).get(words.kind, KIND_HINTS.get(words.kind))
+                hint = words_hint(words, hints)
             return replace(
                 pick.cause,
                 line=ending.line.strip(),
@@ -1045,7 +1081,9 @@ def _unhandled(entries: Sequence[Logical], chosen: list[_Candidate]) -> list[_Ca
     """``chosen`` less the exceptions whose handler raised the same class again (TGI's
     download: ``No .safetensors weights found``, then, during handling of it, the
     fallback's ``No .bin weights found``): the fallback failed as well, and its
-    exception, the last, is the failure that ended the process."""
+    exception, the last, is the failure that ended the process. The same message again
+    is no fallback: another rank's report of the same failure (SGLang's two
+    data-parallel schedulers, each with its own traceback)."""
     if len(chosen) < 2:
         return chosen
     handled = [n for n, e in enumerate(entries) if _DURING_HANDLING in e.normal.text]
@@ -1057,6 +1095,7 @@ def _unhandled(entries: Sequence[Logical], chosen: list[_Candidate]) -> list[_Ca
         again = any(
             d.position > c.position
             and d.cause.text.split(":", 1)[0].strip() == name
+            and d.cause.text != c.cause.text
             and any(c.position < h < d.position for h in handled)
             for d in chosen
         )
@@ -1218,7 +1257,7 @@ def _failed_import(entries: Sequence[Logical], text: str, hints: Mapping[str, st
                     text=line_text,
                     kind=words.kind,
                     title=words.title,
-                    hint=hints.get(words.kind, KIND_HINTS.get(words.kind)),
+                    hint=words_hint(words, hints),
                 )
     return None
 
@@ -1313,6 +1352,42 @@ def says_signalled(text: str) -> bool:
     return _SIGNALLED.search(text) is not None
 
 
+def _reads_as_failure(normal: Normal) -> bool:
+    """Whether a line says something failed (``_last_failure``'s test)."""
+    text = normal.text
+    if not text or normal.level in _HANDLED or is_source(normal) or _FRAME.match(normal.body):
+        return False
+    if _MARKERS.match(text) or text.startswith(_CHAINED) or _GOES_ON.search(text):
+        return False
+    if text.startswith(_PYDANTIC_LINK) or _RETRYING.search(text):
+        return False
+    return (
+        _SEVERITY.get(normal.level or "", 0) > 0
+        or _says_failure(text)
+        or _EXCEPTION.match(text) is not None
+        or _DEBUG_FORM.search(text) is not None
+    )
+
+
+_REPORTED_AGAIN = 12  # logical lines above a failure where its first report may stand
+
+
+def _first_report(entries: Sequence[Logical], at: int) -> Logical:
+    """The first of the failure lines just above ``entries[at]`` that end in its
+    message (llama.cpp's ``common_docker_resolve_model: Docker Model download failed:
+    HTTPS is not supported. ...``, then the server's ``failed to download model: HTTPS
+    is not supported. ...``): the caller only says again what its callee said first."""
+    message = entries[at].normal.text.rsplit(": ", 1)[-1]
+    first = entries[at]
+    if len(message) < 20:
+        return first
+    for entry in entries[max(0, at - _REPORTED_AGAIN) : at]:
+        text = entry.normal.text
+        if text.endswith(message) and text != message and _reads_as_failure(entry.normal):
+            return entry
+    return first
+
+
 def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause | None:
     """The last line that reads as a failure, when no line ranked (a short paste).
 
@@ -1325,23 +1400,12 @@ def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
     error (INFO, WARNING, DEBUG), a source line and one that says the engine goes on
     (``falling back``, ``ignoring``, ``retrying``) never are.
     """
-    for entry in reversed(entries):
-        normal = entry.normal
-        text = normal.text
-        if not text or normal.level in _HANDLED or is_source(normal) or _FRAME.match(normal.body):
+    for at in range(len(entries) - 1, -1, -1):
+        entry = entries[at]
+        if not _reads_as_failure(entry.normal):
             continue
-        if _MARKERS.match(text) or text.startswith(_CHAINED) or _GOES_ON.search(text):
-            continue
-        if text.startswith(_PYDANTIC_LINK) or _RETRYING.search(text):
-            continue
-        failing = (
-            _SEVERITY.get(normal.level or "", 0) > 0
-            or _says_failure(text)
-            or _EXCEPTION.match(text) is not None
-            or _DEBUG_FORM.search(text) is not None
-        )
-        if not failing:
-            continue
+        entry = _first_report(entries, at)
+        text = entry.normal.text
         shown, _ = _inner(text)
         # a process killed by a signal: a process kind, whatever its name says it did
         words = None if _SIGNALLED.search(text) else words_kind(text)
@@ -1352,7 +1416,7 @@ def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
             text=shown,
             kind=words.kind,
             title=words.title,
-            hint=hints.get(words.kind, KIND_HINTS.get(words.kind)),
+            hint=words_hint(words, hints),
         )
     return None
 
@@ -1459,7 +1523,7 @@ def _said_after(pick: _Candidate, signature: Signature, hints: Mapping[str, str]
     words = words_kind(text[match.end() :])
     if words is None or family_of(words.kind) in (None, "process", family_of(signature.kind)):
         return None
-    hint = hints.get(words.kind, KIND_HINTS.get(words.kind))
+    hint = words_hint(words, hints)
     return replace(pick.cause, kind=words.kind, title=words.title, hint=hint)
 
 
@@ -1484,7 +1548,7 @@ def _explaining(entries: Sequence[Logical], pattern: str, hints: Mapping[str, st
                 text=text,
                 kind=None if words is None else words.kind,
                 title=None if words is None else words.title,
-                hint=None if words is None else hints.get(words.kind, KIND_HINTS.get(words.kind)),
+                hint=None if words is None else words_hint(words, hints),
             )
     return None
 
@@ -1524,7 +1588,7 @@ def message_cause(line: str, signature: Signature, hints: Mapping[str, str]) -> 
         text=text,
         kind=words.kind,
         title=words.title,
-        hint=hints.get(words.kind, KIND_HINTS.get(words.kind)),
+        hint=words_hint(words, hints),
     )
 
 
