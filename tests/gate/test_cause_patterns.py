@@ -2391,3 +2391,30 @@ def test_a_failure_said_again_by_its_caller_is_quoted_where_first_said(tmp_path:
     other = "0.00.097.640 E srv  llama_server: failed to download model: no usable TLS backend:"
     lines[-3] = other
     assert gate(tmp_path, "llamacpp", lines).matched_line == other
+
+
+def test_a_config_file_of_the_wrong_shape_and_a_short_dtype(tmp_path: Path) -> None:
+    """vLLM's --config YAML written as a list fails in its argument parser's loader
+    (bad-args: the file the command gave, not the model's config). A config.json whose
+    dtype is spelt short ("bf16") fails where torch is asked for it: the model's file
+    (model-load), not an old torch (a long name torch lacks stays install)."""
+    shape = [
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/utils/argparse_utils.py", line 524, in _pull_args_from_config',
+        "    config_args = self.load_config_file(file_path)",
+        '  File "/venv/vllm/utils/argparse_utils.py", line 616, in load_config_file',
+        "    for key, value in config.items():",
+        "AttributeError: 'list' object has no attribute 'items'",
+    ]
+    assert gate(tmp_path, "vllm", shape).kind == "bad-args"
+
+    def dtype(name: str) -> list[str]:
+        return [
+            "Traceback (most recent call last):",
+            '  File "/venv/transformers/configuration_utils.py", line 301, in __init__',
+            "    dtype = getattr(torch, dtype)",
+            f"AttributeError: module 'torch' has no attribute '{name}'",
+        ]
+
+    assert gate(tmp_path, "vllm", dtype("bf16")).kind == "model-load"
+    assert gate(tmp_path, "vllm", dtype("float8_e4m3fn")).kind == "install"

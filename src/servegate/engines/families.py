@@ -231,7 +231,10 @@ _WORDS: tuple[Words, ...] = (
         r"|HeaderTooLarge|MetadataIncompleteBuffer|InvalidHeaderDeserialization"
         r"|(?:config|configuration) file at .* is not a valid JSON|not a valid JSON file"
         r"|no (?:supported |valid )?config(?:uration)? (?:format|file)s? (?:was |were )?found"
-        r"|\bField '\w+' expected \w+, got \w+",
+        r"|\bField '\w+' expected \w+, got \w+"
+        # a dtype the model's config.json spells short ("dtype": "bf16"), looked up on
+        # torch; a long name torch lacks (float8_e4m3fn) is an old torch: install's
+        r"|module 'torch' has no attribute '(?:b?fp?\d+|bfloat|half\d+)'",
     ),
     # urllib3's retry of an HTTP connection pool: the URL it names may hold a model file
     # (".../resolve/main/config.json"), whose words are model-load's below

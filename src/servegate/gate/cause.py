@@ -305,7 +305,7 @@ def _is_fatal(text: str) -> bool:
 # there is one the command gave (a logging configuration, an arguments file)
 _SETTINGS_FRAME = re.compile(
     r"^(?:configure_logg|setup_logg|_configure_\w*logg|dictConfig$|fileConfig$|parse_args$"
-    r"|from_cli_args$)"
+    r"|from_cli_args$|load_config_file$|_pull_args_from_config$)"
 )
 _SETTINGS_FILE = Words(
     kind="bad-args",
