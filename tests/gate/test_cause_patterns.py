@@ -2418,3 +2418,79 @@ def test_a_config_file_of_the_wrong_shape_and_a_short_dtype(tmp_path: Path) -> N
 
     assert gate(tmp_path, "vllm", dtype("bf16")).kind == "model-load"
     assert gate(tmp_path, "vllm", dtype("float8_e4m3fn")).kind == "install"
+
+
+def test_a_registry_key_said_again_by_the_re_raise_and_a_json_options_value(
+    tmp_path: Path,
+) -> None:
+    """SGLang's KV-events publisher table has no 'nats': the table's KeyError is re-raised
+    as "Unknown event publisher 'nats'", which is quoted; the value is the one the
+    command's JSON option gave, so the kind is bad-args (the hint names the option). A
+    line above that says CUDA graphs are off is no graph capture."""
+    unknown = "ValueError: Unknown event publisher 'nats'"
+    lines = [
+        "[2026-12-06 17:21:30] Disable prefill CUDA graph because cuda_graph_config resolved "
+        "prefill.backend='disabled'.",
+        "[2026-12-06 17:21:30] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/disaggregation/kv_events.py", line 765, in create',
+        "    constructor = cls._registry[kind]",
+        "KeyError: 'nats'",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/disaggregation/kv_events.py", line 767, in create',
+        "    raise ValueError(f\"Unknown event publisher '{kind}'\") from exc",
+        unknown,
+    ]
+    config = '{"publisher": "nats", "endpoint": "nats://127.0.0.1:4222"}'
+    command = ["python", "-m", "sglang.launch_server", "--kv-events-config", config]
+    verdict = run_log(_write(tmp_path, lines), engine="sglang", exit=1, command=command)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", unknown)
+    assert verdict.hint is not None and "--kv-events-config" in verdict.hint
+    alone = run_log(_write(tmp_path, lines), engine="sglang", exit=1, command=command[:3])
+    assert (alone.kind, alone.matched_line) != ("cuda-graph", unknown)
+
+
+def test_a_message_that_requires_options_by_their_flags_is_bad_args(tmp_path: Path) -> None:
+    """An assertion that names the flags the start needs is the command's; a message
+    that names a flag as advice under another failure keeps that failure's kind."""
+    needs = (
+        "AssertionError: When no initial --lora-paths is provided, you need to specify both "
+        "--max-lora-rank and --lora-target-modules for LoRA initialization."
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/server_args.py", line 5120, in check_lora_server_args',
+        "    assert (",
+        needs,
+    ]
+    assert gate(tmp_path, "sglang", lines).kind == "bad-args"
+    advice = (
+        "ValueError: Available memory on node 0 (22.08/23.59 GiB) on kv cache allocation is "
+        "less than requested memory for kv (64.0 GiB). Decrease --kv-cache-memory-bytes, "
+        "VLLM_CPU_KVCACHE_SPACE, or reduce CPU memory used by other processes."
+    )
+    lines[-1] = advice
+    assert gate(tmp_path, "vllm", lines).kind != "bad-args"
+
+
+def test_a_host_given_as_a_url_is_the_option_whatever_fails_of_it(tmp_path: Path) -> None:
+    """--host http://0.0.0.0: SGLang's group rendezvous at tcp://http://0.0.0.0:port
+    fails with "port number missing", a distributed error by its words; the command's
+    host is a URL, so the kind is bad-args and the hint says so. The same error with a
+    plain host stays distributed."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/torch/distributed/rendezvous.py", line 62, in _rendezvous_helper',
+        "    raise ValueError(",
+        "ValueError: Error initializing torch.distributed using tcp:// rendezvous: port "
+        "number missing",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--host", "http://0.0.0.0"]
+    verdict = run_log(_write(tmp_path, lines), engine="sglang", exit=1, command=command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "URL" in verdict.hint
+    command[-1] = "0.0.0.0"
+    plain = run_log(_write(tmp_path, lines), engine="sglang", exit=1, command=command)
+    assert plain.kind == "distributed"

@@ -82,6 +82,19 @@ def test_a_few_redraws_are_read_as_they_are() -> None:
     assert collapse_redraws(block, 0, len(block)) == (block, 0, len(block))
 
 
+def test_bars_among_more_lines_and_crlf_line_ends_are_read_as_they_are() -> None:
+    """A bar now and then between more lines than redraws (vLLM's capture bars between
+    its log lines), and CRLF line ends, come back unchanged, whatever their count of
+    \r: collapsing would cost more than it saves. A flood among a few lines goes."""
+    mixed = b"".join(b"INFO line %d\nbar %d/64\r" % (i, i) for i in range(64))
+    assert collapse_redraws(mixed)[0] is mixed
+    crlf = b"".join(b"INFO line %d\r\n" % i for i in range(64))
+    assert collapse_redraws(crlf)[0] is crlf
+    flood = b"INFO one\n" + b"".join(b"bar %d/64\r" % i for i in range(64)) + b"INFO two\n"
+    out, start, end = collapse_redraws(flood)
+    assert out[start:end] == b"INFO one\nINFO two\n"
+
+
 def _tail(block: bytes) -> tuple[str, ...]:
     tail = Tail()
     tail.add_block(block)

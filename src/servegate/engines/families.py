@@ -711,6 +711,21 @@ _WORDS: tuple[Words, ...] = (
         r"|HF_HUB_OFFLINE|couldn't connect|could not connect|ReadTimeout"
         r"|certificate verify failed|\bdownload",
     ),
+    # last: a message that names command-line options by their flags ("When no initial
+    # --lora-paths is provided, you need to specify both --max-lora-rank and
+    # --lora-target-modules"), whatever option the command gave: the fix is in the
+    # command, where no family above named another
+    Words(
+        kind="bad-args",
+        title="the message names the options to change",
+        # as required, forbidden or exclusive: not as advice ("Decrease
+        # --kv-cache-memory-bytes" under an out-of-memory)
+        pattern=r"(?:you need to|\bmust\b|\brequires?\b|\brequired\b|cannot be used"
+        r"|can't be used|mutually exclusive|only (?:valid|supported|allowed) (?:with|when))"
+        r"[^.]{0,80}?(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b"
+        r"|(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b[^.]{0,80}?(?:is required|are required"
+        r"|\bmust be\b|cannot be used|can't be used|is not supported|mutually exclusive)",
+    ),
 )
 _COMPILED: tuple[tuple[re.Pattern[str], Words], ...] = tuple(
     (re.compile(words.pattern, re.IGNORECASE), words) for words in _WORDS

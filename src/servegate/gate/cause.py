@@ -452,7 +452,11 @@ _ABOVE_PHASES: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "it failed while the distributed group started",
     ),
     (
-        re.compile(r"\bcapturing (?:cuda ?)?graphs?\b|\bcuda ?graph", re.IGNORECASE),
+        # not a line that says graphs are off ("Disable prefill CUDA graph because ...")
+        re.compile(
+            r"^(?!.*\bdisabl).*?(?:\bcapturing (?:cuda ?)?graphs?\b|\bcuda ?graph)",
+            re.IGNORECASE,
+        ),
         "cuda-graph",
         "it failed while capturing CUDA graphs",
     ),
@@ -1115,6 +1119,8 @@ _LIBRARY_ROOT = re.compile(
     r"\w*: |socket\.gaierror: "
     # the Hub client's wrap of the same, between the socket's and the caller's
     r"|(?:huggingface_hub\.errors\.)?LocalEntryNotFoundError: An error happened while"
+    # a lookup in a table by the value given (a registry of publishers, of backends)
+    r"|KeyError: (?P<key>'[^']+')$"
 )
 # the re-raise names the file or the address
 _NAMES_WHAT = re.compile(r"['\"`](?:/|https?://)[^'\"`]+['\"`]")
@@ -1125,7 +1131,8 @@ def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) ->
     where a later exception of the chain, past a chaining line, says it again naming the
     file or the address (``OSError: It looks like the config file at '/m/config.json' is
     not a valid JSON file.``, ``OSError: We couldn't connect to 'https://huggingface.co'
-    ...``): that one says what failed in the user's terms."""
+    ...``), or a table's ``KeyError: 'nats'`` where it says the key again (``ValueError:
+    Unknown event publisher 'nats'``): that one says what failed in the user's terms."""
     if len(chosen) < 2:
         return chosen
     chains = [n for n, e in enumerate(entries) if e.normal.text.startswith(_CHAINED)]
@@ -1133,9 +1140,14 @@ def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) ->
         return chosen
     kept = []
     for c in chosen:
-        if _LIBRARY_ROOT.match(c.cause.text) is not None and any(
+        root = _LIBRARY_ROOT.match(c.cause.text)
+        if root is not None and any(
             d.position > c.position
-            and _NAMES_WHAT.search(d.cause.text) is not None
+            and (
+                _NAMES_WHAT.search(d.cause.text) is not None
+                if root.group("key") is None
+                else root.group("key") in d.cause.text
+            )
             and family_of(d.cause.kind) in (None, family_of(c.cause.kind))
             and any(c.position < n < d.position for n in chains)
             for d in chosen

@@ -48,6 +48,7 @@ from servegate.gate.flags import (
     kept,
     override_given,
     path_in_line,
+    url_host,
 )
 from servegate.gate.follow import FileFollower
 from servegate.gate.learned import likely_kind
@@ -1080,6 +1081,16 @@ class Gate:
             return "bad-args", (
                 "the command asks for --device cpu, and something it turned on needs "
                 "CUDA: drop that option, or run on a GPU"
+            )
+        named = url_host(given)
+        if named is not None and (
+            kind in (None, "exit") or family_of(kind) in ("distributed", "download", "port")
+        ):
+            # a scheme before the address: the bind, the group's rendezvous or the name
+            # lookup fails in its own words
+            return "bad-args", (
+                f"the command's {named} is a URL: give a host name or an address "
+                "(0.0.0.0, 127.0.0.1), without a scheme"
             )
         if kind != "bad-args" and kept(kind, family_of(kind)):
             named = None

@@ -15,7 +15,8 @@ What counts as evidence:
 - an option's name, as the engine spells it in messages (``tp_size``, ``tp-size``,
   ``--tp-size``, ``tp size``), when it is two words or more: one-word names (``model``,
   ``device``, ``port``) are the words of ordinary messages; the keys of a JSON value
-  (``use_mmap`` of ``'{"use_mmap": true}'``) likewise;
+  (``use_mmap`` of ``'{"use_mmap": true}'``) likewise, and its string values where the
+  line quotes them (``'nats'`` of ``'{"publisher": "nats"}'``);
 - an environment variable given to the server (``launch(env=...)``, or ``NAME=value``
   before the program), by its name as printed (``Unknown vLLM environment variable
   detected: VLLM_ATTENTION_BACKEND``) or its value;
@@ -52,6 +53,7 @@ __all__ = [
     "kept",
     "override_given",
     "path_in_line",
+    "url_host",
 ]
 
 # (the option's name without its dashes, as given; its value, "" for a switch)
@@ -126,6 +128,8 @@ _VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,}")  # NAME of NA
 
 # a key of a JSON object given as an option's value, of two words or more
 _JSON_KEY = re.compile(r"\"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\"\s*:")
+# a string value in a JSON object given as an option's value
+_JSON_STRING = re.compile(r":\s*\"([^\"]+)\"")
 # a module path to a class or a function: its last name, six characters or more
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\.([A-Za-z_]\w{5,})")
 # a file where the tokenizer's folder (or Hub id) is wanted: its own tokenizer.json,
@@ -218,6 +222,12 @@ def flag_in_line(line: str, given: Given) -> str | None:
             # after --model-loader-extra-config '{"use_mmap": true}'): two words or more
             if re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-])", line):
                 return shown
+        for item in _JSON_STRING.findall(value):
+            # a JSON option's string values, quoted back ("Unknown event publisher 'nats'"
+            # after --kv-events-config '{"publisher": "nats", ...}')
+            said = _value_words(item)
+            if said is not None and (f"'{said}'" in line or f'"{said}"' in line):
+                return shown
         words = _value_words(value)
         if words is None:
             continue
@@ -304,6 +314,21 @@ def override_given(given: Given) -> str | None:
     for name, value in given:
         if name in _OVERRIDE_OPTIONS:
             return f"--{name.replace('_', '-')} {value}".rstrip()
+    return None
+
+
+_HOST_OPTIONS = frozenset({"host", "hostname", "bind", "listen_host"})
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+
+
+def url_host(given: Given) -> str | None:
+    """The host option of ``given`` whose value is a URL (``--host http://0.0.0.0``),
+    as written, else None: a server binds, and a group rendezvouses at, a name or an
+    address; a scheme in front makes both fail in their own words ("port number
+    missing" from torch.distributed's tcp:// rendezvous)."""
+    for name, value in given:
+        if name in _HOST_OPTIONS and _SCHEME.match(value.strip("'\"")):
+            return f"--{name.replace('_', '-')} {value}"
     return None
 
 

@@ -143,14 +143,25 @@ def collapse_redraws(block: bytes, start: int = 0, end: int | None = None) -> Se
     gigabyte of redraws; a profile's progress rule matches every one of them, and
     classifying each costs some microseconds of Python: 1 GiB took minutes. The screen,
     and the tail (``Tail.last``), show a line's last non-blank segment only, so the
-    classifier reads only that too. Counted with C-speed ``count`` and numpy, so a block
-    with few ``\r`` (ordinary output) costs one scan and comes back unchanged.
+    classifier reads only that too. Found with memchr and counted with numpy, so a block
+    with no ``\r`` costs one C scan, and one with few, or no more than its newlines
+    (ordinary output, CRLF line ends), two array passes; both come back unchanged.
     """
     end = len(block) if end is None else end
-    if block.count(b"\r", start, end) < _REDRAW_FLOOD:
+    if block.find(b"\r", start, end) < 0:  # memchr: ordinary output costs nothing more
         return block, start, end
     data = np.frombuffer(block, dtype=np.uint8, count=end - start, offset=start)
-    ends = np.flatnonzero((data == 13) | (data == 10))  # every line end, from start
+    returns = data == 13
+    redraws = int(np.count_nonzero(returns))
+    if redraws < _REDRAW_FLOOD:
+        return block, start, end
+    newlines = data == 10
+    if redraws <= int(np.count_nonzero(newlines)):
+        # no more redraws than lines: ordinary output with a bar now and then (vLLM's and
+        # SGLang's lines between capture bars; CRLF line ends), cheaper read as it is
+        # than collapsed (the arrays below cost more than the few lines they would save)
+        return block, start, end
+    ends = np.flatnonzero(returns | newlines)  # every line end, from start
     if ends.size < 2:
         return block, start, end
     following = np.empty_like(ends)  # where the segment after each line end ends
