@@ -380,3 +380,21 @@ def test_the_servers_own_tls_settings_refused_are_bad_args(tmp_path: Path) -> No
     verdict = gate(tmp_path, "vllm", lines, command)
     assert verdict.kind == "bad-args"
     assert verdict.hint is not None and "--ssl-ciphers" in verdict.hint
+
+
+def test_the_model_path_set_by_a_variable_is_the_models(tmp_path: Path) -> None:
+    """LLAMA_ARG_MODEL is llama-server's --model: a line that quotes its path is about
+    the model's file (model-load), as it would be after -m; another variable's path
+    quoted by the line stays the command's."""
+    lines = [
+        "0.00.008.700 I srv  llama_server: initializing ...",
+        "0.00.008.711 E gguf_init_from_file: failed to open GGUF file '/models/g.gguf' (No "
+        "such file or directory)",
+        "0.00.008.900 E srv    load_model: failed to load model, '/models/g.gguf'",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    command = ["env", "LLAMA_ARG_MODEL=/models/g.gguf", "llama-server", "--port", "8080"]
+    assert run_log(log, engine="llamacpp", exit=1, command=command).kind == "model-load"
+    command[1] = "LLAMA_ARG_LOOKUP_CACHE=/models/g.gguf"
+    assert run_log(log, engine="llamacpp", exit=1, command=command).kind == "bad-args"

@@ -184,6 +184,26 @@ def given_options(command: Sequence[str], env: Mapping[str, str] | None = None) 
     return tuple(found)
 
 
+# the prefix of the environment variables that set an engine's options (llama-server's
+# LLAMA_ARG_MODEL is its --model)
+_OPTION_VARIABLE = re.compile(r"^\$(?:LLAMA_ARG_)?", re.IGNORECASE)
+
+
+def _option_name(name: str) -> str:
+    """The option a given name sets: itself, or for a variable its name without the
+    engine's prefix, in lower case (``$LLAMA_ARG_MODEL`` sets ``model``, TGI's
+    ``$MODEL_ID`` ``model_id``)."""
+    if not name.startswith("$"):
+        return name
+    return _OPTION_VARIABLE.sub("", name).lower()
+
+
+def _is_model_option(name: str) -> bool:
+    """Whether a given name sets the model's path or a part of the model's."""
+    option = _option_name(name)
+    return option in _MODEL_OPTIONS or _MODEL_FILE_OPTION.search(option) is not None
+
+
 def _value_words(value: str) -> str | None:
     """``value`` as evidence, or None when it says too little (see the module's notes)."""
     value = value.strip().strip("'\"")
@@ -201,7 +221,7 @@ def flag_in_line(line: str, given: Given) -> str | None:
         return None
     lowered = line.lower()
     for name, value in given:
-        if name in _MODEL_OPTIONS or is_secret_name(name.lstrip("$")):
+        if _option_name(name) in _MODEL_OPTIONS or is_secret_name(name.lstrip("$")):
             continue  # given_options left secrets out; options built by hand may not
         if name.startswith("$"):
             # an environment variable: its name as printed (VLLM_ATTENTION_BACKEND)
@@ -293,7 +313,7 @@ def path_in_line(line: str, given: Given) -> str | None:
             at = line.find(path, at + 1)
         if at < 0:
             continue
-        if name in _MODEL_OPTIONS or _MODEL_FILE_OPTION.search(name):
+        if _is_model_option(name):
             model_hit = max(model_hit, len(path))
             continue
         if found is None or len(path) > found[0]:
