@@ -2494,3 +2494,22 @@ def test_a_host_given_as_a_url_is_the_option_whatever_fails_of_it(tmp_path: Path
     command[-1] = "0.0.0.0"
     plain = run_log(_write(tmp_path, lines), engine="sglang", exit=1, command=command)
     assert plain.kind == "distributed"
+
+
+def test_a_feature_of_another_platform_asked_of_this_one_is_bad_args(tmp_path: Path) -> None:
+    """SGLang on the CPU: decode context parallelism is only for HIP, CUDA, NPU or XPU,
+    and InstantTensor loading needs a CUDA device where the process got 'cpu': the
+    options must go (bad-args), not a CUDA failure nor the group's."""
+    for message in (
+        "RuntimeError: Decode context parallel (decode_context_parallel_size > 1) is "
+        "currently only supported on the AMD HIP, CUDA, NPU, or Intel XPU platform",
+        "ValueError: InstantTensor requires a CUDA-compatible device (including CUDA and "
+        "ROCm); got 'cpu'.",
+    ):
+        lines = [
+            "Traceback (most recent call last):",
+            '  File "/venv/sglang/srt/model_executor/model_runner.py", line 400, in init',
+            "    raise ValueError(message)",
+            message,
+        ]
+        assert gate(tmp_path, "sglang", lines).kind == "bad-args", message

@@ -300,8 +300,12 @@ _WORDS: tuple[Words, ...] = (
     Words(
         kind="bad-args",
         title="an option asks for a feature this platform does not have",
-        pattern=r"(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:[\w-]+ ){0,2}"
-        r"(?:CUDA-alike|XPU|ROCm|TPU|HPU)\b",
+        pattern=r"(?:only|not|n't) (?:be )?supported (?:on|by|for) (?:the )?(?:[\w-]+ ){0,2}"
+        r"(?:CUDA-alike|XPU|ROCm|TPU|HPU|HIP|NPU)\b"
+        # ... or a device kind the process was not given ("InstantTensor requires a
+        # CUDA-compatible device (including CUDA and ROCm); got 'cpu'.")
+        r"|\brequires? (?:an? )?[\w-]*(?:CUDA|GPU|accelerator)[\w-]* device\b[^.]{0,60}"
+        r"\bgot '?cpu\b",
     ),
     Words(
         kind="cuda-arch",
