@@ -29,6 +29,8 @@ __all__ = [
 MAX_LINE_BYTES = 64 * 1024
 # Fewer ``\r`` than this in a block: not a flood of redraws, read every line as it is.
 _REDRAW_FLOOD = 32
+# A big read is looked at here, at its start and its end, before it is counted whole.
+_PEEK = 16 * 1024
 # A redraw followed by a segment this short may be followed by blanks only: look closer.
 _SHORT_SEGMENT = 16
 _TAIL_LINE_CHARS = 2000
@@ -149,6 +151,13 @@ def collapse_redraws(block: bytes, start: int = 0, end: int | None = None) -> Se
     """
     end = len(block) if end is None else end
     if block.find(b"\r", start, end) < 0:  # memchr: ordinary output costs nothing more
+        return block, start, end
+    if end - start > 2 * _PEEK and all(
+        block.count(b"\r", lo, lo + _PEEK) <= block.count(b"\n", lo, lo + _PEEK)
+        for lo in (start, end - _PEEK)
+    ):
+        # a big read that neither begins nor ends in a flood: ordinary output with a bar
+        # now and then (a flood that long fills the reads in between whole)
         return block, start, end
     data = np.frombuffer(block, dtype=np.uint8, count=end - start, offset=start)
     returns = data == 13
