@@ -398,3 +398,27 @@ def test_the_model_path_set_by_a_variable_is_the_models(tmp_path: Path) -> None:
     assert run_log(log, engine="llamacpp", exit=1, command=command).kind == "model-load"
     command[1] = "LLAMA_ARG_LOOKUP_CACHE=/models/g.gguf"
     assert run_log(log, engine="llamacpp", exit=1, command=command).kind == "bad-args"
+
+
+def test_an_option_the_line_names_beats_a_kind_the_phase_gave(tmp_path: Path) -> None:
+    """vLLM on the CPU with --block-size 16: "No common block size for 16" while the KV
+    cache is sized; the phase alone says memory, the line names the option (bad-args).
+    A line that says memory itself ("Available memory ... is less than requested memory
+    for kv") keeps memory, though it names the variable that asked for it."""
+    lines = [
+        "(EngineCore pid=1) INFO 12-06 17:52:39 [kv_cache_utils.py:1000] Initializing the KV cache",
+        "(Worker pid=6852) ERROR 12-06 17:52:40 [multiproc_executor.py:1063] ValueError: No "
+        "common block size for 16 (CPU_ATTN: [MultipleOf(32)]).",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--block-size", "16"]
+    assert run_log(log, engine="vllm", exit=1, command=command).kind == "bad-args"
+    lines[-1] = (
+        "(Worker pid=1) ERROR 12-06 04:04:27 [multiproc_executor.py:1063] ValueError: "
+        "Available memory on node 0 (22.08/23.59 GiB) on kv cache allocation is less than "
+        "requested memory for kv (64.0 GiB). Decrease VLLM_CPU_KVCACHE_SPACE."
+    )
+    log.write_text("".join(line + "\n" for line in lines))
+    command = ["env", "VLLM_CPU_KVCACHE_SPACE=64", "python", "-m", "vllm"]
+    assert run_log(log, engine="vllm", exit=1, command=command).kind == "oom"

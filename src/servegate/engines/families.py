@@ -166,7 +166,10 @@ _WORDS: tuple[Words, ...] = (
         r"|OOMKilled|\bOOM[- ]kill"  # Kubernetes' reason, the kernel's killer
         # Python's and numpy's ("_ArrayMemoryError: Unable to allocate 64.0 GiB for an
         # array with shape ...")
-        r"|MemoryError\b|\bunable to allocate [\d.]+ ?[KMGTP]i?B\b",
+        r"|MemoryError\b|\bunable to allocate [\d.]+ ?[KMGTP]i?B\b"
+        # vLLM's CPU backend: "Available memory on node 0 (22.08/23.59 GiB) on kv cache
+        # allocation is less than requested memory for kv (64.0 GiB)"
+        r"|\b(?:available|free) memory\b.{0,80}?\bis less than\b",
     ),
     Words(
         kind="disk",

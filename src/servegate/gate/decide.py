@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from servegate.diag.diagnosis import Diagnosis
 from servegate.diag.stacks import Stacks
-from servegate.engines.families import KIND_HINTS, family_of, kind_order
+from servegate.engines.families import KIND_HINTS, family_of, kind_order, words_kind
 from servegate.engines.profile import Signature
 from servegate.gate.cause import (
     GENERIC_ENDS,
@@ -1107,9 +1107,16 @@ class Gate:
                         f"the server's own TLS settings ({', '.join(tls)}) were refused: "
                         "check the certificate, the key and the cipher names they give"
                     )
+            if named is not None:
+                return "bad-args", f"the line quotes the path of {named} of the command: {fix}"
+            if self._says_family(text, kind):
+                return kind, hint
+            # a kind that only the phase or the lines around gave: the option the line
+            # names, if it names one, is the better evidence
+            named = flag_in_line(text, given)
             if named is None:
                 return kind, hint
-            return "bad-args", f"the line quotes the path of {named} of the command: {fix}"
+            return "bad-args", f"the line names {named} of the command: {fix}"
         if kind == "install" and _IMPORT_FAILURE.search(text):
             return kind, hint  # a library's import names its own words, not the user's
         named = flag_in_line(text, given)
@@ -1132,6 +1139,20 @@ class Gate:
                 "check the values it sets against the model's config.json"
             )
         return kind, hint
+
+    def _says_family(self, text: str, kind: str | None) -> bool:
+        """Whether ``text`` names ``kind``'s family itself, by its words or by a fatal
+        signature of that family: a kind that only the phase or the lines around gave
+        ("No common block size for 16" while the KV cache was sized) does not keep its
+        fix against an option the line names."""
+        family = family_of(kind)
+        words = words_kind(text)
+        if words is not None and family_of(words.kind) == family:
+            return True
+        return any(
+            family_of(signature.kind) == family and pattern.search(text) is not None
+            for pattern, signature in self.watcher.rules.fatal
+        )
 
     def _already_up(self) -> bool:
         """Whether the server was ready when the gate began (a ``wait`` on a server that
