@@ -74,10 +74,11 @@ def finish(proc: subprocess.Popen[str], lines: queue.Queue[str]) -> str:
     return err
 
 
-def sim(port: int) -> list[str]:
-    """A simulated SGLang that is READY half a second after it starts."""
+def sim(port: int, startup: float = 0.5) -> list[str]:
+    """A simulated SGLang that is READY ``startup`` seconds after it starts."""
     return [
-        PY, "-m", "servegate", "sim", "--engine", "sglang", "--startup", "0.5", "--port", str(port)
+        PY, "-m", "servegate", "sim", "--engine", "sglang", "--startup", str(startup),
+        "--port", str(port),
     ]  # fmt: skip
 
 
@@ -168,10 +169,13 @@ def test_wait_prints_ready_before_the_startup_record(port: int, tmp_path: Path) 
 
 
 def test_launch_prints_no_phase_line_after_the_verdict(port: int) -> None:
-    """With stderr on stdout, the phase lines all come before the READY line."""
+    """With stderr on stdout, the phase lines all come before the READY line. The
+    server takes 3 s, six of the status line's periods, so that it has phases to print
+    before READY on a busy machine too (with 0.5 s, one period, a loaded run printed
+    none: the test proved nothing then)."""
     gate = ["--engine", "sglang", "--port", str(port), "--name", "order"]
     result = subprocess.run(
-        [PY, "-m", "servegate", "launch", *gate, "--", *sim(port)],
+        [PY, "-m", "servegate", "launch", *gate, "--", *sim(port, startup=3.0)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
