@@ -65,8 +65,9 @@ def test_launch_ready_then_ps_and_stop(host: Remote) -> None:
     assert code == 0, (out, err)
     assert out[0].startswith(f"{name}: stopped ") and f"port {port} free" in out[0], out
     assert not server.is_running()
-    code, out, _ = run(host, "cli", "ps")
-    assert (code, out) == (0, [])
+    code, out, err = run(host, "cli", "ps", "--json")
+    assert code == 0, err
+    assert name not in {entry["name"] for entry in json.loads(out[0])}, out
 
 
 def test_crash_prints_the_local_verdict_line_and_exit_code(host: Remote) -> None:
