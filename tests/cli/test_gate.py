@@ -127,6 +127,7 @@ def test_timeout_exit_code() -> None:
         (["--ready", "x", "--log", "/tmp", "--", PY, "-V"], "cannot write the log /tmp"),
         (["--ready", "x", "--", "no-such-program-xyz"], "not found on PATH"),
         (["--engine", "generic", "--", PY, "-V"], "nothing can tell"),
+        (["--ready", "x", "--", PY, "-V", "--port", "70000"], "--port 70000 is above 65535"),
     ],
 )
 def test_bad_input_exits_2(args: list[str], message: str) -> None:

@@ -2022,6 +2022,15 @@ def test_a_json_options_field_error_is_quoted_below_its_count(tmp_path: Path) ->
     several = count.replace("1 validation error for", "3 validation errors for")
     verdict = gate(tmp_path, "vllm", ["usage: api_server.py [-h]", several, "kv_role", field])
     assert (verdict.kind, verdict.matched_line) == ("bad-args", several)
+    # a key the option does not take ("level" of an older --compilation-config): the
+    # error says what is not allowed, the count's line which option; and its words
+    # ("Unexpected keyword") are no model's unexpected keys
+    unknown = (
+        "  Unexpected keyword argument [type=unexpected_keyword_argument, input_value=3, "
+        "input_type=int]"
+    )
+    verdict = gate(tmp_path, "vllm", ["usage: api_server.py [-h]", count, "level", unknown, link])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", count)
 
 
 def test_no_gpu_driver_and_too_many_sequences(tmp_path: Path) -> None:

@@ -422,3 +422,92 @@ def test_an_option_the_line_names_beats_a_kind_the_phase_gave(tmp_path: Path) ->
     log.write_text("".join(line + "\n" for line in lines))
     command = ["env", "VLLM_CPU_KVCACHE_SPACE=64", "python", "-m", "vllm"]
     assert run_log(log, engine="vllm", exit=1, command=command).kind == "oom"
+
+
+def test_a_count_of_zero_that_fails_as_a_bare_division_or_index(tmp_path: Path) -> None:
+    """SGLang given --decode-log-interval 0, --context-length 0 or --tp-size 0 fails far
+    from the option, as a bare ZeroDivisionError or IndexError: the option set to zero is
+    the command's to fix (the one the failing code spells, of several); a zero that is
+    meant (--seed 0) is not named, nor a zero under another failure."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/managers/metrics_reporter.py",'
+        " line 934, in report_decode_stats",
+        "    if self.forward_ct_decode % self.decode_log_interval != 0:",
+        "ZeroDivisionError: integer modulo by zero",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--seed", "0"]
+    assert "--seed" not in (gate(tmp_path, "sglang", lines, command).hint or "")
+    command += ["--dp-size", "0", "--decode-log-interval", "0"]
+    verdict = gate(tmp_path, "sglang", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--decode-log-interval 0" in verdict.hint
+    lines[-2:] = ["    infos = scheduler_infos[0]", "IndexError: list index out of range"]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "0"]
+    verdict = gate(tmp_path, "sglang", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--tp-size 0" in verdict.hint
+    lines[-1] = "IndexError: list index out of range, in the model's weights"
+    assert gate(tmp_path, "sglang", lines, command).hint != verdict.hint
+
+
+def test_a_module_path_given_to_an_option_that_moved(tmp_path: Path) -> None:
+    """--worker-cls vllm.worker.cpu_worker.CPUWorker after the module moved: "No module
+    named 'vllm.worker'" is the option's (bad-args); a package that is not installed at
+    all ("No module named 'acme_gateway'" for --middleware acme_gateway.Auth) is an
+    install's, and python's own -m is the engine's module."""
+    lines = [
+        "(VllmWorker-0 pid=1) ERROR 12-06 18:33:23 [multiproc_executor.py:953] "
+        "ModuleNotFoundError: No module named 'vllm.worker'",
+    ]
+    base = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    assert gate(tmp_path, "vllm", lines, base).kind == "install"
+    verdict = gate(tmp_path, "vllm", lines, [*base, "--worker-cls", "vllm.worker.cpu.CPUWorker"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--worker-cls" in verdict.hint
+    lines[0] = "ModuleNotFoundError: No module named 'acme_gateway'"
+    assert gate(tmp_path, "vllm", lines, [*base, "--middleware", "acme_gateway.Auth"]).kind == (
+        "install"
+    )
+
+
+def test_a_tokenizer_folder_that_is_not_there(tmp_path: Path) -> None:
+    """--tokenizer-path /data/tokenizer that does not exist: the Hub's "Repo id must be in
+    the form" quotes it; the option is the command's (bad-args), where the model's own
+    missing path stays the model's."""
+    lines = [
+        SGLANG_START,
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' "
+        "or 'namespace/repo_name': '/data/tokenizer'. Use `repo_type` argument if needed.",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/data/tokenizer"]
+    assert gate(tmp_path, "sglang", lines, command).kind == "model-load"
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", [*lines], [*command, "--tokenizer-path", "/data/tokenizer"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--tokenizer-path" in verdict.hint
+
+
+def test_an_options_file_that_failed_before_the_failure_it_caused(tmp_path: Path) -> None:
+    """vLLM logs that its --reasoning-parser-plugin file is not there, goes on, and dies
+    of the parser that file would have registered: the file's line is the cause. Without
+    the option, the last failure stays the cause."""
+    lines = [
+        "(APIServer pid=1) ERROR 12-06 18:30:44 [import_utils.py:95] Failed to load module "
+        "'acme' from /p/acme.py.",
+        "(APIServer pid=1) ERROR 12-06 18:30:44 [import_utils.py:95] FileNotFoundError: "
+        "[Errno 2] No such file or directory: '/p/acme.py'",
+        "(APIServer pid=1) INFO 12-06 18:30:44 [model.py:733] Resolved architecture: Llama",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/reasoning/__init__.py", line 9, in get',
+        "    raise KeyError(f\"Reasoning parser '{name}' not found.\")",
+        "KeyError: \"Reasoning parser 'acme' not found. Available parsers: deepseek_r1\"",
+    ]
+    base = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    assert "Reasoning parser" in (gate(tmp_path, "vllm", lines, base).matched_line or "")
+    command = [*base, "--reasoning-parser-plugin", "/p/acme.py", "--reasoning-parser", "acme"]
+    verdict = gate(tmp_path, "vllm", lines, command)
+    assert verdict.kind == "bad-args"
+    assert "No such file or directory: '/p/acme.py'" in (verdict.matched_line or "")
+    assert verdict.hint is not None and "--reasoning-parser-plugin" in verdict.hint

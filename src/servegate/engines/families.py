@@ -657,7 +657,7 @@ _WORDS: tuple[Words, ...] = (
         kind="model-load",
         title="the model's files or configuration could not be loaded",
         pattern=r"should have a .model_type. key|config\.json|tokenizer|safetensors|\.gguf\b"
-        r"|checkpoint|(?:missing|unexpected) keys?|size mismatch|shape mismatch"
+        r"|checkpoint|(?:missing|unexpected) keys?\b|size mismatch|shape mismatch"
         r"|not a valid model|can't load|error loading model|failed to load '"
         r"|failed to load (?:the |all )?models?|model loading|loading the model"
         r"|HFValidationError|repo id must|trust_remote_code"

@@ -45,10 +45,13 @@ from servegate.gate.flags import (
     cpu_asked,
     file_for_folder,
     flag_in_line,
+    folder_missing,
     kept,
+    module_given,
     override_given,
     path_in_line,
     url_host,
+    zero_given,
 )
 from servegate.gate.follow import FileFollower
 from servegate.gate.learned import likely_kind
@@ -481,6 +484,33 @@ class Gate:
         at = next((n for n in range(len(lines) - 1, 0, -1) if lines[n] == line.strip()), None)
         return at is not None and _OPTION_FILE_CALL.search(lines[at - 1]) is not None
 
+    def _option_file_failed(self, kind: str | None, line: str) -> tuple[str, str] | None:
+        """An earlier line of the tail that says a file or folder an option of the
+        command names could not be opened (``FileNotFoundError: ... No such file or
+        directory: '/plugins/acme.py'`` after ``--reasoning-parser-plugin
+        /plugins/acme.py``), and that option, when ``line``, the failure the process
+        died of, quotes no path of its own and its kind keeps no fix of its own: the
+        server logged the file's failure and went on, and died of what the file would
+        have given (``Reasoning parser 'acme' not found``)."""
+        given = self.options.command_options
+        if not given or (kind != "bad-args" and kept(kind, family_of(kind))):
+            return None
+        text = strip_prefix(line)
+        if path_in_line(text, given) is not None:
+            return None
+        lines = [item.strip() for item in self.watcher.tail.last()]
+        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == line.strip()), None)
+        if at is None:
+            return None
+        for earlier in lines[:at]:
+            said = strip_prefix(earlier)
+            if _FILE_FAILED.search(said) is None:
+                continue
+            named = path_in_line(said, given)
+            if named is not None:
+                return earlier, named
+        return None
+
     def _given_port(self) -> int | None:
         """The port the server was told to listen on: the gate's, else its command's."""
         given = self.options.port or self.options.command_port
@@ -688,12 +718,16 @@ class Gate:
         """Whether ``detail``, pydantic's error of one value ("Input should be an object
         [type=dataclass_type, ...]"), stands right under ``line``, the count of errors:
         with no field named between, it is the whole value's, and ``line`` (which names
-        the option) says more; so does ``line`` when it counts several errors. Under a
-        field's name (``kv_role``), the one error, it says what the field must be."""
+        the option) says more; so does ``line`` when it counts several errors, or when
+        the one error is a key the option does not take ("Unexpected keyword argument"
+        under ``level``). Under a field's name (``kv_role``), the one error about a value
+        says what the field must be."""
         if _PYDANTIC_ERROR.search(detail) is None:
             return False
         if _SEVERAL_ERRORS.search(line) is not None:
             return True  # several fields wrong: the count's line, which names the option
+        if _UNKNOWN_KEY.search(detail) is not None:
+            return True  # a key the option does not take: no value to say, the option's line
         lines = [text.strip() for text in self.watcher.tail.last() if text.strip()]
         at = next((n for n in range(len(lines) - 1, 0, -1) if lines[n] == detail), None)
         return at is not None and lines[at - 1] == line.strip()
@@ -1018,7 +1052,14 @@ class Gate:
         if self._verdict is not None:
             return
         if status == Status.CRASH and matched_line:
-            kind, hint = self._flag_kind(kind, hint, matched_line)
+            earlier = self._option_file_failed(kind, matched_line)
+            if earlier is not None:
+                line, named = earlier
+                reason = f"{reason} (first: {strip_prefix(line)[:200]})"
+                kind, matched_line = "bad-args", line
+                hint = f"the file that {named} names could not be read first: check that path"
+            else:
+                kind, hint = self._flag_kind(kind, hint, matched_line)
         if self._children is not None:
             self.essential_pids = tuple(self._children.known)
         now_mono = time.monotonic()
@@ -1075,6 +1116,15 @@ class Gate:
             return kind, hint
         text = strip_prefix(line)
         fix = self.watcher.rules.hints.get("bad-args", KIND_HINTS["bad-args"])
+        if _BARE_ARITHMETIC.search(text):
+            named = zero_given(given, self._code_above(line))
+            if named is not None:
+                # a count of zero fails far from its option, as a bare division or index
+                # (--tp-size 0: no ranks, so no rank's answer; --context-length 0)
+                return "bad-args", (
+                    f"the command sets {named}: give a count of 1 or more (or leave the "
+                    "option out for its default)"
+                )
         if kind == "cuda-error" and cpu_asked(given) and "NVIDIA driver" in line:
             # torch asked for its driver while the command asked for the CPU: an option
             # of it initialises CUDA (a hierarchical cache's pinned memory)
@@ -1117,6 +1167,12 @@ class Gate:
             if named is None:
                 return kind, hint
             return "bad-args", f"the line names {named} of the command: {fix}"
+        named = module_given(text, given)
+        if named is not None:
+            return "bad-args", (
+                f"the command's {named} names a module that is not there: check the "
+                "module path for this engine version"
+            )
         if kind == "install" and _IMPORT_FAILURE.search(text):
             return kind, hint  # a library's import names its own words, not the user's
         named = flag_in_line(text, given)
@@ -1130,6 +1186,11 @@ class Gate:
             return "bad-args", (
                 f"the command's {named} names a file: give the folder that holds it (or the Hub id)"
             )
+        named = folder_missing(text, given)
+        if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
+            return "bad-args", (
+                f"the command's {named} is no folder here (and no Hub id): check the path"
+            )
         named = override_given(given)
         if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
             # a model that fails to load or start with its configuration overridden
@@ -1139,6 +1200,12 @@ class Gate:
                 "check the values it sets against the model's config.json"
             )
         return kind, hint
+
+    def _code_above(self, line: str) -> str:
+        """The few lines the tail holds above ``line``: a traceback's failing code."""
+        lines = [text.strip() for text in self.watcher.tail.last()]
+        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == line.strip()), None)
+        return "" if at is None else "\n".join(lines[max(0, at - 6) : at])
 
     def _says_family(self, text: str, kind: str | None) -> bool:
         """Whether ``text`` names ``kind``'s family itself, by its words or by a fatal
@@ -1162,10 +1229,24 @@ class Gate:
         return self._ready_in_backlog or (self._prober is not None and self._prober.at_once)
 
 
+# an exception that a file or folder could not be opened, with its path
+_FILE_FAILED = re.compile(
+    r"^(?:\w+\.)*(?:FileNotFoundError|PermissionError|IsADirectoryError|NotADirectoryError"
+    r"|OSError): \[Errno \d+\] [^:]+: '"
+)
+# a bare division or index error: what a count of zero fails as, far from its option
+_BARE_ARITHMETIC = re.compile(
+    r"^(?:\w+\.)*(?:ZeroDivisionError|IndexError): (?:(?:integer |float )?(?:division|modulo)"
+    r"(?: or modulo)? by zero|list index out of range|(?:tuple|string) index out of range)\s*$"
+    r"|\bdivision by zero\s*$"
+)
 # argparse's count of pydantic's errors, when there are several
 _SEVERAL_ERRORS = re.compile(r": (?:[2-9]|\d{2,}) validation errors for \w+")
 # pydantic's error of one value, with the type it appends
 _PYDANTIC_ERROR = re.compile(r" \[type=[a-z_]+, input_value=")
+# pydantic's error of a key that the model does not have ("Unexpected keyword argument",
+# "Extra inputs are not permitted"): it says what is not allowed, not what must be
+_UNKNOWN_KEY = re.compile(r"\[type=(?:unexpected_keyword_argument|extra_forbidden),")
 # a FileNotFoundError without the path, and the calls that raise one for an option's file
 _BARE_NOT_FOUND = re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory\s*$")
 _OPTION_FILE_CALL = re.compile(r"\bload_cert_chain\(|\bload_verify_locations\(|\bsock\w*\.bind\(")

@@ -49,11 +49,14 @@ __all__ = [
     "cpu_asked",
     "file_for_folder",
     "flag_in_line",
+    "folder_missing",
     "given_options",
     "kept",
+    "module_given",
     "override_given",
     "path_in_line",
     "url_host",
+    "zero_given",
 ]
 
 # (the option's name without its dashes, as given; its value, "" for a switch)
@@ -357,6 +360,76 @@ def file_for_folder(given: Given) -> str | None:
     folder (``--tokenizer /m/tokenizer.json``), else None."""
     for name, value in given:
         if name in _FOLDER_OPTIONS and _FILE_FOR_FOLDER.fullmatch(value.rstrip("/")):
+            return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def module_given(line: str, given: Given) -> str | None:
+    """The option of ``given`` whose value is a module path (``--worker-cls
+    vllm.worker.cpu_worker.CPUWorker``) that ``line``'s missing module (``No module named
+    'vllm.worker'``) begins, else None: a class moved in another version, or misspelt,
+    is the command's to change, not a package to install. Only a module inside a package
+    (a dotted name: its package imported, the rest of the path did not): a package that
+    is not there at all (``No module named 'acme_gateway'``) is one to install."""
+    missing = _NO_MODULE.search(line)
+    if missing is None or "." not in missing.group(1):
+        return None
+    module = missing.group(1)
+    for name, value in given:
+        if _is_model_option(name):
+            continue  # python's own -m: the engine's module, whose absence is an install's
+        path = value.strip().strip("'\"")
+        if _MODULE_PATH.fullmatch(path) and (path == module or path.startswith(module + ".")):
+            if name.startswith("$"):
+                return f"{name[1:]}={value}"
+            return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+# counts that are 0 (or below) on purpose: no layers on the GPU, a seed, a port the
+# system picks, a quiet log
+_ZERO_ON_PURPOSE = re.compile(
+    r"seed|port|gpu_layers|^ngl$|verbos|^v$|warmup|retries|offload|swap|^cpu_|spec"
+)
+_ZERO = re.compile(r"-?0+(?:\.0+)?|-\d+(?:\.\d+)?")
+
+
+def zero_given(given: Given, near: str = "") -> str | None:
+    """The option of ``given`` set to zero or below (``--tp-size 0``, ``--context-length
+    0``), as written, else None; of several, the one whose name ``near`` (the failing
+    code's lines) spells (``self.decode_log_interval``), else the first. A count of zero
+    fails later as a bare ``ZeroDivisionError`` or ``IndexError``, far from the option."""
+    zeros = [
+        (name, value)
+        for name, value in given
+        if not name.startswith("$")
+        and _ZERO.fullmatch(value.strip())
+        and _ZERO_ON_PURPOSE.search(name) is None
+    ]
+    if not zeros:
+        return None
+    lowered = near.lower()
+    name, value = next(
+        ((n, v) for n, v in zeros if len(n) > 3 and n.split("_")[-1] in lowered and n in lowered),
+        zeros[0],
+    )
+    return f"--{name.replace('_', '-')} {value}"
+
+
+def folder_missing(line: str, given: Given) -> str | None:
+    """The tokenizer's option of ``given`` whose local path ``line`` quotes as no Hub id
+    (``Repo id must be in the form ...: '/data/tokenizer'``: the folder is not there), else
+    None: a tokenizer named apart from the model is the command's setting."""
+    if "Repo id must be" not in line and "Invalid repository ID or local directory" not in line:
+        return None
+    for name, value in given:
+        path = value.strip().strip("'\"").rstrip("/")
+        local = path.startswith(("/", "./", "../", "~"))
+        if name in _FOLDER_OPTIONS and local and (f"'{path}'" in line or f"'{path}/'" in line):
             return f"--{name.replace('_', '-')} {value}"
     return None
 

@@ -27,6 +27,7 @@ __all__ = [
     "check_log_path",
     "model_from_command",
     "port_from_command",
+    "port_out_of_range",
 ]
 
 JSON_TAIL_LINES = 300
@@ -42,22 +43,39 @@ def port_from_command(command: Sequence[str]) -> int | None:
     mapping or llama.cpp's prompt; and the same inside ``sh -c "..."``.
     """
     args = list(command)
+    found: int | None = None
+    for value in _port_values(args):
+        if value.isdigit() and 0 < int(value) < 65536:
+            found = int(value)
+    return found
+
+
+def port_out_of_range(command: Sequence[str]) -> str | None:
+    """The value of a ``--port`` of ``command`` that is a number above 65535
+    (``--port 70000``), else None: no server can listen there (llama-server takes it
+    modulo 65536 and says it listens on 70000), so no gate can probe it."""
+    for value in _port_values(list(command)):
+        if value.isdigit() and int(value) > 65535:
+            return value
+    return None
+
+
+def _port_values(args: list[str]) -> list[str]:
+    """The values given to the port's flag in ``args`` (see ``port_from_command``)."""
     if len(args) >= 3 and os.path.basename(args[0]) in _SHELLS and args[1] == "-c":
         try:
             args = shlex.split(args[2])
         except ValueError:  # unbalanced quotes: the shell will say so
-            return None
+            return []
     short = any(os.path.basename(arg) == "text-generation-launcher" for arg in args)
-    found: int | None = None
+    values = []
     for index, arg in enumerate(args):
-        value: str | None = None
         if arg == "--port" or (short and arg == "-p"):
-            value = args[index + 1] if index + 1 < len(args) else None
+            if index + 1 < len(args):
+                values.append(args[index + 1])
         elif arg.startswith("--port="):
-            value = arg.split("=", 1)[1]
-        if value is not None and value.isdigit() and 0 < int(value) < 65536:
-            found = int(value)
-    return found
+            values.append(arg.split("=", 1)[1])
+    return values
 
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh"})

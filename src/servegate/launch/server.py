@@ -26,7 +26,7 @@ from typing import IO, TypedDict, Unpack
 import psutil
 
 from servegate.errors import PortInUseError, ServegateError, UsageError
-from servegate.gate.options import GateOptions, Resolved, check_log_path
+from servegate.gate.options import GateOptions, Resolved, check_log_path, port_out_of_range
 from servegate.gate.verdict import Status, Verdict, iso, raise_for_verdict
 from servegate.launch import state
 from servegate.launch.events import (
@@ -189,6 +189,11 @@ def _check_command(command: Sequence[str], env: Mapping[str, str], cwd: str | No
     for key in env:
         if not key or "=" in key:
             raise UsageError(f"invalid --env name {key!r}: use --env NAME=VALUE.")
+    port = port_out_of_range(command)
+    if port is not None:
+        raise UsageError(
+            f"the command's --port {port} is above 65535: give the server a port from 1 to 65535."
+        )
 
 
 def _read(stream: IO[bytes]) -> Message | None:
