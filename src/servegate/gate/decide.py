@@ -503,6 +503,8 @@ class Gate:
         if at is None:
             return None
         for earlier in lines[:at]:
+            if "[Errno " not in earlier:
+                continue  # most lines: no exception with an errno
             said = strip_prefix(earlier)
             if _FILE_FAILED.search(said) is None:
                 continue
