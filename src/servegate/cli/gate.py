@@ -106,8 +106,10 @@ def _gate_options(func: F) -> F:
     return func
 
 
-def _remote(host: str, command: str, **kwargs: Any) -> None:
+def _remote(host: str | None, command: str, **kwargs: Any) -> None:
     """Run this command on ``host`` instead (never returns), unless it is this machine."""
+    if host is None:
+        return  # no --host: the remote package is not even loaded (its import costs)
     from servegate.remote.hosts import is_local
 
     if not is_local(host):
