@@ -42,6 +42,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'servegate.remote' has no attribute {name!r}")
     return getattr(importlib.import_module(f"servegate.remote.{module}"), name)
 
+
 __all__ = [
     "ConnectError",
     "Host",
