@@ -2187,8 +2187,40 @@ def test_a_bare_file_not_found_where_tls_files_load_is_the_options(tmp_path: Pat
     ]
     verdict = gate(tmp_path, "vllm", lines)
     assert (verdict.kind, verdict.matched_line) == ("bad-args", cause)
+    # a folder given for the key or the certificate: the same call, without the path
+    folder = "IsADirectoryError: [Errno 21] Is a directory"
+    verdict = gate(tmp_path, "llamacpp", [*lines[:3], folder])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", folder)
     lines[2] = "    weights = safe_open(path)"
     assert gate(tmp_path, "vllm", lines).kind != "bad-args"
+    assert gate(tmp_path, "llamacpp", [*lines[:3], folder]).kind != "bad-args"
+
+
+def test_a_message_the_program_answers_with_its_usage(tmp_path: Path) -> None:
+    """llama-cpp-python's server on a config file it refuses prints the message (no
+    traceback, no level) and then its usage: the message's first line is the cause, the
+    command's settings (bad-args). Without the usage after it, the line says nothing."""
+    usage = [
+        "usage: __main__.py [-h] [--model MODEL] [--model_alias MODEL_ALIAS]",
+        "                   [--n_gpu_layers N_GPU_LAYERS] [--split_mode SPLIT_MODE]",
+        "",
+        "options:",
+        "  -h, --help            show this help message and exit",
+        "  --config_file CONFIG_FILE",
+        "                        Path to a config file to load.",
+    ]
+    message = [
+        "expected a single document in the stream",
+        '  in "/srv/server.yaml", line 2, column 1',
+        "but found another document",
+        '  in "/srv/server.yaml", line 9, column 1',
+    ]
+    verdict = gate(tmp_path, "llamacpp", [*message, *usage])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", message[0])
+    assert gate(tmp_path, "llamacpp", message).kind != "bad-args"
+    bare = "'str' object has no attribute 'get'"
+    verdict = gate(tmp_path, "llamacpp", ["", bare, *usage])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", bare)
 
 
 def test_an_engine_re_raise_that_says_how_to_install_is_quoted(tmp_path: Path) -> None:

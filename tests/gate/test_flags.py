@@ -352,6 +352,13 @@ def test_a_tokenizer_file_for_its_folder_and_a_cuda_driver_under_device_cpu(
     assert alone.kind != "bad-args"
     assert verdict.kind == "bad-args"
     assert verdict.hint is not None and "--tokenizer-path /m/tokenizer.json" in verdict.hint
+    # vLLM's --hf-config-path and --generation-config take a folder too
+    hub = "ValueError: Invalid repository ID or local directory specified: '/m/config.json'."
+    base = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    assert gate(tmp_path, "vllm", [hub], base).kind != "bad-args"
+    verdict = gate(tmp_path, "vllm", [hub], [*base, "--hf-config-path", "/m/config.json"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--hf-config-path" in verdict.hint
     driver = traceback("RuntimeError: Found no NVIDIA driver on your system. Please check")
     assert gate(tmp_path, "sglang", driver, ["python", "--device", "cuda"]).kind == "cuda-error"
     assert gate(tmp_path, "sglang", driver, ["python", "--device", "cpu"]).kind == "bad-args"

@@ -891,7 +891,7 @@ def select_cause(
     if not found:
         if raised is not None:
             return _from_raise(raised, rules, hints or {})
-        return _last_failure(entries, hints or {})
+        return _before_usage(entries, hints or {}) or _last_failure(entries, hints or {})
     last = found[-1].position
     # a sign of moving on after a process of the engine died (SGLang's HTTP server that
     # starts after its schedulers "terminated with 255") is no recovery: the failure
@@ -1398,6 +1398,41 @@ def _first_report(entries: Sequence[Logical], at: int) -> Logical:
         if text.endswith(message) and text != message and _reads_as_failure(entry.normal):
             return entry
     return first
+
+
+# the first line of a command-line program's usage text ("usage: __main__.py [-h] ...")
+_USAGE = re.compile(r"^usage: \S+")
+
+
+def _before_usage(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause | None:
+    """The message a program printed right before its usage text, when no line ranked
+    (llama-cpp-python's server on a config file it refuses: ``'str' object has no
+    attribute 'get'``, or YAML's ``expected a single document in the stream`` and its
+    lines, then ``usage: __main__.py [-h] ...``): a program that answers with its usage
+    says its settings were refused, whatever the message's words; the first line of the
+    message's paragraph is quoted. argparse's own error comes after the usage, and a
+    signature of its own reads it."""
+    at = next((n for n, entry in enumerate(entries) if _USAGE.match(entry.normal.text)), None)
+    if at is None or at == 0:
+        return None
+    start = at
+    while start > 0 and entries[start - 1].normal.text.strip() and at - start < 8:
+        start -= 1
+    if start == at:
+        return None
+    entry = entries[start]
+    words = words_kind(entry.normal.text)
+    kind = "bad-args" if words is None or family_of(words.kind) == "arguments" else words.kind
+    hint = hints.get(kind, KIND_HINTS.get(kind))
+    if words is not None and words.kind == kind:
+        hint = words_hint(words, hints) or hint
+    return Cause(
+        line=entry.line.strip(),
+        text=entry.normal.text,
+        kind=kind,
+        title="the program printed its usage after this message: its settings were refused",
+        hint=hint,
+    )
 
 
 def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause | None:

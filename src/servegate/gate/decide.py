@@ -475,9 +475,9 @@ class Gate:
         )
 
     def _option_file_missing(self, line: str) -> bool:
-        """Whether ``line`` is a bare ``FileNotFoundError`` (no path: the C call does not
-        say which) raised where the server loads its TLS files or binds its unix socket,
-        by the traceback's source line right above it."""
+        """Whether ``line`` is a bare ``FileNotFoundError`` or ``IsADirectoryError`` (no
+        path: the C call does not say which) raised where the server loads its TLS files
+        or binds its unix socket, by the traceback's source line right above it."""
         if not _BARE_NOT_FOUND.search(line):
             return False
         lines = [text.strip() for text in self.watcher.tail.last()]
@@ -1109,9 +1109,9 @@ class Gate:
         ``(kind, hint)`` unchanged otherwise."""
         if kind in (None, "exit", "model-load") and self._option_file_missing(line):
             return "bad-args", (
-                "a file or folder an option names is not there (the TLS certificate or "
-                "key, the unix socket's folder): check the paths of --ssl-certfile, "
-                "--ssl-keyfile and --uds"
+                "a file or folder an option names is not there, or is a folder where a "
+                "file is wanted (the TLS certificate or key, the unix socket's folder): "
+                "check the paths of --ssl-certfile, --ssl-keyfile and --uds"
             )
         given = self.options.command_options
         if not given:
@@ -1249,8 +1249,12 @@ _PYDANTIC_ERROR = re.compile(r" \[type=[a-z_]+, input_value=")
 # pydantic's error of a key that the model does not have ("Unexpected keyword argument",
 # "Extra inputs are not permitted"): it says what is not allowed, not what must be
 _UNKNOWN_KEY = re.compile(r"\[type=(?:unexpected_keyword_argument|extra_forbidden),")
-# a FileNotFoundError without the path, and the calls that raise one for an option's file
-_BARE_NOT_FOUND = re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory\s*$")
+# a FileNotFoundError (or a folder's IsADirectoryError) without the path, and the calls
+# that raise one for an option's file
+_BARE_NOT_FOUND = re.compile(
+    r"(?:FileNotFoundError: \[Errno 2\] No such file or directory"
+    r"|IsADirectoryError: \[Errno 21\] Is a directory)\s*$"
+)
 _OPTION_FILE_CALL = re.compile(r"\bload_cert_chain\(|\bload_verify_locations\(|\bsock\w*\.bind\(")
 # a server's line that it listens on an address, with its port
 _LISTENING = re.compile(

@@ -139,7 +139,8 @@ _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\.([A-Za-z_]\w{5,})")
 # a SentencePiece model, a vocabulary (a model's path given as its weights file is read
 # as the model's files: the model must change as often as the option)
 _FILE_FOR_FOLDER = re.compile(r".+\.(?:json|model|txt)")
-_FOLDER_OPTIONS = frozenset({"tokenizer", "tokenizer_path"})
+_TOKENIZER_OPTIONS = frozenset({"tokenizer", "tokenizer_path"})
+_FOLDER_OPTIONS = _TOKENIZER_OPTIONS | {"hf_config_path", "generation_config"}
 
 
 def _name(flag: str) -> str:
@@ -356,8 +357,9 @@ def url_host(given: Given) -> str | None:
 
 
 def file_for_folder(given: Given) -> str | None:
-    """The tokenizer's option of ``given`` that names a file where the engine reads a
-    folder (``--tokenizer /m/tokenizer.json``), else None."""
+    """The option of ``given`` that names a file where the engine reads a folder (the
+    tokenizer's, ``--tokenizer /m/tokenizer.json``; vLLM's ``--hf-config-path`` and
+    ``--generation-config``, ``/m/config.json``), else None."""
     for name, value in given:
         if name in _FOLDER_OPTIONS and _FILE_FOR_FOLDER.fullmatch(value.rstrip("/")):
             return f"--{name.replace('_', '-')} {value}"
@@ -429,7 +431,7 @@ def folder_missing(line: str, given: Given) -> str | None:
     for name, value in given:
         path = value.strip().strip("'\"").rstrip("/")
         local = path.startswith(("/", "./", "../", "~"))
-        if name in _FOLDER_OPTIONS and local and (f"'{path}'" in line or f"'{path}/'" in line):
+        if name in _TOKENIZER_OPTIONS and local and (f"'{path}'" in line or f"'{path}/'" in line):
             return f"--{name.replace('_', '-')} {value}"
     return None
 
