@@ -324,3 +324,39 @@ def test_campaign_classify_skips_a_withdrawn_oom(
     assert (cause.kind if cause is not None else None) == kind
     if cause is not None:
         assert cause.matched_line == _OOM.splitlines()[0]
+
+
+# llama-server's estimate of memory (-fit) loads the model's metadata once before the
+# load itself; when it fails, the server says so and loads for real
+_FIT = (
+    "0.00.305.405 E llama_model_load: error loading model: error loading model "
+    "hyperparameters: invalid n_rot: 128, expected 64\n"
+    "0.00.305.410 E llama_model_load_from_file_impl: failed to load model\n"
+    "0.00.305.431 E common_fit_params: encountered an error while trying to fit params to "
+    "free device memory: failed to load model\n"
+)
+_LOAD = (
+    "0.00.321.573 E llama_model_load: error loading model: error loading model "
+    "hyperparameters: invalid n_rot: 128, expected 64\n"
+    "0.00.321.581 E llama_model_load_from_file_impl: failed to load model\n"
+    "0.00.321.586 E srv    load_model: failed to load model, '/m/m.gguf'\n"
+)
+
+
+def test_a_failed_estimate_then_a_working_load_is_ready(port: int) -> None:
+    """The estimate's failure, then a load that works: READY, not CRASH."""
+    text = _FIT + "0.00.321.600 I srv    load_model: initializing, n_slots = 1\n"
+    with launch(
+        llama_server(text, "serve", port), engine="llamacpp", port=port, timeout_s=60
+    ) as server:
+        assert server.verdict.status == "ready"
+
+
+def test_a_failed_estimate_then_a_failed_load_quotes_the_load(port: int) -> None:
+    """The estimate fails, then the load fails the same way and the server exits: the
+    load's line, the one that ended the start, is quoted."""
+    with pytest.raises(ServerCrashed) as info:
+        launch(llama_server(_FIT + _LOAD, "exit", port), engine="llamacpp", port=port)
+    verdict = info.value.verdict
+    assert (verdict.kind, verdict.detected_by) == ("model-load", "signature")
+    assert verdict.matched_line == _LOAD.splitlines()[0]

@@ -78,6 +78,10 @@ _ABORT_HINT = (
 # parallelism failed (the allocator has already logged its out-of-memory lines): it
 # retries with one copy of the graph and usually goes on loading
 _RETRY_WITHOUT_PP = r"compute buffer allocation failed, retrying without pipeline parallelism"
+# the estimate of memory before the load (-fit, on by default) loads the model's
+# metadata once; when that fails, llama-server says so and loads for real, which fails
+# again in the same words if the model is at fault, and may succeed if the estimate was
+_FIT_FAILED = r"common_fit_params: encountered an error while trying to fit params"
 
 _CUDA_ERROR = Signature(
     pattern=r"CUDA error: ",
@@ -222,6 +226,7 @@ _FATAL: tuple[Signature, ...] = (
         rooted=True,
         title="the model failed to load",
         hint=_MODEL_HINT,
+        withdrawn_by=_FIT_FAILED,
         explained_by=r"^ggml_\w*buffer\w*: (?:error: )?failed to allocate buffer",
     ),
     # -hf downloads (common/arg.cpp)
@@ -315,6 +320,7 @@ _FATAL: tuple[Signature, ...] = (
         rooted=True,
         title="the model failed to load",
         hint=_MODEL_HINT,
+        withdrawn_by=_FIT_FAILED,
         # the loader's own reason above it where it did not decide by itself (a wrapper
         # relays llama-server's stderr inside its HTTP answer: "status=500 body=...
         # error loading model: illegal split file idx: 3 ..."): the specific line

@@ -859,6 +859,11 @@ def select_cause(
         if framed and not (_EXCEPTION.match(text) or _WHAT.match(text)):
             continue  # a source line a paste or a logger took the indentation from
         frames, functions = functions, []  # a traceback ends at its first other line
+        if _SURVIVED.search(text):
+            # llama-server's estimate of memory failed, and it goes on to load for real:
+            # what failed in the estimate fails again, in the load that ends the start
+            moved_on.append(position)
+            continue
         if _any(moves, text) and _first_rule(rules, text, text) is None:
             # a phase's opening, unless a fatal rule names the line ("error loading
             # model: ..." holds the opening's "loading model")
@@ -1400,6 +1405,13 @@ def _first_report(entries: Sequence[Logical], at: int) -> Logical:
     return first
 
 
+# a step that only estimates, whose failure the engine survives: it loads for real next
+_SURVIVED = re.compile(
+    r"\bencountered an error while trying to fit params\b"
+    r"|\[mtmd\] failed to get memory usage of mmproj"
+)
+# the lines of a YAML error that say where, not what
+_YAML_WHERE = re.compile(r"^(?:while \w+ing\b|in \"[^\"]*\", line \d+, column \d+)")
 # the first line of a command-line program's usage text ("usage: __main__.py [-h] ...")
 _USAGE = re.compile(r"^usage: \S+")
 
@@ -1410,7 +1422,8 @@ def _before_usage(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
     attribute 'get'``, or YAML's ``expected a single document in the stream`` and its
     lines, then ``usage: __main__.py [-h] ...``): a program that answers with its usage
     says its settings were refused, whatever the message's words; the first line of the
-    message's paragraph is quoted. argparse's own error comes after the usage, and a
+    message's paragraph is quoted (of a YAML error, its problem, not the context that
+    only says where). argparse's own error comes after the usage, and a
     signature of its own reads it."""
     at = next((n for n, entry in enumerate(entries) if _USAGE.match(entry.normal.text)), None)
     if at is None or at == 0:
@@ -1420,7 +1433,12 @@ def _before_usage(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
         start -= 1
     if start == at:
         return None
-    entry = entries[start]
+    # a YAML error's context ("while scanning a double-quoted scalar") and its marks
+    # ('  in "/srv/server.yaml", line 5, column 12') say where; its problem ("found
+    # unknown escape character 'm'"), what
+    entry = next(
+        (e for e in entries[start:at] if not _YAML_WHERE.match(e.normal.text)), entries[start]
+    )
     words = words_kind(entry.normal.text)
     kind = "bad-args" if words is None or family_of(words.kind) == "arguments" else words.kind
     hint = hints.get(kind, KIND_HINTS.get(kind))

@@ -433,11 +433,12 @@ class Gate:
                 if goes_on(hit.line, hit.signature):
                     continue  # the line says the engine proceeds without it
                 self._ready_hold = None  # a failure after a ready line of a port not bound
-                if hit.signature.withdrawn_by is not None:
+                relays = relays_answer(hit.line, hit.signature)
+                if hit.signature.withdrawn_by is not None and not relays:
                     if not self._held:
                         self._held_until = time.monotonic() + _WITHDRAW_WAIT_S
                     self._held.append((hit.signature, hit.line))
-                elif not hit.signature.wrapper and not relays_answer(hit.line, hit.signature):
+                elif not hit.signature.wrapper and not relays:
                     # a held hit came first: it is the more specific line (llama.cpp's
                     # generic "failed to load model" cascade follows its cause)
                     self._crash_signature(
