@@ -518,3 +518,42 @@ def test_an_options_file_that_failed_before_the_failure_it_caused(tmp_path: Path
     assert verdict.kind == "bad-args"
     assert "No such file or directory: '/p/acme.py'" in (verdict.matched_line or "")
     assert verdict.hint is not None and "--reasoning-parser-plugin" in verdict.hint
+
+
+def test_a_bare_assertion_on_the_options_the_command_set(tmp_path: Path) -> None:
+    """SGLang's "assert cfg.tp_size % cfg.attn_dp_size == 0", then a bare AssertionError,
+    after --attn-dp-size 2: the check reads the option (bad-args, named); without it, or
+    under an assertion that says its own words, nothing is named."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/arg_groups/parallel_hook.py", line 326, in handle_dp',
+        "    assert cfg.tp_size % cfg.attn_dp_size == 0",
+        "AssertionError",
+    ]
+    lines[2] = '  File "/venv/sglang/srt/managers/scheduler.py", line 326, in init'
+    base = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    assert "--attn-dp-size" not in (gate(tmp_path, "sglang", lines, base).hint or "")
+    verdict = gate(tmp_path, "sglang", lines, [*base, "--attn-dp-size", "2"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--attn-dp-size 2" in verdict.hint
+    lines[-2] = "    assert weights.shape == expected"
+    verdict = gate(tmp_path, "sglang", lines, [*base, "--attn-dp-size", "2"])
+    assert "--attn-dp-size" not in (verdict.hint or "")
+
+
+def test_a_port_no_socket_can_have_is_the_options(tmp_path: Path) -> None:
+    """--nccl-port 295000: urllib's "Port out of range 0-65535" while the group forms is
+    the option's value (bad-args), not the distributed group's."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/distributed/parallel_state.py", line 2517, in '
+        "init_distributed_environment",
+        "    torch.distributed.init_process_group(",
+        '  File "/usr/lib/python3.11/urllib/parse.py", line 184, in port',
+        '    raise ValueError("Port out of range 0-65535")',
+        "ValueError: Port out of range 0-65535",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--nccl-port", "295000"]
+    assert gate(tmp_path, "sglang", lines, command).kind == "bad-args"

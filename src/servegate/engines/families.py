@@ -171,6 +171,13 @@ _WORDS: tuple[Words, ...] = (
         # allocation is less than requested memory for kv (64.0 GiB)"
         r"|\b(?:available|free) memory\b.{0,80}?\bis less than\b",
     ),
+    # a port number no socket can have (urllib's "Port out of range 0-65535", the socket
+    # module's "bind(): port must be 0-65535"): the option that gave it, not the network
+    Words(
+        kind="bad-args",
+        title="a port number outside 0-65535",
+        pattern=r"\bport (?:number )?(?:is )?out of range\b|\bport must be 0-65535\b",
+    ),
     Words(
         kind="disk",
         title="no space left on a disk, or a read-only one",

@@ -48,6 +48,7 @@ from servegate.gate.flags import (
     folder_missing,
     kept,
     module_given,
+    option_in_code,
     override_given,
     path_in_line,
     url_host,
@@ -1128,6 +1129,12 @@ class Gate:
                     f"the command sets {named}: give a count of 1 or more (or leave the "
                     "option out for its default)"
                 )
+        if _BARE_ASSERTION.search(text) and (kind == "bad-args" or not kept(kind, family_of(kind))):
+            named = option_in_code(self._code_above(line), given)
+            if named is not None:
+                # a bare assertion on the options the command set ("assert cfg.tp_size %
+                # cfg.attn_dp_size == 0"): its code names them
+                return "bad-args", f"the failing check reads {named} of the command: {fix}"
         if kind == "cuda-error" and cpu_asked(given) and "NVIDIA driver" in line:
             # torch asked for its driver while the command asked for the CPU: an option
             # of it initialises CUDA (a hierarchical cache's pinned memory)
@@ -1237,6 +1244,8 @@ _FILE_FAILED = re.compile(
     r"^(?:\w+\.)*(?:FileNotFoundError|PermissionError|IsADirectoryError|NotADirectoryError"
     r"|OSError): \[Errno \d+\] [^:]+: '"
 )
+# an assertion with no message: only its code says what was checked
+_BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
 # a bare division or index error: what a count of zero fails as, far from its option
 _BARE_ARITHMETIC = re.compile(
     r"^(?:\w+\.)*(?:ZeroDivisionError|IndexError): (?:(?:integer |float )?(?:division|modulo)"

@@ -53,6 +53,7 @@ __all__ = [
     "given_options",
     "kept",
     "module_given",
+    "option_in_code",
     "override_given",
     "path_in_line",
     "url_host",
@@ -389,6 +390,18 @@ def module_given(line: str, given: Given) -> str | None:
             if name.startswith("$"):
                 return f"{name[1:]}={value}"
             return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+def option_in_code(code: str, given: Given) -> str | None:
+    """The option of ``given`` whose name (two words or more) the failing code spells,
+    as an attribute or a variable (``assert cfg.tp_size % cfg.attn_dp_size == 0`` after
+    ``--attn-dp-size 2``), else None: a bare assertion says no more than its code."""
+    for name, value in given:
+        if name.startswith("$") or "_" not in name or _option_name(name) in _MODEL_OPTIONS:
+            continue
+        if re.search(rf"(?<![\w]){re.escape(name)}(?!\w)", code):
+            return f"--{name.replace('_', '-')} {value}".rstrip()
     return None
 
 
