@@ -7,10 +7,18 @@ attempt and the campaign interrupted and prints the results so far. A second sig
 exits at once: the launch layer's keeper kills the server when this process dies, and
 SQLite's journal keeps every committed result. What it says about the stop goes to
 ``notify`` (the command line's progress writes it on stderr); without one, nothing.
+
+While an event loop runs (a load point's requests), the first signal is not raised
+where it lands: asyncio's own callbacks are not safe against an exception raised in
+their middle. One landing in ``asyncio.gather``'s callback, between its last child's end
+and the wakeup of whoever waits on it, left a task that cancelling cannot wake, and
+``asyncio.run``'s cleanup waited for it forever. The loop raises it instead, between
+two callbacks, from where every task can be cancelled.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -88,7 +96,19 @@ class Interrupts:
         if self._shield:
             self._pending = True
             return
-        raise Interrupted(signum)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise Interrupted(signum) from None
+        self._pending = True
+        loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        """Raise the stop that a signal left pending while an event loop ran (called by
+        that loop between two callbacks); nothing if it was raised or answered already."""
+        if self._pending and not self._shield and not self._acknowledged:
+            self._pending = False
+            raise Interrupted(self.signum or signal.SIGINT)
 
     def _say(self, text: str) -> None:
         if self._notify is not None:
