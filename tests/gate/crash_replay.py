@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -214,18 +215,29 @@ def run_log(
     timeout_s: float = CRASH_TIMEOUT_S,
     ready: Sequence[str] = (),
     command: Sequence[str] = (),
+    answers: bool = False,
 ) -> Verdict:
     """Gate a live process that prints ``log`` and then ends as ``exit`` says; the
-    options of ``command`` are those its gate knows (what the engine was started with)."""
+    options of ``command`` are those its gate knows (what the engine was started with).
+    ``answers``: the run answered its health probe when its log was cut (it came up), so
+    once the log is written the process answers the gate's probe on a port of its own
+    (a server whose log has no ready line: ``--log-level WARNING``)."""
     end = (
         "hold" if exit is None else (f"signal:{-exit}" if exit < 0 else f"exit:{posix_code(exit)}")
     )
+    listener = None
+    if answers:
+        # bound here, listening only once the log is written: refused until then
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        end = f"serve:{listener.fileno()}"
     options = GateOptions(
         engine=engine,
         ready=tuple(ready),
         timeout_s=timeout_s,
         stall_s=None,
         command_options=given_options(command),
+        port=None if listener is None else listener.getsockname()[1],
     )
     resolved = options.resolve()
     out_r, out_w = os.pipe()
@@ -237,9 +249,12 @@ def run_log(
             stdout=out_w,
             stderr=out_w,
             start_new_session=True,
+            pass_fds=() if listener is None else (listener.fileno(),),
         )
     finally:
         os.close(out_w)
+        if listener is not None:
+            listener.close()
     os.set_blocking(out_r, False)
     try:
         gate = Gate(resolved, GateSources(pid=child.pid, is_parent=True, pipe_fd=out_r))
@@ -261,6 +276,7 @@ def replay(fixture: Fixture) -> Outcome:
         timeout_s=TIMEOUT_S if fixture.status == "timeout" else CRASH_TIMEOUT_S,
         ready=fixture.ready,
         command=fixture.command,
+        answers=fixture.status == "ready",
     )
     return score(fixture, verdict)
 

@@ -2554,3 +2554,94 @@ def test_a_feature_of_another_platform_asked_of_this_one_is_bad_args(tmp_path: P
             message,
         ]
         assert gate(tmp_path, "sglang", lines).kind == "bad-args", message
+
+
+def test_options_that_do_not_fit_the_checkpoint_or_each_other(tmp_path: Path) -> None:
+    """--load-format sharded_state on a plain folder ("only pre-sharded checkpoints are
+    currently supported!") is the option's (bad-args), not the checkpoint's; SGLang's
+    "parallel topology is inconsistent (...):", whose message goes on below it, ends the
+    scheduler's traceback and is the cause (bad-args), not the EOFError of the pipe the
+    parent read from the dead scheduler."""
+    sharded = (
+        "ValueError: Could not find checkpoint files '/m/model-rank-0-part-*.safetensors', "
+        "only pre-sharded checkpoints are currently supported!"
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/model_loader/loader.py", line 9, in load_model',
+        "    raise ValueError(",
+        sharded,
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", sharded)
+    topology = "ValueError: parallel topology is inconsistent (set by override_permanently):"
+    lines = [
+        "Process Process-1:",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/runtime_context.py", line 347, in _validate_parallel',
+        "    raise ValueError(",
+        topology,
+        "0 <= pp_rank < pp_size",
+        "  1 is not a rank of 1",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/multiprocessing/connection.py", line 399, in _recv',
+        "    raise EOFError",
+        "EOFError",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/entrypoints/engine.py", line 2029, in _wait_for_ready',
+        "    raise _scheduler_died_error(i, scheduler_procs[i])",
+        "RuntimeError: Rank 0 scheduler died during initialization (exit code: 1). If exit "
+        "code is -9 (SIGKILL), a common cause is the OS OOM killer.",
+    ]
+    case = tmp_path / "topology"
+    case.mkdir()
+    verdict = gate(case, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", topology)
+
+
+def test_llama_cpp_names_which_extra_file_it_could_not_read(tmp_path: Path) -> None:
+    """A zero-byte LoRA adapter: the reader's "failed to read magic" names no file; the
+    line below that names the adapter is quoted. A reader that says what it read
+    ("invalid magic characters") stays the cause."""
+    lora = "0.03.688.536 E cmn  common_init_: failed to load lora adapter '/l/sql-lora-f16.gguf'"
+    lines = [
+        "0.03.324.510 I load_tensors: loading model tensors, this can take a while...",
+        "0.03.688.377 E gguf_init_from_reader: failed to read magic",
+        "0.03.688.517 E llama_adapter_lora_init_from_file_ptr: failed to apply lora adapter: "
+        "failed to load lora adapter from file",
+        lora,
+        "0.03.688.543 E cmn  common_init_: failed to create context with model '/m.gguf'",
+        "0.03.688.550 E srv    load_model: failed to create_context with model '/m.gguf'",
+        "0.04.532.250 E srv  llama_server: exiting due to model loading error",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", lora)
+    magic = (
+        "0.03.688.377 E gguf_init_from_reader: invalid magic characters: '`???', expected 'GGUF'"
+    )
+    lines[1] = magic
+    case = tmp_path / "magic"
+    case.mkdir()
+    verdict = gate(case, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", magic)
+
+
+def test_a_scheduler_that_a_sigterm_ended_is_no_crash(tmp_path: Path) -> None:
+    """SGLang's "Subprocess scheduler_0 crashed with exit code -15" is what a SIGTERM to
+    the group prints (someone stopped the server): no crash of its own, the gate waits
+    (TIMEOUT for a server that hangs on); exit code 1 is a crash."""
+    lines = [
+        "[2026-12-06 22:23:51] INFO:     Uvicorn running on http://127.0.0.1:40995",
+        "[2026-12-06 22:26:51] Subprocess scheduler_0 (pid=4865) crashed with exit code -15. "
+        "Triggering SIGQUIT for cleanup...",
+        "[2026-12-06 22:26:51] SIGQUIT received. signum=None, frame=None. It usually means one "
+        "child failed.",
+    ]
+    assert gate(tmp_path, "sglang", lines, exit=None).status == "timeout"
+    lines[1] = lines[1].replace("-15", "1")
+    case = tmp_path / "one"
+    case.mkdir()
+    assert gate(case, "sglang", lines, exit=None).status == "crash"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tests.gate.crash_replay import (
     SOURCES,
+    TIMEOUT_S,
     Fixture,
     Outcome,
     load_fixtures,
@@ -162,3 +163,21 @@ def test_every_signature_keeps_the_fast_anchor(engine: str) -> None:
     for signature in get_profile(engine).fatal:
         literal = required_literal(signature.pattern)
         assert literal is not None and len(literal.encode()) >= 10, signature.pattern
+
+
+def test_a_replayed_run_that_came_up_answers_the_probe_once_its_log_is_written(
+    tmp_path: Path,
+) -> None:
+    """A server started with a quiet log level prints no ready line: the replay of a run
+    that came up answers the gate's probe (READY by the probe), and only once the whole
+    log is written; a replay of a run that did not is not answered (TIMEOUT)."""
+    log = tmp_path / "server.log"
+    log.write_text(
+        "(APIServer pid=1) WARNING 12-06 21:40:02 [system_utils.py:255] Found ulimit of "
+        "20000 and failed to automatically increase with error current limit exceeds "
+        "maximum limit.\n"
+    )
+    verdict = run_log(log, engine="vllm", exit=None, timeout_s=TIMEOUT_S, answers=True)
+    assert (verdict.status, verdict.detected_by) == ("ready", "probe")
+    verdict = run_log(log, engine="vllm", exit=None, timeout_s=TIMEOUT_S)
+    assert verdict.status == "timeout"

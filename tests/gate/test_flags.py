@@ -16,7 +16,13 @@ from tests.gate.helpers import PY, alive
 from tests.launch.helpers import free_port
 
 from servegate.errors import ServerCrashed
-from servegate.gate.flags import flag_in_line, given_options, override_given, path_in_line
+from servegate.gate.flags import (
+    flag_in_line,
+    given_options,
+    host_unresolvable,
+    override_given,
+    path_in_line,
+)
 from servegate.gate.options import GateOptions
 from servegate.gate.verdict import Verdict
 from servegate.launch import launch
@@ -557,3 +563,95 @@ def test_a_port_no_socket_can_have_is_the_options(tmp_path: Path) -> None:
     ]
     command = ["python", "-m", "sglang.launch_server", "--nccl-port", "295000"]
     assert gate(tmp_path, "sglang", lines, command).kind == "bad-args"
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("'[::1]'", "--host '[::1]'"),
+        ("localhost:8000", "--host localhost:8000"),
+        ("::1", None),
+        ("0.0.0.0", None),
+        ("llama-0.llama.svc.cluster.local", None),
+        ("localhost", None),
+    ],
+)
+def test_a_host_that_is_no_address_nor_name(value: str, named: str | None) -> None:
+    """URL brackets around an address, or a port after a name, make a host no lookup
+    resolves; an address or a plain name is one."""
+    assert host_unresolvable(given_options(["serve", "--host", value])) == named
+
+
+def test_the_name_lookup_of_the_servers_own_host_is_bad_args(tmp_path: Path) -> None:
+    """vLLM's listening socket under --host '[::1]': "socket.gaierror: [Errno -2] Name or
+    service not known" is the host option's (bad-args), in a download's words; with a
+    plain address it stays the download's."""
+    lines = [
+        "(APIServer pid=1) INFO 12-06 22:10:01 [utils.py:253] non-default args: {'host': '[::1]'}",
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/entrypoints/launchers/launcher.py", line 348, in create_server_socket',
+        "    sock.bind(addr)",
+        "socket.gaierror: [Errno -2] Name or service not known",
+    ]
+    base = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    assert gate(tmp_path, "vllm", lines, [*base, "--host", "0.0.0.0"]).kind == "download"
+    verdict = gate(tmp_path, "vllm", lines, [*base, "--host", "'[::1]'"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--host '[::1]'" in verdict.hint
+
+
+def test_a_template_that_is_not_utf8_is_its_options(tmp_path: Path) -> None:
+    """A chat template saved as UTF-16: the bare UnicodeDecodeError names no file; the
+    code above it reads the --chat-template option's (bad-args, named)."""
+    lines = [
+        "[2026-12-06 22:31:02] Fail to set RLIMIT_NOFILE: current limit exceeds maximum limit",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/parser/template_manager.py", line 250, in _load_explicit',
+        "    self._load_jinja_template(tokenizer_manager, chat_template_arg)",
+        '  File "/venv/sglang/srt/parser/template_manager.py", line 330, in _load_jinja_template',
+        '    chat_template = "".join(f.readlines()).strip("\\n")',
+        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: invalid "
+        "start byte",
+    ]
+    base = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    assert gate(tmp_path, "sglang", lines, base).kind != "bad-args"
+    verdict = gate(tmp_path, "sglang", lines, [*base, "--chat-template", "/t/chat.jinja"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--chat-template /t/chat.jinja" in verdict.hint
+
+
+def test_llama_servers_bind_failure_under_tls_options_is_theirs(tmp_path: Path) -> None:
+    """llama-server says "couldn't bind HTTP server socket" when its TLS certificate does
+    not load (a DER file): with --ssl-cert-file given that is the option's (bad-args);
+    without TLS options it stays the port's."""
+    lines = [
+        "0.00.003.767 I srv  llama_server: initializing ...",
+        "0.00.022.740 E srv         start: couldn't bind HTTP server socket, hostname: "
+        "127.0.0.1, port: 39975",
+        "0.00.022.894 E srv  llama_server: exiting due to HTTP server error",
+    ]
+    base = ["llama-server", "-m", "/m.gguf", "--port", "39975"]
+    assert gate(tmp_path, "llamacpp", lines, base).kind == "port-in-use"
+    verdict = gate(tmp_path, "llamacpp", lines, [*base, "--ssl-cert-file", "/c/server.cer"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "TLS" in verdict.hint
+
+
+def test_an_exception_of_no_family_raised_where_an_option_is_read(tmp_path: Path) -> None:
+    """SGLang's "ValueError: Unknown separator style: chatml" names no family; the code
+    above it loads the --chat-template option's file (``chat_template_arg``): bad-args,
+    named. Without the option it keeps no kind."""
+    lines = [
+        "[2026-12-06 21:40:02] Fail to set RLIMIT_NOFILE: current limit exceeds maximum limit",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/parser/template_manager.py", line 252, in _load_explicit',
+        "    self._load_json_chat_template(chat_template_arg)",
+        '  File "/venv/sglang/srt/parser/template_manager.py", line 352, in _load_json',
+        "    raise ValueError(",
+        "ValueError: Unknown separator style: chatml",
+    ]
+    base = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    assert gate(tmp_path, "sglang", lines, base).kind in (None, "exit")
+    verdict = gate(tmp_path, "sglang", lines, [*base, "--chat-template", "/t/chatml.json"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--chat-template /t/chatml.json" in verdict.hint

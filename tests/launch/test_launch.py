@@ -183,7 +183,8 @@ def test_stall_names_the_phase() -> None:
     verdict = info.value.verdict
     assert verdict.reason.startswith("no progress for 1.0s during capture_cuda_graphs")
     assert (verdict.kind, verdict.detected_by) == ("stall", "stall")
-    assert verdict.line().startswith("TIMEOUT after 1.")
+    # after the stall at the soonest; how much later depends on the machine's load
+    assert verdict.line().startswith("TIMEOUT after ") and verdict.elapsed_s >= 1.0
     assert info.value.exit_code == 124
 
 

@@ -642,7 +642,13 @@ _WORDS: tuple[Words, ...] = (
         # above an option's maximum ("LoRA rank 64 is greater than max_lora_rank 16"); a
         # reasoning parser whose tokens the model's tokenizer lacks
         r"|\bport must be [01]-65535\b|\b\d+ is (?:greater|larger|more) than (?:the )?max_[a-z_]+\b"
-        r"|\breasoning parser\b.{0,40}\bcould not (?:locate|find)\b",
+        r"|\breasoning parser\b.{0,40}\bcould not (?:locate|find)\b"
+        # a load format asked of a folder not saved in it (--load-format sharded_state on a
+        # plain checkpoint: "only pre-sharded checkpoints are currently supported!")
+        r"|\bonly pre-sharded checkpoints are (?:currently )?supported\b"
+        # the parallel sizes and ranks the command set do not fit together (SGLang's
+        # "parallel topology is inconsistent", under --node-rank 1 with --nnodes 1)
+        r"|\bparallel topology is inconsistent\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading

@@ -190,7 +190,8 @@ PROFILE = EngineProfile(
             wrapper=True,
         ),
         Signature(
-            pattern=r"crashed with exit code .* Triggering SIGQUIT",
+            # not a child that a stop ended (-15, -2): what a SIGTERM to the group prints
+            pattern=r"crashed with exit code (?!-(?:15|2)\b).* Triggering SIGQUIT",
             kind="child-exit",
             title="a subprocess crashed",
             hint=_ROOT_CAUSE,

@@ -629,13 +629,14 @@ def _candidate(
     reported: bool = False,
     inside: bool = False,
     frames: Sequence[str] = (),
+    continued: bool = False,
 ) -> _Candidate | None:
     """``entry`` as a cause candidate, or None when it cannot be one; ``reported``: it
     is part of what an error line introduced (a shard's standard error), so it counts as
     an error line whatever its own level; ``inside``: it is a later line of a message
     printed as one line (JSON), so only its own text is matched, not the line printed;
     ``frames``: the functions of the traceback it ends (outermost first), empty when it
-    ends none."""
+    ends none; ``continued``: a line follows it in the log."""
     normal = entry.normal
     text = normal.text
     exception = _exception(normal)
@@ -722,7 +723,13 @@ def _candidate(
         # family's words what failed (Metal's "ggml_metal_library_compile_pipeline: failed
         # to compile pipeline:", then the pipeline's name and "was not found in the
         # library"): that line is the failure, its detail only names the kernel
-        (text.endswith(":") and (normal.level is not None or words_kind(text) is None))
+        (
+            text.endswith(":")
+            and (normal.level is not None or words_kind(text) is None)
+            # an exception that ends a traceback, its message going on below ("ValueError:
+            # parallel topology is inconsistent (...):", then what is): the failure itself
+            and not (frames and exception is not None and normal.level is None and continued)
+        )
         or _PYDANTIC_HEADER.match(text) is not None  # its detail lines follow
         or text.startswith(_PYDANTIC_LINK)
         or (own == 0 and not reported and normal.level is not None)
@@ -881,6 +888,7 @@ def select_cause(
             reported=reporting or relayed,
             inside=inside,
             frames=frames,
+            continued=position + 1 < len(entries) and bool(entries[position + 1].normal.text),
         )
         if candidate is not None:
             if relayed:
@@ -1127,6 +1135,8 @@ _LIBRARY_ROOT = re.compile(
     # a lookup in a table by the value given (a registry of publishers, of backends)
     r"|KeyError: (?P<key>'[^']+')$"
 )
+# a file not found inside a folder (the folder as written)
+_MISSING_INSIDE = re.compile(r"FileNotFoundError: \[Errno 2\] [^:]+: '(?P<folder>/[^']+)/[^/']+'$")
 # the re-raise names the file or the address
 _NAMES_WHAT = re.compile(r"['\"`](?:/|https?://)[^'\"`]+['\"`]")
 
@@ -1145,6 +1155,18 @@ def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) ->
         return chosen
     kept = []
     for c in chosen:
+        inside = _MISSING_INSIDE.search(c.cause.text)
+        if inside is not None and any(
+            d.position > c.position
+            and inside.group("folder") in d.cause.text
+            and family_of(d.cause.kind) in (None, family_of(c.cause.kind))
+            and any(c.position < n < d.position for n in chains)
+            for d in chosen
+        ):
+            # a file the code looked for inside a folder the user gave (an adapter's
+            # adapter_config.json), and the re-raise that names the folder ("No adapter
+            # found for /m"): the folder is what the user gave, and what is wrong
+            continue
         root = _LIBRARY_ROOT.match(c.cause.text)
         if root is not None and any(
             d.position > c.position
@@ -1557,9 +1579,24 @@ def _root(
             continue
         if c.rank == _RETRIED or (c.cause.signature is not None and c.cause.signature.rooted):
             return None
-        if c.cause.kind is not None:
-            return c.cause
-        return replace(c.cause, kind=signature.kind, title=signature.title, hint=signature.hint)
+        cause = c.cause
+        if cause.kind is None:
+            cause = replace(cause, kind=signature.kind, title=signature.title, hint=signature.hint)
+        which = next(
+            (
+                d
+                for d in found
+                if _READ_FAILED.search(c.cause.text)
+                and c.position < d.position <= pick.position + _WHICH_AFTER
+                and _WHICH_FILE.search(d.cause.text)
+            ),
+            None,
+        )
+        if which is not None:
+            # the root's words are the reader's ("failed to read magic"); a later line
+            # names which of the command's files it read (a LoRA adapter, a draft model)
+            return replace(cause, line=which.cause.line, text=which.cause.text, hint=_WHICH_HINT)
+        return cause
     if entries[pick.position].normal.level is not None:
         return _said_after(pick, signature, hints)
     top = None
@@ -1590,6 +1627,17 @@ def _said_after(pick: _Candidate, signature: Signature, hints: Mapping[str, str]
         return None
     hint = words_hint(words, hints)
     return replace(pick.cause, kind=words.kind, title=words.title, hint=hint)
+
+
+# llama.cpp's line that names which extra file of the command failed to load
+_WHICH_FILE = re.compile(r"failed to load (?:the )?(?:lora adapter|draft model),? '")
+_WHICH_AFTER = 4  # lines below the rooted hit: the caller's report of it
+# a reader's words that it could not read, with nothing of what it read or where
+_READ_FAILED = re.compile(r": failed to (?:read|open) [\w ]+$")
+_WHICH_HINT = (
+    "check the file that line names (--lora, --model-draft): a complete GGUF made for "
+    "this model by a llama.cpp converter of this version"
+)
 
 
 # a C function's report that something failed ("gguf_init_from_reader: failed to read

@@ -32,6 +32,7 @@ from servegate.engines.profile import Signature
 from servegate.gate.cause import (
     GENERIC_ENDS,
     Cause,
+    exception_text,
     goes_on,
     message_cause,
     phase_kind,
@@ -46,6 +47,7 @@ from servegate.gate.flags import (
     file_for_folder,
     flag_in_line,
     folder_missing,
+    host_unresolvable,
     kept,
     module_given,
     option_in_code,
@@ -1135,6 +1137,20 @@ class Gate:
                 # a bare assertion on the options the command set ("assert cfg.tp_size %
                 # cfg.attn_dp_size == 0"): its code names them
                 return "bad-args", f"the failing check reads {named} of the command: {fix}"
+        if kind in (None, "exit") and exception_text(text) is not None:
+            named = option_in_code(self._code_above(line), given)
+            if named is not None:
+                # an exception that names no family, raised by code that reads an option
+                # the command set (a chat template's unknown "sep_style"): that option's
+                return "bad-args", f"the failing code reads {named} of the command: {fix}"
+        if _NOT_DECODED.search(text) and not kept(kind, family_of(kind)):
+            named = option_in_code(self._code_above(line), given)
+            if named is not None:
+                # a file an option names that is not text in the codec read with (a
+                # template saved as UTF-16): the error names neither, its code the option
+                return "bad-args", (
+                    f"the file that {named} names is not text the engine can read: save it as UTF-8"
+                )
         if kind == "cuda-error" and cpu_asked(given) and "NVIDIA driver" in line:
             # torch asked for its driver while the command asked for the CPU: an option
             # of it initialises CUDA (a hierarchical cache's pinned memory)
@@ -1151,6 +1167,27 @@ class Gate:
             return "bad-args", (
                 f"the command's {named} is a URL: give a host name or an address "
                 "(0.0.0.0, 127.0.0.1), without a scheme"
+            )
+        if (
+            family_of(kind) == "port"
+            and _HTTP_BIND.search(text)
+            and any(n.startswith("ssl_") for n, _ in given)
+        ):
+            # llama-server's HTTPS server is not made when its key or certificate does not
+            # load (a DER file, another pair's key), and it says so as a bind failure of
+            # the port, which was free
+            return "bad-args", (
+                "the server could not set up TLS from its --ssl-key-file and "
+                "--ssl-cert-file: give a PEM certificate and its own unencrypted PEM key"
+            )
+        named = host_unresolvable(given) if _NAME_LOOKUP.search(text) else None
+        if named is not None and family_of(kind) in (None, "download"):
+            # the server's own socket: its host is no address nor a name (URL brackets
+            # around an IPv6 address, a port after the name), and its lookup fails in the
+            # words of a download's
+            return "bad-args", (
+                f"the command's {named} is not an address nor a host name: give an "
+                "address (0.0.0.0, 127.0.0.1, ::1, without brackets) or a name, without a port"
             )
         if kind != "bad-args" and kept(kind, family_of(kind)):
             named = None
@@ -1246,6 +1283,14 @@ _FILE_FAILED = re.compile(
 )
 # an assertion with no message: only its code says what was checked
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
+# a file read as text that is not in the codec (no path in the message)
+_NOT_DECODED = re.compile(r"^(?:\w+\.)*UnicodeDecodeError: '[\w-]+' codec can't decode")
+# llama-server's HTTP server that did not bind (its TLS files too did not load)
+_HTTP_BIND = re.compile(r"couldn't bind HTTP server socket")
+# a name lookup that failed (the host of the server's own socket, or of a download)
+_NAME_LOOKUP = re.compile(
+    r"\bgaierror\b|Name or service not known|nodename nor servname|Temporary failure in name"
+)
 # a bare division or index error: what a count of zero fails as, far from its option
 _BARE_ARITHMETIC = re.compile(
     r"^(?:\w+\.)*(?:ZeroDivisionError|IndexError): (?:(?:integer |float )?(?:division|modulo)"

@@ -39,6 +39,7 @@ What counts as evidence:
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 
@@ -51,6 +52,7 @@ __all__ = [
     "flag_in_line",
     "folder_missing",
     "given_options",
+    "host_unresolvable",
     "kept",
     "module_given",
     "option_in_code",
@@ -357,6 +359,34 @@ def url_host(given: Given) -> str | None:
     return None
 
 
+_ANY_ADDRESS = frozenset({"", "0.0.0.0", "::", "localhost", "*"})
+
+
+def host_unresolvable(given: Given) -> str | None:
+    """The host option of ``given`` whose value is no address and no plain host name
+    (``--host '[::1]'``, the URL's brackets; ``--host localhost:8000``, a port in it),
+    as written, else None: the name lookup of the server's own socket fails on it
+    ("socket.gaierror: [Errno -2] Name or service not known"), in a download's words."""
+    for name, value in given:
+        if name not in _HOST_OPTIONS:
+            continue
+        host = value.strip("'\"")
+        if host in _ANY_ADDRESS:
+            continue
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            if not _HOST_NAME.fullmatch(host):
+                return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+_HOST_NAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?"
+)
+
+
 def file_for_folder(given: Given) -> str | None:
     """The option of ``given`` that names a file where the engine reads a folder (the
     tokenizer's, ``--tokenizer /m/tokenizer.json``; vLLM's ``--hf-config-path`` and
@@ -400,7 +430,8 @@ def option_in_code(code: str, given: Given) -> str | None:
     for name, value in given:
         if name.startswith("$") or "_" not in name or _option_name(name) in _MODEL_OPTIONS:
             continue
-        if re.search(rf"(?<![\w]){re.escape(name)}(?!\w)", code):
+        # whole, or a part of a longer name between underscores (chat_template_arg)
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", code):
             return f"--{name.replace('_', '-')} {value}".rstrip()
     return None
 
