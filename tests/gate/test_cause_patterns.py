@@ -492,6 +492,7 @@ WRAPPERS: tuple[Callable[[str], str], ...] = (
 UNWRAPPABLE = {"trtllm/207-glog-terminal-wrapped-json-parse-error"}
 
 
+@pytest.mark.timeout(900)  # every real log replayed: minutes on a busy two-core machine
 def test_a_prefix_on_every_line_changes_no_verdict(tmp_path: Path) -> None:
     """Every real log, each line behind a wrapper (one per log, in turn): the verdict's
     status, kind and cause line are those of the log as pasted."""
@@ -2645,3 +2646,78 @@ def test_a_scheduler_that_a_sigterm_ended_is_no_crash(tmp_path: Path) -> None:
     case = tmp_path / "one"
     case.mkdir()
     assert gate(case, "sglang", lines, exit=None).status == "crash"
+
+
+def test_a_reraise_that_names_the_option_and_says_the_root_again(tmp_path: Path) -> None:
+    """ "Mistral parser could not locate the tool call token", re-raised as "--tool-call-
+    parser mistral cannot be used with the tokenizer of '/m': Mistral parser could not
+    locate ...": the re-raise says which option, and is quoted (bad-args)."""
+    root = "RuntimeError: Mistral parser could not locate the tool call token in the tokenizer!"
+    reraise = (
+        "TypeError: --tool-call-parser mistral cannot be used with the tokenizer of '/m': "
+        "Mistral parser could not locate the tool call token in the tokenizer!"
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/tool_parsers/mistral_tool_parser.py", line 88, in __init__',
+        "    raise RuntimeError(",
+        root,
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/entrypoints/openai/api_server.py", line 126, in init_app_state',
+        "    raise TypeError(",
+        reraise,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", reraise)
+
+
+def test_vllms_look_at_a_folders_config_is_survived(tmp_path: Path) -> None:
+    """vLLM logs "Error parsing config for /t: Unrecognized model in /t" at ERROR while it
+    looks at a tokenizer folder, and goes on; the exception it dies of later, reading the
+    folder for real (a tokenizer.json saved as UTF-16), is the cause."""
+    decode = (
+        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: invalid start byte"
+    )
+    lines = [
+        "(APIServer pid=1) ERROR 12-07 00:21:55 [repo_utils.py:124] Error parsing config for "
+        "/t: Unrecognized model in /t. Should have a `model_type` key in its config.json.",
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/tokenizers/registry.py", line 5, in get_tokenizer',
+        "    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)",
+        '  File "/venv/transformers/tokenization_utils_fast.py", line 9, in __init__',
+        "    fast_tokenizer = TokenizerFast.from_file(fast_tokenizer_file)",
+        decode,
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", decode)
+
+
+def test_a_lora_adapter_that_does_not_fit_and_a_template_that_is_none(tmp_path: Path) -> None:
+    """A NotImplementedError in SGLang's LoRA code while the memory pool is sized (a GPT-2
+    adapter on a Llama) is the adapter's (bad-args), not memory; a chat template given as
+    a URL ("is not a built-in template name or a valid chat template file path") is
+    bad-args, not a download."""
+    lora = "NotImplementedError: get_hidden_dim not implemented for c_proj"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/mem_cache/memory_pool.py", line 9, in init_memory_pool',
+        "    self.lora_manager = LoRAManager(...)",
+        '  File "/venv/sglang/srt/lora/mem_pool.py", line 438, in get_lora_A_shape',
+        "    input_dim, _ = get_hidden_dim(",
+        '  File "/venv/sglang/srt/lora/utils.py", line 274, in get_default_hidden_dim',
+        '    raise NotImplementedError("get_hidden_dim not implemented for " + module_name)',
+        lora,
+    ]
+    verdict = gate(tmp_path, "sglang", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", lora)
+    url = (
+        "RuntimeError: Chat template https://example.com/chat_template.jinja is not a built-in "
+        "template name or a valid chat template file path."
+    )
+    case = tmp_path / "url"
+    case.mkdir()
+    verdict = gate(case, "sglang", ["Traceback (most recent call last):", url])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", url)

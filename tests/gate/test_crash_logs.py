@@ -45,6 +45,9 @@ def test_enough_real_logs() -> None:
         assert fixture.split == split_of(fixture.log.stem), fixture.name
 
 
+# the first one waits for every real log's replay (the module's fixture): minutes on a busy
+# two-core machine
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.name for f in FIXTURES])
 def test_real_log_verdict(fixture: Fixture, outcomes: dict[str, Outcome]) -> None:
     """The gate reaches the sidecar's status, kind and cause line on the real log."""

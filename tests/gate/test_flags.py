@@ -18,6 +18,7 @@ from tests.launch.helpers import free_port
 from servegate.errors import ServerCrashed
 from servegate.gate.flags import (
     flag_in_line,
+    folder_missing,
     given_options,
     host_unresolvable,
     override_given,
@@ -655,3 +656,60 @@ def test_an_exception_of_no_family_raised_where_an_option_is_read(tmp_path: Path
     verdict = gate(tmp_path, "sglang", lines, [*base, "--chat-template", "/t/chatml.json"])
     assert verdict.kind == "bad-args"
     assert verdict.hint is not None and "--chat-template /t/chatml.json" in verdict.hint
+
+
+def test_a_plugin_file_whose_code_fails_is_the_cause(tmp_path: Path) -> None:
+    """vLLM tries --tool-parser-plugin's path as a module's name first (ModuleNotFoundError
+    of a path), then loads the file, whose SyntaxError it logs and goes on; it dies of
+    the parser the file would have registered. The file's SyntaxError is quoted
+    (bad-args, naming the option); the path tried as a module is no missing package."""
+    at = "(APIServer pid=1) ERROR 12-07 00:21:40 [import_utils.py:95]"
+    syntax = f"{at} SyntaxError: expected ':'"
+    lines = [
+        f"{at} Traceback (most recent call last):",
+        f'{at}   File "/venv/vllm/utils/import_utils.py", line 89, in import_plugin',
+        f"{at}     return importlib.import_module(plugin_path)",
+        f"{at} ModuleNotFoundError: No module named '/p/acme_tools'",
+        f"{at} ",
+        f"{at} During handling of the above exception, another exception occurred:",
+        f"{at} ",
+        f"{at} Traceback (most recent call last):",
+        f'{at}   File "/venv/vllm/utils/import_utils.py", line 115, in import_from_path',
+        f"{at}     spec.loader.exec_module(module)",
+        f'{at}   File "/p/acme_tools.py", line 5',
+        f"{at}     def parse(self",
+        f"{at}                   ^",
+        syntax,
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/tool_parsers/__init__.py", line 9, in get_tool_parser',
+        "    raise KeyError(f'invalid tool call parser: {name}')",
+        "KeyError: 'invalid tool call parser: acme (chose from { hermes,mistral })'",
+    ]
+    command = [
+        *("python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"),
+        *("--tool-parser-plugin", "/p/acme_tools.py", "--tool-call-parser", "acme"),
+    ]
+    verdict = gate(tmp_path, "vllm", lines, command)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", syntax)
+    assert verdict.hint is not None and "--tool-parser-plugin /p/acme_tools.py" in verdict.hint
+    assert "ModuleNotFoundError" not in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "quoted", "named"),
+    [
+        (["--model-path", "/m "], "/m ", "--model-path '/m '"),
+        (["--speculative-draft-model-path", "/d"], "/d", "--speculative-draft-model-path /d"),
+        (["--tokenizer-path", "/t"], "/t", "--tokenizer-path /t"),
+        (["--model-path", "/m"], "/m", None),
+    ],
+)
+def test_a_path_taken_for_a_hub_id(command: list[str], quoted: str, named: str | None) -> None:
+    """A path the Hub client took for a repository's name: a stray space in it, or a
+    draft model's or tokenizer's folder named apart from the model, is the option's; the
+    model's own folder may be there and incomplete (no option named)."""
+    line = (
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' "
+        f"or 'namespace/repo_name': '{quoted}'. Use `repo_type` argument if needed."
+    )
+    assert folder_missing(line, given_options(["serve", *command])) == named

@@ -648,7 +648,11 @@ _WORDS: tuple[Words, ...] = (
         r"|\bonly pre-sharded checkpoints are (?:currently )?supported\b"
         # the parallel sizes and ranks the command set do not fit together (SGLang's
         # "parallel topology is inconsistent", under --node-rank 1 with --nnodes 1)
-        r"|\bparallel topology is inconsistent\b",
+        r"|\bparallel topology is inconsistent\b"
+        # a chat template option that names neither a template the engine has nor a file
+        # (a URL: "Chat template https://... is not a built-in template name or a valid
+        # chat template file path")
+        r"|\bis not a built-in (?:chat )?template name\b",
     ),
     # a model newer than the engine: a tokenizer, projector or tensor type it does not
     # know (llama.cpp's "unknown pre-tokenizer type: 'qwen2'" inside "error loading

@@ -348,6 +348,13 @@ _FRAME_PHASES: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "bad-args",
         "a file the command gave for the server's own settings could not be read",
     ),
+    # the LoRA code sizing or loading an adapter the command gave (a GPT-2 adapter's
+    # c_proj on a Llama: "get_hidden_dim not implemented for c_proj")
+    (
+        re.compile(r"lora", re.IGNORECASE),
+        "bad-args",
+        "a LoRA adapter the command gave does not fit the model (its modules or sizes)",
+    ),
     (
         re.compile(r"load_weights|weight_loader|load_state_dict|load_checkpoint"),
         "model-load",
@@ -1135,6 +1142,10 @@ _LIBRARY_ROOT = re.compile(
     # a lookup in a table by the value given (a registry of publishers, of backends)
     r"|KeyError: (?P<key>'[^']+')$"
 )
+# a path given where a module's name is looked up ("No module named '/p/acme_tools'")
+_PATH_AS_MODULE = re.compile(r"ModuleNotFoundError: No module named '[^']*/")
+# an option of a command line, as a message names it
+_NAMES_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*\b")
 # a file not found inside a folder (the folder as written)
 _MISSING_INSIDE = re.compile(r"FileNotFoundError: \[Errno 2\] [^:]+: '(?P<folder>/[^']+)/[^/']+'$")
 # the re-raise names the file or the address
@@ -1155,6 +1166,25 @@ def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) ->
         return chosen
     kept = []
     for c in chosen:
+        if _PATH_AS_MODULE.search(c.cause.text) is not None and any(
+            d.position > c.position and any(c.position < n < d.position for n in chains)
+            for d in chosen
+        ):
+            # a file's path tried as a module's name first (vLLM's plugin import), then,
+            # during handling, loaded from the path: that load's error is what failed
+            continue
+        said = _MESSAGE_AFTER_CLASS.search(c.cause.text)
+        if said is not None and any(
+            d.position > c.position
+            and said.group("message") in d.cause.text
+            and _NAMES_OPTION.search(d.cause.text.replace(said.group("message"), "")) is not None
+            and any(c.position < n < d.position for n in chains)
+            for d in chosen
+        ):
+            # the root's message again, after the option it belongs to ("--tool-call-parser
+            # mistral cannot be used with the tokenizer of '/m': Mistral parser could not
+            # locate ..."): the re-raise says what the user must change
+            continue
         inside = _MISSING_INSIDE.search(c.cause.text)
         if inside is not None and any(
             d.position > c.position
@@ -1427,10 +1457,14 @@ def _first_report(entries: Sequence[Logical], at: int) -> Logical:
     return first
 
 
-# a step that only estimates, whose failure the engine survives: it loads for real next
+# a step that only estimates, whose failure the engine survives: it loads for real next;
+# vLLM's look at a folder's config.json (its tokenizer's too), which it logs at ERROR and
+# goes on from ("Error parsing config for /t: Unrecognized model in /t"): what fails
+# later, reading the folder for real, says what is wrong
 _SURVIVED = re.compile(
     r"\bencountered an error while trying to fit params\b"
     r"|\[mtmd\] failed to get memory usage of mmproj"
+    r"|^Error parsing config for \S+: "
 )
 # the lines of a YAML error that say where, not what
 _YAML_WHERE = re.compile(r"^(?:while \w+ing\b|in \"[^\"]*\", line \d+, column \d+)")

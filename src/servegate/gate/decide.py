@@ -506,7 +506,20 @@ class Gate:
         at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == line.strip()), None)
         if at is None:
             return None
-        for earlier in lines[:at]:
+        framed: tuple[int, str] | None = None  # a frame in a file an option names
+        for n, earlier in enumerate(lines[:at]):
+            if 'File "' in earlier:
+                said = strip_prefix(earlier)
+                named = path_in_line(said, given) if _FRAME_FILE.search(said) else None
+                if named is not None:
+                    framed = (n, named)
+                continue
+            if framed is not None and n - framed[0] <= _FRAME_TO_EXCEPTION:
+                if exception_text(earlier) is not None:
+                    # the code of the option's own file failed (a plugin's SyntaxError)
+                    return earlier, framed[1]
+            elif framed is not None:
+                framed = None
             if "[Errno " not in earlier:
                 continue  # most lines: no exception with an errno
             said = strip_prefix(earlier)
@@ -1063,7 +1076,10 @@ class Gate:
                 line, named = earlier
                 reason = f"{reason} (first: {strip_prefix(line)[:200]})"
                 kind, matched_line = "bad-args", line
-                hint = f"the file that {named} names could not be read first: check that path"
+                hint = (
+                    f"the file that {named} names failed first: check that path and what "
+                    "the file holds"
+                )
             else:
                 kind, hint = self._flag_kind(kind, hint, matched_line)
         if self._children is not None:
@@ -1276,6 +1292,10 @@ class Gate:
         return self._ready_in_backlog or (self._prober is not None and self._prober.at_once)
 
 
+# a traceback's frame in a file, and how far below it its exception may be (a
+# SyntaxError's source line and caret come between)
+_FRAME_FILE = re.compile(r'^\s*File "/[^"]+", line \d+')
+_FRAME_TO_EXCEPTION = 4
 # an exception that a file or folder could not be opened, with its path
 _FILE_FAILED = re.compile(
     r"^(?:\w+\.)*(?:FileNotFoundError|PermissionError|IsADirectoryError|NotADirectoryError"

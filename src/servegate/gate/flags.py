@@ -467,15 +467,22 @@ def zero_given(given: Given, near: str = "") -> str | None:
 
 
 def folder_missing(line: str, given: Given) -> str | None:
-    """The tokenizer's option of ``given`` whose local path ``line`` quotes as no Hub id
-    (``Repo id must be in the form ...: '/data/tokenizer'``: the folder is not there), else
-    None: a tokenizer named apart from the model is the command's setting."""
+    """The option of ``given`` whose local path ``line`` quotes as no Hub id (``Repo id
+    must be in the form ...: '/data/tokenizer'``: no folder is there, so the Hub client
+    took the path for a repository's name), else None: a tokenizer's or a draft model's
+    folder named apart from the model, or any path with a stray space around it, is the
+    command's to fix (the model's own folder may be there and incomplete: model-load)."""
     if "Repo id must be" not in line and "Invalid repository ID or local directory" not in line:
         return None
     for name, value in given:
-        path = value.strip().strip("'\"").rstrip("/")
-        local = path.startswith(("/", "./", "../", "~"))
-        if name in _TOKENIZER_OPTIONS and local and (f"'{path}'" in line or f"'{path}/'" in line):
+        raw = value.strip("'\"").rstrip("/")
+        path = raw.strip()
+        if not path.startswith(("/", "./", "../", "~")):
+            continue
+        if raw != path and f"'{raw}'" in line:
+            return f"--{name.replace('_', '-')} {value!r}"  # a stray space in the path
+        named = name in _TOKENIZER_OPTIONS or "draft" in name
+        if named and (f"'{path}'" in line or f"'{path}/'" in line):
             return f"--{name.replace('_', '-')} {value}"
     return None
 
