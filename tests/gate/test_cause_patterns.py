@@ -1798,7 +1798,9 @@ def test_an_exception_whose_message_starts_on_the_next_line_quotes_that_line(
 def test_llama_server_configuration_tools_and_an_empty_architecture(tmp_path: Path) -> None:
     """llama-server's MCP and UI configuration files, a tool it does not have and a
     grammar that does not parse are bad-args; a GGUF that names no architecture
-    (`unknown model architecture: ''`) is a damaged file (model-load), not a newer one."""
+    (`unknown model architecture: ''`), or a projector's that names no projector type
+    (`unknown projector type:` and nothing after), is a damaged file (model-load), not a
+    newer one, which names the type it does not know (unsupported-model)."""
     cases = {
         "0.00.007.701 E srv  llama_server: MCP starting failed: failed to open MCP config "
         "file: /etc/llama/mcp.json": "bad-args",
@@ -1808,6 +1810,10 @@ def test_llama_server_configuration_tools_and_an_empty_architecture(tmp_path: Pa
         "available tools: read_file, grep_search, write_file, edit_file": "bad-args",
         "0.00.378.682 E llama_model_load: error loading model: unknown model architecture: "
         "''": "model-load",
+        "0.02.588.169 E clip_init: failed to load model '/m/mmproj-f16.gguf': load_hparams: "
+        "unknown projector type: ": "model-load",
+        "0.02.588.169 E clip_init: failed to load model '/m/mmproj-f16.gguf': load_hparams: "
+        "unknown projector type: gemma4uv": "unsupported-model",
     }
     for n, (line, kind) in enumerate(cases.items()):
         lines = [
@@ -1818,7 +1824,7 @@ def test_llama_server_configuration_tools_and_an_empty_architecture(tmp_path: Pa
         case = tmp_path / str(n)
         case.mkdir()
         verdict = gate(case, "llamacpp", lines)
-        assert (verdict.kind, verdict.matched_line) == (kind, line), line
+        assert (verdict.kind, verdict.matched_line) == (kind, line.rstrip()), line
 
 
 def test_vllm_starting_line_waits_for_what_follows_and_more_bad_args(tmp_path: Path) -> None:

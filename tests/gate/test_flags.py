@@ -713,3 +713,88 @@ def test_a_path_taken_for_a_hub_id(command: list[str], quoted: str, named: str |
         f"or 'namespace/repo_name': '{quoted}'. Use `repo_type` argument if needed."
     )
     assert folder_missing(line, given_options(["serve", *command])) == named
+
+
+def test_a_warning_raised_as_an_error_is_the_setting_that_made_it_one(tmp_path: Path) -> None:
+    """PYTHONWARNINGS=error: a deprecation in torch's own import ends vLLM as an
+    exception; its words ("torch.compile") say nothing of what to fix, the setting does
+    (bad-args, the hint naming it). ``python -W error`` too; with the setting out of the
+    gate's sight, still bad-args (only a filter set to error raises a warning)."""
+    lines = [
+        "(APIServer pid=1) INFO 12-07 00:58:10 [api_utils.py:286] non-default args: {'port': 8000}",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/torch/jit/_script.py", line 371, in '
+        "script_method",
+        "    warnings.warn(",
+        "DeprecationWarning: `torch.jit.script_method` is deprecated. Please switch to "
+        "`torch.compile` or `torch.export`.",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    for command, said in (
+        (["env", "PYTHONWARNINGS=error", "python", "-m", "vllm"], "PYTHONWARNINGS=error"),
+        (["python", "-W", "error", "-m", "vllm"], "-W error"),
+        (["python", "-m", "vllm"], "a warnings filter set to 'error'"),
+    ):
+        verdict = run_log(log, engine="vllm", exit=1, command=command)
+        assert (verdict.kind, verdict.matched_line) == ("bad-args", lines[-1]), command
+        assert verdict.hint is not None and verdict.hint.startswith(said), verdict.hint
+        assert "judged" not in verdict.reason  # the words' guess is not the verdict
+
+
+def test_a_warning_logged_with_its_file_is_no_error(tmp_path: Path) -> None:
+    """A warning printed as warnings print them (its file and line first) is not raised:
+    the failure after it keeps its own kind."""
+    lines = [
+        "/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:63: FutureWarning: The "
+        "pynvml package is deprecated.",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    command = ["env", "PYTHONWARNINGS=error", "python", "-m", "vllm"]
+    verdict = run_log(log, engine="vllm", exit=1, command=command)
+    assert (verdict.kind, verdict.matched_line) == ("oom", lines[-1])
+
+
+def test_the_models_path_resolved_while_the_arguments_are_read_is_the_models(
+    tmp_path: Path,
+) -> None:
+    """vLLM resolves --model inside from_cli_args (the arguments are being read): a model
+    path that is no folder, taken for a Hub id, is the model's (model-load), not a
+    settings file's; a YAML --config that does not parse there stays the command's."""
+    head = [
+        "(APIServer pid=1) INFO 12-07 00:56:02 [api_utils.py:286] non-default args: "
+        "{'model_tag': 'Models/tiny', 'model': '/data/My'}",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/engine/arg_utils.py", line 1938, '
+        "in from_cli_args",
+        "    engine_args = cls(",
+    ]
+    model = [
+        '  File "/venv/lib/python3.11/site-packages/vllm/engine/arg_utils.py", line 914, '
+        "in __post_init__",
+        "    self.model = get_model_path(self.model, self.revision)",
+        '  File "/venv/lib/python3.11/site-packages/vllm/transformers_utils/repo_utils.py", '
+        "line 301, in get_model_path",
+        "    return hf_api().snapshot_download(",
+        '  File "/venv/lib/python3.11/site-packages/huggingface_hub/utils/_validators.py", '
+        "line 133, in validate_repo_id",
+        "    raise HFValidationError(",
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' "
+        "or 'namespace/repo_name': '/data/My'. Use `repo_type` argument if needed.",
+    ]
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/data/My"]
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in head + model))
+    verdict = run_log(log, engine="vllm", exit=1, command=[*command, "Models/tiny"])
+    assert (verdict.kind, verdict.matched_line) == ("model-load", model[-1])
+    settings = [
+        '  File "/venv/lib/python3.11/site-packages/vllm/utils/argparse_utils.py", line 420, '
+        "in load_config_file",
+        "    config = yaml.safe_load(config_file)",
+        "yaml.scanner.ScannerError: mapping values are not allowed here",
+    ]
+    log.write_text("".join(line + "\n" for line in head + settings))
+    verdict = run_log(log, engine="vllm", exit=1, command=[*command, "--config", "/c.yaml"])
+    assert verdict.kind == "bad-args", verdict.reason

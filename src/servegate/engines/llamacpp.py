@@ -157,6 +157,14 @@ _FATAL: tuple[Signature, ...] = (
         title="llama.cpp does not know this model architecture",
         hint=_ARCH_HINT,
     ),
+    # no projector type at all (the key missing from a projector's GGUF: "unknown
+    # projector type:" with nothing after it): the file is incomplete, not newer
+    Signature(
+        pattern=r"unknown projector type: ?$",
+        kind="model-load",
+        title="the projector's GGUF file names no projector type",
+        hint=_MODEL_HINT,
+    ),
     # a type the model uses that this build does not know yet (a tokenizer, a
     # multimodal projector): a model newer than the engine, before the loader's
     # "error loading model" / "failed to load model" of the same line

@@ -481,6 +481,23 @@ def _class_kind(text: str) -> tuple[str, str] | None:
     return None
 
 
+# a frame that finds or fetches the model itself (vLLM's engine arguments resolve the
+# model's path: from_cli_args, then get_model_path and the Hub's snapshot_download)
+_MODEL_FRAME = re.compile(r"model|snapshot_download|hf_hub_download")
+
+
+def _settings_read(functions: Sequence[str]) -> bool:
+    """Whether the innermost of ``functions`` that sets the server up from its options
+    read the file itself, not through a frame below it that finds the model."""
+    at = next(
+        (n for n in range(len(functions) - 1, -1, -1) if _SETTINGS_FRAME.search(functions[n])),
+        None,
+    )
+    if at is None:
+        return False
+    return not any(_MODEL_FRAME.search(name) for name in functions[at + 1 :])
+
+
 def _frame_phase(functions: Sequence[str]) -> tuple[str, str] | None:
     """The kind and title the innermost frame of ``functions`` names, if one does."""
     for name in reversed(functions):
@@ -773,7 +790,7 @@ def _candidate(
         and words.kind in ("model-load", "install")
         and exception is not None
         and wrapper is None
-        and any(_SETTINGS_FRAME.search(name) for name in frames)
+        and _settings_read(frames)
     ):
         # a file that is no JSON or YAML, read while the server set itself up from its
         # options (SGLang's configure_logger reading SGLANG_LOGGING_CONFIG_PATH), not

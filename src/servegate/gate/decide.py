@@ -54,10 +54,12 @@ from servegate.gate.flags import (
     override_given,
     path_in_line,
     url_host,
+    warnings_as_errors,
     zero_given,
 )
 from servegate.gate.follow import FileFollower
 from servegate.gate.learned import likely_kind
+from servegate.gate.normal import normalise
 from servegate.gate.options import JSON_TAIL_LINES, Resolved
 from servegate.gate.probe import Prober
 from servegate.gate.stamps import LineClock
@@ -1081,7 +1083,10 @@ class Gate:
                     "the file holds"
                 )
             else:
-                kind, hint = self._flag_kind(kind, hint, matched_line)
+                flagged, hint = self._flag_kind(kind, hint, matched_line)
+                if flagged != kind:  # the words' guess is not what was decided
+                    reason = _JUDGED.sub("", reason)
+                kind = flagged
         if self._children is not None:
             self.essential_pids = tuple(self._children.known)
         now_mono = time.monotonic()
@@ -1134,6 +1139,15 @@ class Gate:
                 "check the paths of --ssl-certfile, --ssl-keyfile and --uds"
             )
         given = self.options.command_options
+        normal = normalise(line)
+        if normal.level is None and _WARNING_RAISED.match(normal.text):
+            # a warning that ends the process as an exception: warnings are errors here,
+            # whatever the warning's words (a deprecation in torch's own import)
+            setting = warnings_as_errors(given) or "a warnings filter set to 'error'"
+            return "bad-args", (
+                f"{setting} turns the engine's warnings into errors: unset it, or "
+                "ignore that warning's category"
+            )
         if not given:
             return kind, hint
         text = strip_prefix(line)
@@ -1304,6 +1318,11 @@ _FILE_FAILED = re.compile(
 # an assertion with no message: only its code says what was checked
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
 # a file read as text that is not in the codec (no path in the message)
+# what a plain exit's reason says of a kind its words gave (``_on_exit``)
+_JUDGED = re.compile(r"; judged [\w-]+ by its words \([^)]*\)$")
+# a Python warning raised as the exception that ends a traceback (warnings as errors);
+# logged warnings carry a file and line, or a level, before their class
+_WARNING_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning: \S")
 _NOT_DECODED = re.compile(r"^(?:\w+\.)*UnicodeDecodeError: '[\w-]+' codec can't decode")
 # llama-server's HTTP server that did not bind (its TLS files too did not load)
 _HTTP_BIND = re.compile(r"couldn't bind HTTP server socket")

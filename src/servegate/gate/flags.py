@@ -487,6 +487,15 @@ def folder_missing(line: str, given: Given) -> str | None:
     return None
 
 
+def warnings_as_errors(given: Given) -> str | None:
+    """The setting of ``given`` that turns Python's warnings into exceptions
+    (``PYTHONWARNINGS=error``, ``python -W error``), as written, else None."""
+    for name, value in given:
+        if name in ("$PYTHONWARNINGS", "w") and "error" in value.lower():
+            return f"PYTHONWARNINGS={value}" if name.startswith("$") else f"-W {value}"
+    return None
+
+
 def cpu_asked(given: Given) -> bool:
     """Whether ``given`` asks the engine to run on the CPU (``--device cpu``)."""
     return any(name == "device" and value.lower() == "cpu" for name, value in given)
