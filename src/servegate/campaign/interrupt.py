@@ -108,7 +108,8 @@ class Interrupts:
         that loop between two callbacks); nothing if it was raised or answered already."""
         if self._pending and not self._shield and not self._acknowledged:
             self._pending = False
-            raise Interrupted(self.signum or signal.SIGINT)
+            assert self.signum is not None  # set by the handler before it scheduled this
+            raise Interrupted(self.signum)
 
     def _say(self, text: str) -> None:
         if self._notify is not None:
