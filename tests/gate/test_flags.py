@@ -798,3 +798,113 @@ def test_the_models_path_resolved_while_the_arguments_are_read_is_the_models(
     log.write_text("".join(line + "\n" for line in head + settings))
     verdict = run_log(log, engine="vllm", exit=1, command=[*command, "--config", "/c.yaml"])
     assert verdict.kind == "bad-args", verdict.reason
+
+
+def test_the_servers_own_host_that_does_not_resolve_is_bad_args(tmp_path: Path) -> None:
+    """`--host gpu-node-07.internal` on another machine: the name lookup fails where the
+    server binds its own socket (bad-args, the hint naming --host); the same failure in
+    code that does not bind (a download's) keeps the download's kind."""
+    lines = [
+        "(APIServer pid=1) INFO 12-07 03:18:40 [api_utils.py:286] non-default args: {}",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/entrypoints/launchers/launcher.py", '
+        "line 348, in create_server_socket",
+        "    sock.bind(addr)",
+        "socket.gaierror: [Errno -2] Name or service not known",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    command = ["python", "-m", "vllm", "--host", "gpu-node-07.internal", "--port", "8000"]
+    verdict = run_log(log, engine="vllm", exit=1, command=command)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", lines[-1])
+    assert verdict.hint is not None and "--host gpu-node-07.internal" in verdict.hint
+    lines[2:4] = [
+        '  File "/venv/lib/python3.11/site-packages/httpx/_transports/default.py", line 101, '
+        "in map_httpcore_exceptions",
+        "    yield",
+    ]
+    log.write_text("".join(line + "\n" for line in lines))
+    assert run_log(log, engine="vllm", exit=1, command=command).kind == "download"
+
+
+def test_a_device_whose_library_is_missing_is_the_device_option(tmp_path: Path) -> None:
+    """`--device npu` on a machine without one: the NPU's library does not import (an
+    install's words), and the re-raise names the device: bad-args, quoting that line,
+    the hint naming --device. Under --device cuda the same missing module is install."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/utils/common.py", line 876, in '
+        "get_npu_memory_capacity",
+        "    import torch_npu  # noqa: F401",
+        "ModuleNotFoundError: No module named 'torch_npu'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/utils/common.py", line 880, in '
+        "get_npu_memory_capacity",
+        '    raise ImportError("torch_npu is required when run on npu device.")',
+        "ImportError: torch_npu is required when run on npu device.",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--device", "npu"]
+    verdict = run_log(log, engine="sglang", exit=1, command=command)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", lines[-1])
+    assert verdict.hint is not None and "--device npu" in verdict.hint
+    command[-1] = "cuda"
+    assert run_log(log, engine="sglang", exit=1, command=command).kind == "install"
+
+
+def test_a_bare_assertion_in_a_step_named_for_an_option(tmp_path: Path) -> None:
+    """SGLang's `--enable-eplb` on a dense model: a bare `AssertionError` in
+    handle_eplb_and_dispatch(server_args): bad-args naming --enable-eplb; without the
+    option the assertion names nothing."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/arg_groups/resolution_hooks.py", '
+        "line 139, in run_hook",
+        "    step(server_args)",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/arg_groups/parallel_hook.py", '
+        "line 791, in handle_eplb_and_dispatch",
+        "    assert resolved_view(server_args).ep_size > 1",
+        "AssertionError",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--enable-eplb"]
+    verdict = gate(tmp_path, "sglang", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--enable-eplb" in verdict.hint
+    hint = gate(tmp_path, "sglang", lines, command[:-1]).hint
+    assert hint is not None and "--enable-eplb" not in hint
+
+
+def test_a_negative_memory_setting_worked_out_from_a_count_of_zero(tmp_path: Path) -> None:
+    """`--chunked-prefill-size 0`: SGLang works out a negative memory fraction and says
+    there is no memory for the KV cache (memory's words): bad-args naming the zero;
+    without a zero given it stays a memory failure."""
+    lines = [
+        SGLANG_START,
+        "[2026-12-07 03:25:52] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 1100, '
+        "in init_memory_pools",
+        "    self.init_target_memory_pool()",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/model_executor/model_runner.py", '
+        "line 982, in alloc_memory_pool",
+        "    result = self.kv_cache_configurator.configure(",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/mem_cache/'
+        'kv_cache_configurator.py", line 3050, in _profile_available_bytes',
+        "    raise ValueError(",
+        "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=-0.047. Raise --mem-fraction-static above 0.008 (minimum "
+        "viable = 1 - available/pre = 0.0077). If using speculative decoding, draft weights "
+        "are now counted.",
+        "",
+        "[2026-12-07 03:25:52] Received sigquit from a child process. It usually means the "
+        "child failed.",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--chunked-prefill-size", "0"]
+    verdict = gate(tmp_path, "sglang", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--chunked-prefill-size 0" in verdict.hint
+    assert gate(tmp_path, "sglang", lines, command[:-2]).kind == "oom"

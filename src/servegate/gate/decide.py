@@ -15,6 +15,7 @@ through ``on_note``), idle on every signal for the stall period is *stuck* (TIME
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import re
 import selectors
@@ -50,6 +51,7 @@ from servegate.gate.flags import (
     host_unresolvable,
     kept,
     module_given,
+    option_by_word,
     option_in_code,
     override_given,
     path_in_line,
@@ -489,6 +491,30 @@ class Gate:
         lines = [text.strip() for text in self.watcher.tail.last()]
         at = next((n for n in range(len(lines) - 1, 0, -1) if lines[n] == line.strip()), None)
         return at is not None and _OPTION_FILE_CALL.search(lines[at - 1]) is not None
+
+    def _device_library_missing(self, kind: str | None, line: str) -> tuple[str, str] | None:
+        """The line of the tail that names the device the command's ``--device`` asked
+        for (``ImportError: torch_npu is required when run on npu device.``), and that
+        option, when the failure is an install's (``No module named 'torch_npu'``): the
+        device's library is missing because the machine has no such device."""
+        if family_of(kind) != "install":
+            return None
+        device = next(
+            (v for n, v in self.options.command_options if n == "device" and v.strip()), None
+        )
+        if device is None or device.strip().lower() in _COMMON_DEVICES:
+            return None
+        word = re.compile(rf"(?<![\w-]){re.escape(device.strip())}(?![\w-])", re.IGNORECASE)
+        lines = [item.strip() for item in self.watcher.tail.last()]
+        if not any(word.search(strip_prefix(text)) for text in (line, *lines[-3:])):
+            return None
+        # the last exception that names the device, else the failure itself
+        named = f"--device {device}"
+        for text in reversed(lines):
+            said = strip_prefix(text)
+            if exception_text(text) is not None and word.search(said):
+                return text, named
+        return line.strip(), named
 
     def _option_file_failed(self, kind: str | None, line: str) -> tuple[str, str] | None:
         """An earlier line of the tail that says a file or folder an option of the
@@ -1073,8 +1099,17 @@ class Gate:
         if self._verdict is not None:
             return
         if status == Status.CRASH and matched_line:
-            earlier = self._option_file_failed(kind, matched_line)
-            if earlier is not None:
+            device = self._device_library_missing(kind, matched_line)
+            earlier = None if device is not None else self._option_file_failed(kind, matched_line)
+            if device is not None:
+                line, named = device
+                kind, matched_line = "bad-args", line
+                hint = (
+                    f"the command's {named} asks for a device this machine's software does "
+                    "not support (its library is not installed): give the device this "
+                    "machine has (--device cpu or cuda), or install that device's stack"
+                )
+            elif earlier is not None:
                 line, named = earlier
                 reason = f"{reason} (first: {strip_prefix(line)[:200]})"
                 kind, matched_line = "bad-args", line
@@ -1152,6 +1187,17 @@ class Gate:
             return kind, hint
         text = strip_prefix(line)
         fix = self.watcher.rules.hints.get("bad-args", KIND_HINTS["bad-args"])
+        if family_of(kind) == "memory" and _NEGATIVE_SETTING.search(text):
+            named = zero_given(given, self._code_above(line))
+            if named is not None:
+                # a memory setting the engine worked out below zero from a count of zero
+                # (--chunked-prefill-size 0: "--mem-fraction-static=-0.047"): no memory
+                # is short, the count is wrong
+                return "bad-args", (
+                    f"the command sets {named}, from which the engine worked out a "
+                    "negative memory setting: give a count of 1 or more (or leave the "
+                    "option out for its default)"
+                )
         if _BARE_ARITHMETIC.search(text):
             named = zero_given(given, self._code_above(line))
             if named is not None:
@@ -1162,10 +1208,12 @@ class Gate:
                     "option out for its default)"
                 )
         if _BARE_ASSERTION.search(text) and (kind == "bad-args" or not kept(kind, family_of(kind))):
-            named = option_in_code(self._code_above(line), given)
+            code = self._code_above(line)
+            named = option_in_code(code, given) or option_by_word(code, given)
             if named is not None:
                 # a bare assertion on the options the command set ("assert cfg.tp_size %
-                # cfg.attn_dp_size == 0"): its code names them
+                # cfg.attn_dp_size == 0"), or in a step named for one of them
+                # (handle_eplb_and_dispatch after --enable-eplb): its code names them
                 return "bad-args", f"the failing check reads {named} of the command: {fix}"
         if kind in (None, "exit") and exception_text(text) is not None:
             named = option_in_code(self._code_above(line), given)
@@ -1211,6 +1259,20 @@ class Gate:
                 "--ssl-cert-file: give a PEM certificate and its own unencrypted PEM key"
             )
         named = host_unresolvable(given) if _NAME_LOOKUP.search(text) else None
+        if (
+            named is None
+            and _NAME_LOOKUP.search(text)
+            and family_of(kind) in (None, "download")
+            and _BINDS.search(self._code_above(line))
+        ):
+            host = next((f"--host {v}" for n, v in given if n == "host" and _is_name(v)), None)
+            if host is not None:
+                # the server's own socket, bound to a name this machine cannot look up
+                # (a host name copied from another machine)
+                return "bad-args", (
+                    f"the command's {host} does not resolve on this machine: give an "
+                    "address of this machine (0.0.0.0, 127.0.0.1, ::) or a name it resolves"
+                )
         if named is not None and family_of(kind) in (None, "download"):
             # the server's own socket: its host is no address nor a name (URL brackets
             # around an IPv6 address, a port after the name), and its lookup fails in the
@@ -1315,7 +1377,24 @@ _FILE_FAILED = re.compile(
     r"^(?:\w+\.)*(?:FileNotFoundError|PermissionError|IsADirectoryError|NotADirectoryError"
     r"|OSError): \[Errno \d+\] [^:]+: '"
 )
+
+
 # an assertion with no message: only its code says what was checked
+def _is_name(host: str) -> bool:
+    """Whether ``host`` is a host name (what a lookup can fail on), not an address."""
+    try:
+        ipaddress.ip_address(host.strip().strip("'\"[]"))
+    except ValueError:
+        return bool(host.strip())
+    return False
+
+
+# the code that binds the server's own socket (a name lookup failing there is its host's)
+_BINDS = re.compile(r"\.bind\(|\bcreate_server\b|\bbind_socket\b")
+# devices a machine commonly has: their libraries come with the engine's own install
+_COMMON_DEVICES = frozenset(("cpu", "cuda", "auto", "gpu"))
+# an option shown with a value below zero in a message (a setting the engine worked out)
+_NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
 # a file read as text that is not in the codec (no path in the message)
 # what a plain exit's reason says of a kind its words gave (``_on_exit``)

@@ -436,6 +436,29 @@ def option_in_code(code: str, given: Given) -> str | None:
     return None
 
 
+# words of option names too common to say which option a piece of code is about
+_COMMON_WORDS = frozenset(
+    ("enable", "disable", "use", "max", "min", "num", "size", "path", "mode", "type", "model")
+)
+
+
+def option_by_word(code: str, given: Given) -> str | None:
+    """The option of ``given`` one of whose distinctive words (four letters or more,
+    not ``enable``, ``size`` ...) the failing code's names hold, when the code reads the
+    server's arguments (``server_args``): a step named for the option
+    (``handle_eplb_and_dispatch`` after ``--enable-eplb``), else None."""
+    if "server_args" not in code:
+        return None
+    names = set(re.findall(r"[A-Za-z]+", code.lower()))
+    for name, value in given:
+        if name.startswith("$") or _option_name(name) in _MODEL_OPTIONS:
+            continue
+        words = [w for w in name.split("_") if len(w) >= 4 and w not in _COMMON_WORDS]
+        if any(w in names for w in words):
+            return f"--{name.replace('_', '-')} {value}".rstrip()
+    return None
+
+
 # counts that are 0 (or below) on purpose: no layers on the GPU, a seed, a port the
 # system picks, a quiet log
 _ZERO_ON_PURPOSE = re.compile(
