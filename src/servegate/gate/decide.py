@@ -1396,12 +1396,12 @@ _COMMON_DEVICES = frozenset(("cpu", "cuda", "auto", "gpu"))
 # an option shown with a value below zero in a message (a setting the engine worked out)
 _NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
-# a file read as text that is not in the codec (no path in the message)
 # what a plain exit's reason says of a kind its words gave (``_on_exit``)
 _JUDGED = re.compile(r"; judged [\w-]+ by its words \([^)]*\)$")
 # a Python warning raised as the exception that ends a traceback (warnings as errors);
 # logged warnings carry a file and line, or a level, before their class
 _WARNING_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning: \S")
+# a file read as text that is not in the codec (no path in the message)
 _NOT_DECODED = re.compile(r"^(?:\w+\.)*UnicodeDecodeError: '[\w-]+' codec can't decode")
 # llama-server's HTTP server that did not bind (its TLS files too did not load)
 _HTTP_BIND = re.compile(r"couldn't bind HTTP server socket")
