@@ -1379,7 +1379,6 @@ _FILE_FAILED = re.compile(
 )
 
 
-# an assertion with no message: only its code says what was checked
 def _is_name(host: str) -> bool:
     """Whether ``host`` is a host name (what a lookup can fail on), not an address."""
     try:
@@ -1395,6 +1394,7 @@ _BINDS = re.compile(r"\.bind\(|\bcreate_server\b|\bbind_socket\b")
 _COMMON_DEVICES = frozenset(("cpu", "cuda", "auto", "gpu"))
 # an option shown with a value below zero in a message (a setting the engine worked out)
 _NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
+# an assertion with no message: only its code says what was checked
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
 # what a plain exit's reason says of a kind its words gave (``_on_exit``)
 _JUDGED = re.compile(r"; judged [\w-]+ by its words \([^)]*\)$")
