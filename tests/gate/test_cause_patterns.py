@@ -494,8 +494,9 @@ UNWRAPPABLE = {"trtllm/207-glog-terminal-wrapped-json-parse-error"}
 
 @pytest.mark.timeout(900)  # every real log replayed: minutes on a busy two-core machine
 def test_a_prefix_on_every_line_changes_no_verdict(tmp_path: Path) -> None:
-    """Every real log, each line behind a wrapper (one per log, in turn): the verdict's
-    status, kind and cause line are those of the log as pasted."""
+    """Every real log, each line behind a wrapper (one per log, in turn), its command
+    known as a launched server's is: the verdict's status, kind and cause line are those
+    of the log as pasted."""
     fixtures = [f for f in load_fixtures() if f.name not in UNWRAPPABLE]
 
     def replay(item: tuple[int, Fixture]) -> str | None:
@@ -506,7 +507,12 @@ def test_a_prefix_on_every_line_changes_no_verdict(tmp_path: Path) -> None:
         log.write_text("\n".join(wrap(line) if line else line for line in text.split("\n")))
         timeout = TIMEOUT_S if fixture.status == "timeout" else CRASH_TIMEOUT_S
         verdict = run_log(
-            log, engine=fixture.engine, exit=fixture.exit, timeout_s=timeout, ready=fixture.ready
+            log,
+            engine=fixture.engine,
+            exit=fixture.exit,
+            timeout_s=timeout,
+            ready=fixture.ready,
+            command=fixture.command,  # what a launched server's gate knows
         )
         outcome = score(fixture, verdict)
         return None if outcome.ok else f"{wrap('')!r}: {outcome.describe()}"
@@ -2727,3 +2733,84 @@ def test_a_lora_adapter_that_does_not_fit_and_a_template_that_is_none(tmp_path: 
     case.mkdir()
     verdict = gate(case, "sglang", ["Traceback (most recent call last):", url])
     assert (verdict.kind, verdict.matched_line) == ("bad-args", url)
+
+
+def test_a_config_that_is_not_utf8_and_an_archive_given_for_the_folder(tmp_path: Path) -> None:
+    """A config.json saved in Latin-1: the codec's UnicodeDecodeError at the chain's root
+    says what is wrong in the file, where the re-raise says only "not a valid JSON file"
+    (model-load either way); an archive given for the model's folder is what the
+    re-raise names, and it stays quoted."""
+    decode = (
+        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xf6 in position 29: "
+        "invalid start byte"
+    )
+
+    def chain(path: str) -> list[str]:
+        return [
+            "Traceback (most recent call last):",
+            '  File "/venv/transformers/configuration_utils.py", line 718, in _get_config_dict',
+            "    config_dict = cls._dict_from_json_file(resolved_config_file)",
+            decode,
+            "",
+            "During handling of the above exception, another exception occurred:",
+            "",
+            "Traceback (most recent call last):",
+            '  File "/venv/transformers/configuration_utils.py", line 721, in _get_config_dict',
+            "    raise OSError(",
+            f"OSError: It looks like the config file at '{path}' is not a valid JSON file.",
+        ]
+
+    verdict = gate(tmp_path, "vllm", chain("/m/config.json"))
+    assert (verdict.kind, verdict.matched_line) == ("model-load", decode)
+    case = tmp_path / "archive"
+    case.mkdir()
+    lines = chain("/m/model.tar.gz")
+    verdict = gate(case, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", lines[-1])
+
+
+def test_the_grammar_parsers_own_words_and_a_gguf_keys_type(tmp_path: Path) -> None:
+    """llama-server's grammar that does not parse: the parser's "error parsing grammar:
+    expecting name at {" above the caller's "failed to parse grammar" and the abort is
+    quoted; a GGUF key of the wrong type ("must be of type u32 but is u64") is the root
+    of llama.cpp's "error loading model" (model-load)."""
+    parsed = "parse: error parsing grammar: expecting name at {"
+    lines = [
+        parsed,
+        "0.02.608.575 E failed to parse grammar",
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        "  what():  failed to parse grammar",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=-6)
+    assert verdict.matched_line == parsed
+    key = "gguf_init_from_reader: key 'general.alignment' must be of type u32 but is u64"
+    lines = [
+        key,
+        "llama_model_load: error loading model: llama_model_loader: failed to load model "
+        "from /m.gguf",
+        "llama_model_load_from_file_impl: failed to load model",
+    ]
+    case = tmp_path / "key"
+    case.mkdir()
+    verdict = gate(case, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("model-load", key)
+
+
+def test_a_file_grown_past_the_size_limit_is_disk(tmp_path: Path) -> None:
+    """Under `ulimit -f`, vLLM's shared memory write fails with "[Errno 27] File too
+    large", and a KeyError of the shared memory's name follows: disk, the first quoted."""
+    core = "(EngineCore pid=16709) ERROR 12-07 03:54:42 [core.py:1510] "
+    large = f"{core}OSError: [Errno 27] File too large"
+    lines = [
+        f"{core}Traceback (most recent call last):",
+        f'{core}  File "/usr/lib/python3.11/multiprocessing/shared_memory.py", line 116, in '
+        "__init__",
+        f"{core}    os.ftruncate(self._fd, size)",
+        large,
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/multiprocessing/resource_tracker.py", line 239, in main',
+        "    cache[rtype].remove(name)",
+        "KeyError: '/psm_13747d99'",
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("disk", large)

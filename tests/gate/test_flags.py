@@ -488,15 +488,15 @@ def test_a_module_path_given_to_an_option_that_moved(tmp_path: Path) -> None:
 
 def test_a_tokenizer_folder_that_is_not_there(tmp_path: Path) -> None:
     """--tokenizer-path /data/tokenizer that does not exist: the Hub's "Repo id must be in
-    the form" quotes it; the option is the command's (bad-args), where the model's own
-    missing path stays the model's."""
+    the form" quotes it; the option is the command's (bad-args), as the model's own path
+    that is no folder is (both are paths to fix)."""
     lines = [
         SGLANG_START,
         "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' "
         "or 'namespace/repo_name': '/data/tokenizer'. Use `repo_type` argument if needed.",
     ]
     command = ["python", "-m", "sglang.launch_server", "--model-path", "/data/tokenizer"]
-    assert gate(tmp_path, "sglang", lines, command).kind == "model-load"
+    assert gate(tmp_path, "sglang", lines, command).kind == "bad-args"
     command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
     verdict = gate(tmp_path, "sglang", [*lines], [*command, "--tokenizer-path", "/data/tokenizer"])
     assert verdict.kind == "bad-args"
@@ -696,23 +696,205 @@ def test_a_plugin_file_whose_code_fails_is_the_cause(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "quoted", "named"),
+    ("command", "quoted", "model_read", "named"),
     [
-        (["--model-path", "/m "], "/m ", "--model-path '/m '"),
-        (["--speculative-draft-model-path", "/d"], "/d", "--speculative-draft-model-path /d"),
-        (["--tokenizer-path", "/t"], "/t", "--tokenizer-path /t"),
-        (["--model-path", "/m"], "/m", None),
+        (["--model-path", "/m "], "/m ", False, "--model-path '/m '"),
+        (
+            ["--speculative-draft-model-path", "/d"],
+            "/d",
+            False,
+            "--speculative-draft-model-path /d",
+        ),
+        (["--tokenizer-path", "/t"], "/t", True, "--tokenizer-path /t"),
+        (["--model-path", "~/m"], "~/m", False, "--model-path ~/m"),
+        (["--model-path", "/m"], "/m", False, "--model-path /m"),
+        ([], "/m", False, "the path '/m'"),
+        (["--model-path", "/m"], "/m", True, None),
+        (["--model-path", "org/m"], "org/m", False, None),
     ],
 )
-def test_a_path_taken_for_a_hub_id(command: list[str], quoted: str, named: str | None) -> None:
-    """A path the Hub client took for a repository's name: a stray space in it, or a
-    draft model's or tokenizer's folder named apart from the model, is the option's; the
-    model's own folder may be there and incomplete (no option named)."""
+def test_a_path_taken_for_a_hub_id(
+    command: list[str], quoted: str, model_read: bool, named: str | None
+) -> None:
+    """A path the Hub client took for a repository's name is no folder there: the
+    command's, whichever option gave it (the model's own too), and in a paste with no
+    command the path itself; the model's folder that the engine read its configuration
+    from is there, and a tokenizer file it lacks is the model's (nothing named)."""
     line = (
         "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' "
         f"or 'namespace/repo_name': '{quoted}'. Use `repo_type` argument if needed."
     )
-    assert folder_missing(line, given_options(["serve", *command])) == named
+    given = given_options(["serve", *command])
+    assert folder_missing(line, given, model_read=model_read) == named
+
+
+def test_an_invalid_repository_id_names_a_folder_apart_from_the_models() -> None:
+    """vLLM's "Invalid repository ID or local directory specified" is said of an empty
+    model folder too: a configuration folder given apart from the model is the
+    option's, the model's own path is not named by it."""
+    line = "ValueError: Invalid repository ID or local directory specified: '/cfg/llama'."
+    given = given_options(["serve", "--model", "/m", "--hf-config-path", "/cfg/llama"])
+    assert folder_missing(line, given) == "--hf-config-path /cfg/llama"
+    line = "ValueError: Invalid repository ID or local directory specified: '/m'."
+    assert folder_missing(line, given) is None
+    draft = '{"model": "/d", "num_speculative_tokens": 3}'
+    given = given_options(["serve", "--model", "/m", "--speculative-config", draft])
+    line = "Value error, Invalid repository ID or local directory specified: '/d'."
+    assert folder_missing(line, given) == f"--speculative-config {draft}"
+
+
+def test_a_model_folder_that_is_not_there_and_one_that_lacks_a_tokenizer(tmp_path: Path) -> None:
+    """Through the gate: a model path that is no folder, in a one-line paste with no
+    command, is bad-args; SGLang's tokenizer manager asking the Hub for a file of the
+    model's folder, which the engine had read its configuration from, is model-load."""
+    line = (
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' "
+        "or 'namespace/repo_name': '/root/DeepSeek-V2-Lite'. Use `repo_type` argument if needed."
+    )
+    verdict = gate(tmp_path, "vllm", [line], [])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", line)
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/managers/tokenizer_manager.py", line 642, in '
+        "init_tokenizer_and_processor",
+        "    self.tokenizer = get_tokenizer(",
+        '  File "/venv/sglang/srt/utils/hf_transformers/common.py", line 364, in '
+        "_resolve_local_or_cached_file",
+        "    return hf_hub_download(",
+        line.replace("/root/DeepSeek-V2-Lite", "/models/m"),
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/models/m"]
+    case = tmp_path / "tokenizer"
+    case.mkdir()
+    assert gate(case, "sglang", lines, command).kind == "model-load"
+
+
+def test_a_forced_load_format_without_its_weights(tmp_path: Path) -> None:
+    """--load-format pt on a folder of safetensors: "Cannot find any model weights with"
+    is the option's (bad-args, named); with the default format it is the folder's."""
+    line = "RuntimeError: Cannot find any model weights with `/models/m`"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/model_executor/model_loader/default_loader.py", line 179, in '
+        "_prepare_weights",
+        '    raise RuntimeError(f"Cannot find any model weights with `{model_name_or_path}`")',
+        line,
+    ]
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/models/m"]
+    verdict = gate(tmp_path, "vllm", lines, [*command, "--load-format", "pt"])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", line)
+    assert verdict.hint is not None and "--load-format pt" in verdict.hint
+    for other in (["--load-format", "auto"], []):
+        case = tmp_path / f"other{len(other)}"
+        case.mkdir()
+        assert gate(case, "vllm", lines, [*command, *other]).kind == "model-load"
+
+
+def test_a_quantization_method_from_the_models_config(tmp_path: Path) -> None:
+    """SGLang's "Unknown quantization method: exl2" with no --quantization: the model's
+    config.json named it, a format this engine lacks (unsupported-model); given by
+    --quantization, the option's (bad-args)."""
+    line = "ValueError: Unknown quantization method: exl2. Must be one of ['fp8', 'awq']."
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/models/m"]
+    assert gate(tmp_path, "sglang", traceback(line), command).kind == "unsupported-model"
+    case = tmp_path / "option"
+    case.mkdir()
+    verdict = gate(case, "sglang", traceback(line), [*command, "--quantization", "exl2"])
+    assert verdict.kind == "bad-args"
+
+
+def test_a_bare_assertion_quotes_the_check_it_made(tmp_path: Path) -> None:
+    """A bare AssertionError is the same line for every assert: the verdict quotes the
+    `assert ...` source line above it (past the carets), a worker's prefix kept; an
+    assertion with words of its own is quoted as it is."""
+    check = "    assert loaded_weight.shape[output_dim] == self.org_vocab_size"
+    prefix = "(Worker pid=15010) ERROR 12-06 11:18:05 [multiproc_executor.py:953] "
+    lines = [
+        f"{prefix}Traceback (most recent call last):",
+        f'{prefix}  File "/venv/vllm/model_executor/layers/vocab_parallel_embedding.py", '
+        "line 460, in weight_loader",
+        f"{prefix}{check}",
+        f"{prefix}           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        f"{prefix}AssertionError",
+    ]
+    verdict = gate(tmp_path, "vllm", lines, [])
+    assert verdict.matched_line == f"{prefix}{check}".strip()
+    # a progress bar's redraw right after it, joined to the error's line
+    bar = "\rLoading safetensors checkpoint shards:   0% Completed | 0/1 [00:00<?, ?it/s]"
+    case = tmp_path / "bar"
+    case.mkdir()
+    assert gate(case, "vllm", [*lines, bar], []).matched_line == f"{prefix}{check}".strip()
+    lines[-1] = f"{prefix}AssertionError: vocab size mismatch"
+    case = tmp_path / "words"
+    case.mkdir()
+    assert gate(case, "vllm", lines, []).matched_line == lines[-1].strip()
+
+
+@pytest.mark.parametrize(
+    ("line", "elsewhere"),
+    [
+        ("RuntimeError: 0 active drivers ([]). There should only be one.", "cuda-error"),
+        ("RuntimeError: Found no NVIDIA driver on your system.", "cuda-error"),
+        (
+            "/venv/bin/python: error while loading shared libraries: libcuda.so.1: cannot open "
+            "shared object file: No such file or directory",
+            "install",
+        ),
+    ],
+)
+def test_a_gpu_driver_asked_for_under_device_cpu(tmp_path: Path, line: str, elsewhere: str) -> None:
+    """Under --device cpu, a GPU driver that is not there (Triton's "0 active drivers",
+    torch's "no NVIDIA driver", the loader's missing libcuda) was asked for by an option
+    routed to GPU kernels: bad-args; without --device cpu, the driver's own kind."""
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    lines = [SGLANG_START, "Traceback (most recent call last):", line]
+    assert gate(tmp_path, "sglang", lines, [*command, "--device", "cpu"]).kind == "bad-args"
+    case = tmp_path / "gpu"
+    case.mkdir()
+    assert gate(case, "sglang", lines, command).kind == elsewhere
+
+
+def test_a_host_that_lists_several_addresses(tmp_path: Path) -> None:
+    """llama-server given --host 127.0.0.1,localhost binds the port twice, and says the
+    second bind failed: the option's (bad-args); one address whose bind fails is the
+    port's."""
+    lines = [
+        "0.00.009.302 I srv  llama_server: initializing ...",
+        "0.00.012.151 E srv         start: couldn't bind HTTP server socket, hostname: "
+        "localhost, port: 41715",
+        "0.00.016.292 E srv  llama_server: exiting due to HTTP server error",
+    ]
+    command = ["llama-server", "-m", "/m.gguf", "--port", "41715", "--host"]
+    verdict = gate(tmp_path, "llamacpp", lines, [*command, "127.0.0.1,localhost"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--host 127.0.0.1,localhost" in verdict.hint
+    case = tmp_path / "one"
+    case.mkdir()
+    assert gate(case, "llamacpp", lines, [*command, "localhost"]).kind == "port-in-use"
+
+
+def test_a_platform_method_the_cpu_lacks_is_the_option_that_called_it(tmp_path: Path) -> None:
+    """SGLang's --weight-cache-mode client on the CPU: a bare NotImplementedError from the
+    platform's get_device_uuid, under the weight cache's loader: bad-args naming the
+    option; on a GPU platform (no --device cpu) nothing is named."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/weight_cache/ipc_loader.py", line 459, in _fetch_from_cache',
+        "    device_uuid = current_platform.get_device_uuid(int(device_config.gpu_id))",
+        '  File "/venv/sglang/srt/platforms/device_mixin.py", line 201, in get_device_uuid',
+        "    raise NotImplementedError",
+        "NotImplementedError",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    command += ["--weight-cache-mode", "client"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--device", "cpu"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--weight-cache-mode client" in verdict.hint
+    case = tmp_path / "gpu"
+    case.mkdir()
+    assert "--weight-cache-mode" not in (gate(case, "sglang", lines, command).hint or "")
 
 
 def test_a_warning_raised_as_an_error_is_the_setting_that_made_it_one(tmp_path: Path) -> None:
@@ -757,12 +939,11 @@ def test_a_warning_logged_with_its_file_is_no_error(tmp_path: Path) -> None:
     assert (verdict.kind, verdict.matched_line) == ("oom", lines[-1])
 
 
-def test_the_models_path_resolved_while_the_arguments_are_read_is_the_models(
-    tmp_path: Path,
-) -> None:
+def test_the_models_path_resolved_while_the_arguments_are_read(tmp_path: Path) -> None:
     """vLLM resolves --model inside from_cli_args (the arguments are being read): a model
-    path that is no folder, taken for a Hub id, is the model's (model-load), not a
-    settings file's; a YAML --config that does not parse there stays the command's."""
+    path that is no folder, taken for a Hub id, is the command's path to fix (bad-args,
+    the Hub's line quoted), not a settings file's; a YAML --config that does not parse
+    there stays the command's."""
     head = [
         "(APIServer pid=1) INFO 12-07 00:56:02 [api_utils.py:286] non-default args: "
         "{'model_tag': 'Models/tiny', 'model': '/data/My'}",
@@ -788,7 +969,8 @@ def test_the_models_path_resolved_while_the_arguments_are_read_is_the_models(
     log = tmp_path / "server.log"
     log.write_text("".join(line + "\n" for line in head + model))
     verdict = run_log(log, engine="vllm", exit=1, command=[*command, "Models/tiny"])
-    assert (verdict.kind, verdict.matched_line) == ("model-load", model[-1])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", model[-1])
+    assert verdict.hint is not None and "--model /data/My" in verdict.hint
     settings = [
         '  File "/venv/lib/python3.11/site-packages/vllm/utils/argparse_utils.py", line 420, '
         "in load_config_file",

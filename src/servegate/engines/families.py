@@ -182,7 +182,10 @@ _WORDS: tuple[Words, ...] = (
         kind="disk",
         title="no space left on a disk, or a read-only one",
         pattern=r"no space left on device|\bENOSPC\b|disk quota exceeded|\bEDQUOT\b"
-        r"|read-only file system|\bEROFS\b|disk (?:is )?full",
+        r"|read-only file system|\bEROFS\b|disk (?:is )?full"
+        # a file grown past the size limit of the process (`ulimit -f`: "[Errno 27] File
+        # too large" where the shared memory or a cache file is written)
+        r"|\[Errno 27\] File too large|\bEFBIG\b",
     ),
     Words(
         kind="port-in-use",

@@ -961,6 +961,7 @@ def select_cause(
                 c.position,
             ),
         )
+    pick = _said_first(entries, found, pick)
     detail = next(
         (
             c
@@ -1167,6 +1168,62 @@ _NAMES_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*\b")
 _MISSING_INSIDE = re.compile(r"FileNotFoundError: \[Errno 2\] [^:]+: '(?P<folder>/[^']+)/[^/']+'$")
 # the re-raise names the file or the address
 _NAMES_WHAT = re.compile(r"['\"`](?:/|https?://)[^'\"`]+['\"`]")
+
+
+# a file read as text that is not in the codec, at the root of a chain
+_JSON_NAMED = re.compile(r"\.json['\"`]")
+_UNDECODED = re.compile(
+    r"^(?:\w+\.)*UnicodeDecodeError: '[\w-]+' codec can't decode byte 0x[0-9a-f]+ in "
+    r"position (?P<at>\d+)"
+)
+
+
+def _text_undecoded(text: str) -> bool:
+    """Whether ``text`` is a codec's failure past the file's first two bytes: text in
+    another codec (Latin-1's ``0xf6 in position 29``); at its start, the file is no
+    text at all (gzip's ``0x8b in position 1``), which the re-raise says better."""
+    found = _UNDECODED.search(text)
+    return found is not None and int(found.group("at")) >= 2
+
+
+def _said_first(
+    entries: Sequence[Logical], found: Sequence[_Candidate], pick: _Candidate
+) -> _Candidate:
+    """The line above ``pick`` that says its failure in its own words, with ``pick``'s
+    kind: the ``UnicodeDecodeError`` at the root of its chain, where the re-raise says
+    only that the file is no JSON (``OSError: It looks like the config file at
+    '/m/config.json' is not a valid JSON file.`` over a config.json saved in Latin-1),
+    or llama.cpp's grammar parser's ``error parsing grammar: expecting name at {`` above
+    ``failed to parse grammar``; else ``pick``."""
+    if pick.cause.kind is None:
+        return pick
+    # a JSON file that is not UTF-8 text (another path, an archive or a weights file
+    # given for the folder, is what the re-raise names: that line says what to fix)
+    chains = [n for n, e in enumerate(entries) if e.normal.text.startswith(_CHAINED)]
+    root = next(
+        (
+            c
+            for c in found
+            if c.position < pick.position
+            and _text_undecoded(c.cause.text)
+            and _JSON_NAMED.search(pick.cause.text)
+            and any(c.position < n < pick.position for n in chains)
+        ),
+        None,
+    )
+    if root is not None:
+        said = pick.cause
+        cause = replace(root.cause, kind=said.kind, title=said.title, hint=said.hint)
+        return replace(root, cause=cause)
+    if _GRAMMAR_FAILED.search(pick.cause.text):
+        above = entries[max(0, pick.position - _GRAMMAR_ABOVE) : pick.position]
+        parsed = next((e for e in reversed(above) if _GRAMMAR_SAYS.search(e.normal.text)), None)
+        if parsed is not None:
+            # llama.cpp's parser said where the grammar went wrong, above its caller's
+            # report ("failed to parse grammar"): the same failure, in its own words
+            line, text = parsed.line.strip(), parsed.normal.text
+            return replace(pick, cause=replace(pick.cause, line=line, text=text))
+    return pick
 
 
 def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) -> list[_Candidate]:
@@ -1680,6 +1737,12 @@ def _said_after(pick: _Candidate, signature: Signature, hints: Mapping[str, str]
     return replace(pick.cause, kind=words.kind, title=words.title, hint=hint)
 
 
+# llama.cpp's grammar: the caller's report, and the parser's own words above it with
+# where the text went wrong ("parse: error parsing grammar: expecting name at {")
+_GRAMMAR_FAILED = re.compile(r"\bfailed to parse grammar\b")
+_GRAMMAR_SAYS = re.compile(r"\berror parsing grammar: \S")
+_GRAMMAR_ABOVE = 60
+
 # llama.cpp's line that names which extra file of the command failed to load
 _WHICH_FILE = re.compile(r"failed to load (?:the )?(?:lora adapter|draft model),? '")
 _WHICH_AFTER = 4  # lines below the rooted hit: the caller's report of it
@@ -1692,11 +1755,12 @@ _WHICH_HINT = (
 
 
 # a C function's report that something failed ("gguf_init_from_reader: failed to read
-# magic", "ggml_aligned_malloc: insufficient memory (attempted to allocate ...)")
+# magic", "ggml_aligned_malloc: insufficient memory (attempted to allocate ...)", "key
+# 'general.alignment' must be of type u32 but is u64")
 _FUNCTION_FAILED = re.compile(
     r"[a-z_][a-z0-9_]*(?:::\w+)*: (?:[^:]*: )?.{0,80}\b(?:[Ff]ail(?:ed|ure)?|[Ee]rror|invalid"
     r"|insufficient|unable|cannot|can't|couldn't|exceeds?|not found|[Nn]o such|mismatch"
-    r"|only supports?|unsupported|(?:not|no longer) supported)\b"
+    r"|only supports?|unsupported|(?:not|no longer) supported|must be)\b"
 )
 
 

@@ -49,12 +49,15 @@ from servegate.gate.flags import (
     flag_in_line,
     folder_missing,
     host_unresolvable,
+    hosts_listed,
     kept,
+    load_format_forced,
     module_given,
     option_by_word,
     option_in_code,
     override_given,
     path_in_line,
+    quantization_given,
     url_host,
     warnings_as_errors,
     zero_given,
@@ -1122,6 +1125,7 @@ class Gate:
                 if flagged != kind:  # the words' guess is not what was decided
                     reason = _JUDGED.sub("", reason)
                 kind = flagged
+            matched_line = self._assertion_source(matched_line)
         if self._children is not None:
             self.essential_pids = tuple(self._children.known)
         now_mono = time.monotonic()
@@ -1183,10 +1187,45 @@ class Gate:
                 f"{setting} turns the engine's warnings into errors: unset it, or "
                 "ignore that warning's category"
             )
+        text = strip_prefix(line)
+        if kind in (None, "exit") or family_of(kind) in _OVERRIDDEN:
+            named = folder_missing(text, given, model_read=self._reads_tokenizer(line))
+            if named is not None:
+                # a path the Hub client took for a repository's name: no folder is there
+                said = _said(named)
+                return "bad-args", f"{said} is no folder here (and no Hub id): check the path"
         if not given:
             return kind, hint
-        text = strip_prefix(line)
         fix = self.watcher.rules.hints.get("bad-args", KIND_HINTS["bad-args"])
+        if kind == "bad-args" and _UNKNOWN_METHOD.search(text) and not quantization_given(given):
+            # the method comes from the model's config.json (its quantization_config),
+            # not from the command: a checkpoint format this engine version lacks
+            return "unsupported-model", (
+                "the model's config.json names a quantization method this engine version "
+                "does not implement: use a checkpoint in a format it supports, or an "
+                "engine version that reads this one"
+            )
+        forced = load_format_forced(given)
+        if (
+            forced is not None
+            and _NO_WEIGHTS.search(text)
+            and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN)
+        ):
+            # the folder holds weights in another format than the one the command forced
+            return "bad-args", (
+                f"the command's {forced} finds no weights of that format in the model's "
+                "folder: give the format its files are in, or leave --load-format out"
+            )
+        if _BARE_NOT_IMPLEMENTED.search(text) and cpu_asked(given):
+            code = self._traceback_above(line)
+            if _PLATFORM_CODE.search(code):
+                # the CPU platform lacks a method a GPU feature the command turned on
+                # calls (the weight cache's device UUID)
+                named = option_by_word(code, given, reads_args=False) or "an option it sets"
+                return "bad-args", (
+                    f"the command asks for --device cpu, and {named} needs what the CPU "
+                    "platform does not implement: drop it, or run on a GPU"
+                )
         if family_of(kind) == "memory" and _NEGATIVE_SETTING.search(text):
             named = zero_given(given, self._code_above(line))
             if named is not None:
@@ -1229,7 +1268,10 @@ class Gate:
                 return "bad-args", (
                     f"the file that {named} names is not text the engine can read: save it as UTF-8"
                 )
-        if kind == "cuda-error" and cpu_asked(given) and "NVIDIA driver" in line:
+        if cpu_asked(given) and (
+            (kind == "cuda-error" and _NO_DRIVER.search(line))
+            or (family_of(kind) == "install" and "libcuda" in line)
+        ):
             # torch asked for its driver while the command asked for the CPU: an option
             # of it initialises CUDA (a hierarchical cache's pinned memory)
             return "bad-args", (
@@ -1245,6 +1287,14 @@ class Gate:
             return "bad-args", (
                 f"the command's {named} is a URL: give a host name or an address "
                 "(0.0.0.0, 127.0.0.1), without a scheme"
+            )
+        named = hosts_listed(given)
+        if named is not None and family_of(kind) == "port":
+            # the server binds one address; the port it took is taken again by the list's
+            # next address (llama-server's "couldn't bind ..., hostname: localhost")
+            return "bad-args", (
+                f"the command's {named} lists several addresses, and the server listens on "
+                "one: give one address (0.0.0.0 or :: for all)"
             )
         if (
             family_of(kind) == "port"
@@ -1325,11 +1375,6 @@ class Gate:
             return "bad-args", (
                 f"the command's {named} names a file: give the folder that holds it (or the Hub id)"
             )
-        named = folder_missing(text, given)
-        if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
-            return "bad-args", (
-                f"the command's {named} is no folder here (and no Hub id): check the path"
-            )
         named = override_given(given)
         if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
             # a model that fails to load or start with its configuration overridden
@@ -1339,6 +1384,45 @@ class Gate:
                 "check the values it sets against the model's config.json"
             )
         return kind, hint
+
+    def _traceback_above(self, line: str) -> str:
+        """The lines the tail holds above ``line`` back to the traceback's head: its
+        frames and their code."""
+        lines = [text.strip() for text in self.watcher.tail.last()]
+        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == line.strip()), None)
+        if at is None:
+            return ""
+        heads = (n for n in range(at - 1, max(-1, at - 200), -1) if "Traceback (most" in lines[n])
+        top = next(heads, max(0, at - 60))
+        return "\n".join(lines[top:at])
+
+    def _reads_tokenizer(self, line: str) -> bool:
+        """Whether the traceback that ends at ``line`` passed through a function that
+        loads a tokenizer (``get_tokenizer``, ``init_tokenizer_manager``)."""
+        return _TOKENIZER_FRAME.search(self._traceback_above(line)) is not None
+
+    def _assertion_source(self, line: str) -> str:
+        """The ``assert ...`` source line right above ``line``, a bare
+        ``AssertionError`` (the check the code made says what failed; the error's own
+        line is the same for every assert), else ``line``. ``line`` may be a logical
+        line joined from several (a progress bar's text after the error): its first
+        physical line is the error's."""
+        whole = line.strip()
+        lines = self.watcher.tail.last()
+        found = (
+            n
+            for n in range(len(lines) - 1, -1, -1)
+            if (said := lines[n].strip()) and (said == whole or whole.startswith(f"{said} "))
+        )
+        at = next(found, None)
+        if at is None or not _BARE_ASSERTION.search(strip_prefix(lines[at])):
+            return line
+        for above in lines[max(0, at - 4) : at][::-1]:
+            said = strip_prefix(above).strip()
+            if not said or _CARETS.fullmatch(said):
+                continue
+            return above if said.startswith("assert ") else line
+        return line
 
     def _code_above(self, line: str) -> str:
         """The few lines the tail holds above ``line``: a traceback's failing code."""
@@ -1396,6 +1480,21 @@ _COMMON_DEVICES = frozenset(("cpu", "cuda", "auto", "gpu"))
 _NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
 # an assertion with no message: only its code says what was checked
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
+
+
+def _said(named: str) -> str:
+    """An option as written (``--model ~/x``) as the command's, a bare path as is."""
+    return f"the command's {named}" if named.startswith("-") else named
+
+
+_BARE_NOT_IMPLEMENTED = re.compile(r"^(?:\w+\.)*NotImplementedError:?\s*$")
+# a platform's own code (SGLang's platforms/device_mixin.py, current_platform.x())
+_PLATFORM_CODE = re.compile(r"/platforms?/|\bcurrent_platform\.")
+_TOKENIZER_FRAME = re.compile(r", in \w*tokenizer\w*$", re.MULTILINE)
+_CARETS = re.compile(r"[\^~]+")
+_UNKNOWN_METHOD = re.compile(r"Unknown quantization method\b")
+_NO_WEIGHTS = re.compile(r"Cannot find any model weights with|Could not find checkpoint files")
+_NO_DRIVER = re.compile(r"NVIDIA driver|\b0 active drivers\b")
 # what a plain exit's reason says of a kind its words gave (``_on_exit``)
 _JUDGED = re.compile(r"; judged [\w-]+ by its words \([^)]*\)$")
 # a Python warning raised as the exception that ends a traceback (warnings as errors);

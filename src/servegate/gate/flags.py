@@ -53,11 +53,14 @@ __all__ = [
     "folder_missing",
     "given_options",
     "host_unresolvable",
+    "hosts_listed",
     "kept",
+    "load_format_forced",
     "module_given",
     "option_in_code",
     "override_given",
     "path_in_line",
+    "quantization_given",
     "url_host",
     "zero_given",
 ]
@@ -442,16 +445,18 @@ _COMMON_WORDS = frozenset(
 )
 
 
-def option_by_word(code: str, given: Given) -> str | None:
+def option_by_word(code: str, given: Given, *, reads_args: bool = True) -> str | None:
     """The option of ``given`` one of whose distinctive words (four letters or more,
     not ``enable``, ``size`` ...) the failing code's names hold, when the code reads the
-    server's arguments (``server_args``): a step named for the option
-    (``handle_eplb_and_dispatch`` after ``--enable-eplb``), else None."""
-    if "server_args" not in code:
+    server's arguments (``server_args``; not asked where ``reads_args`` is False): a
+    step named for the option (``handle_eplb_and_dispatch`` after ``--enable-eplb``,
+    ``weight_cache/ipc_loader.py`` after ``--weight-cache-mode``), else None. The
+    device option is never named by its word (every platform's code says it)."""
+    if reads_args and "server_args" not in code:
         return None
     names = set(re.findall(r"[A-Za-z]+", code.lower()))
     for name, value in given:
-        if name.startswith("$") or _option_name(name) in _MODEL_OPTIONS:
+        if name.startswith("$") or _option_name(name) in _MODEL_OPTIONS or name == "device":
             continue
         words = [w for w in name.split("_") if len(w) >= 4 and w not in _COMMON_WORDS]
         if any(w in names for w in words):
@@ -489,24 +494,80 @@ def zero_given(given: Given, near: str = "") -> str | None:
     return f"--{name.replace('_', '-')} {value}"
 
 
-def folder_missing(line: str, given: Given) -> str | None:
-    """The option of ``given`` whose local path ``line`` quotes as no Hub id (``Repo id
-    must be in the form ...: '/data/tokenizer'``: no folder is there, so the Hub client
-    took the path for a repository's name), else None: a tokenizer's or a draft model's
-    folder named apart from the model, or any path with a stray space around it, is the
-    command's to fix (the model's own folder may be there and incomplete: model-load)."""
-    if "Repo id must be" not in line and "Invalid repository ID or local directory" not in line:
+def folder_missing(line: str, given: Given, *, model_read: bool = False) -> str | None:
+    """The path ``line`` quotes as no Hub id, as the command gave it, when no folder is
+    there, else None. The Hub client takes a local path for a repository's name only
+    where no such folder exists (``Repo id must be in the form ...: '~/models/x'``: a
+    typo, an unexpanded ``~``, a path split at a space or only on the container's host):
+    the command's to fix, whichever option gave it, the model's own included, and in a
+    paste with no command too. ``model_read``: the failing code reads the tokenizer from
+    the model's folder, which the engine had read its configuration from; that folder is
+    there and lacks a file (model-load), unless a tokenizer option named the path.
+    vLLM's ``Invalid repository ID or local directory`` is said of a folder that is
+    there but empty as well: only an option apart from the model's own path is named by
+    it (a configuration or draft model's folder)."""
+    if "Repo id must be" in line:
+        found = _REPO_QUOTED.search(line)
+        if found is None:
+            return None
+        quoted = found.group(1)
+        path = quoted.strip()
+        if not path.startswith(("/", "./", "../", "~")) and quoted == path:
+            return None
+        for name, value in given:
+            raw = value.strip("'\"").rstrip("/")
+            if raw.strip() != path.rstrip("/") and raw != quoted.rstrip("/"):
+                continue
+            if model_read and not (name in _TOKENIZER_OPTIONS or "draft" in name):
+                return None
+            shown = f"{value!r}" if raw != raw.strip() else value
+            return f"--{name.replace('_', '-')} {shown}"
+        return None if model_read else f"the path {quoted!r}"
+    if "Invalid repository ID or local directory" not in line:
         return None
     for name, value in given:
+        inner = _JSON_PATH.search(value)
+        if inner is not None and f"'{inner.group(1).rstrip('/')}'" in line:
+            # a path inside a JSON value (--speculative-config '{"model": "/d"}')
+            return f"--{name.replace('_', '-')} {value}"
         raw = value.strip("'\"").rstrip("/")
         path = raw.strip()
         if not path.startswith(("/", "./", "../", "~")):
             continue
         if raw != path and f"'{raw}'" in line:
             return f"--{name.replace('_', '-')} {value!r}"  # a stray space in the path
-        named = name in _TOKENIZER_OPTIONS or "draft" in name
+        own = _option_name(name) in _MODEL_OPTIONS and name not in _TOKENIZER_OPTIONS
+        named = not own or "draft" in name
         if named and (f"'{path}'" in line or f"'{path}/'" in line):
             return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+_JSON_PATH = re.compile(r"^\s*\{.*?[\"'](/[^\"']+|~[^\"']*)[\"']")
+_REPO_QUOTED = re.compile(r"Repo id must be in the form [^:]*: '([^']*)'")
+
+
+def load_format_forced(given: Given) -> str | None:
+    """The command's ``--load-format`` when it forces a format (not ``auto``), as
+    written, else None."""
+    for name, value in given:
+        if name == "load_format" and value.strip().strip("'\"").lower() not in ("", "auto"):
+            return f"--load-format {value}"
+    return None
+
+
+def quantization_given(given: Given) -> bool:
+    """Whether the command names a quantization method itself (``--quantization``)."""
+    return any(name in ("quantization", "quantize", "q") and value.strip() for name, value in given)
+
+
+def hosts_listed(given: Given) -> str | None:
+    """The command's ``--host`` when it lists several addresses (``127.0.0.1,localhost``:
+    the server binds one address, the name of the list's second), as written, else
+    None."""
+    for name, value in given:
+        if name in ("host", "hostname") and ("," in value or " " in value.strip()):
+            return f"--host {value}"
     return None
 
 
