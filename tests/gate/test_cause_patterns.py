@@ -2814,3 +2814,57 @@ def test_a_file_grown_past_the_size_limit_is_disk(tmp_path: Path) -> None:
     ]
     verdict = gate(tmp_path, "vllm", lines)
     assert (verdict.kind, verdict.matched_line) == ("disk", large)
+
+
+@pytest.mark.parametrize(
+    ("engine", "line", "kind"),
+    [
+        ("vllm", "ValueError: vLLM does not yet support DoRA.", "unsupported-model"),
+        (
+            "sglang",
+            "RuntimeError: Failed to load LoRA adapter chat: Failed to load chat because LoRA "
+            "serving currently doesn't support DoRA adapters",
+            "unsupported-model",
+        ),
+        ("sglang", "OSError: 47232 requested and 42976 written", "disk"),
+        ("sglang", "IndexError: index out of range in self", "model-load"),
+        (
+            "vllm",
+            "ValueError: The hidden size (128) is not a multiple of the number of attention "
+            "heads (3).",
+            "model-load",
+        ),
+        (
+            "llamacpp",
+            "0.00.005.567 E srv          init: --port 0 is not supported with multiple TCP "
+            "addresses",
+            "bad-args",
+        ),
+    ],
+)
+def test_an_adapter_method_and_values_an_engine_takes_only_otherwise(
+    tmp_path: Path, engine: str, line: str, kind: str
+) -> None:
+    """A DoRA adapter (a method vLLM and SGLang lack: unsupported-model); llama-server's
+    `--port 0` with several addresses (bad-args); numpy's short write to a full disk
+    (disk); torch's embedding given a token id past its rows, a tokenizer larger than the
+    model, and a config.json whose sizes do not fit each other (model-load)."""
+    verdict = gate(tmp_path, engine, [line])
+    assert (verdict.kind, verdict.matched_line) == (kind, line)
+
+
+def test_a_line_that_ends_with_a_colon_and_its_detail_below(tmp_path: Path) -> None:
+    """llama-server's `-jf` whose schema uses `#/definitions/`: "JSON schema conversion
+    failed:" announces the detail on the next line, which is quoted."""
+    detail = (
+        "JSON schema error at #: cannot resolve $ref #/definitions/Answer, definitions not found"
+    )
+    lines = [
+        'error while handling argument "-jf": JSON schema conversion failed:',
+        detail,
+        "",
+        "usage:",
+        "-jf,   --json-schema-file FILE          File containing a JSON schema",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", detail)

@@ -1090,3 +1090,170 @@ def test_a_negative_memory_setting_worked_out_from_a_count_of_zero(tmp_path: Pat
     assert verdict.kind == "bad-args"
     assert verdict.hint is not None and "--chunked-prefill-size 0" in verdict.hint
     assert gate(tmp_path, "sglang", lines, command[:-2]).kind == "oom"
+
+
+def test_a_value_the_command_gave_quoted_back_by_a_failed_check(tmp_path: Path) -> None:
+    """VLLM_CPU_OMP_THREADS_BIND=0-1 under --tensor-parallel-size 2: "Given number of CPU
+    id list ['0-1'] doesn't match local world size 2." quotes the variable's value
+    (bad-args naming it), where its words alone say world size (mpi)."""
+    lines = [
+        "(EngineCore pid=16993) ERROR 12-07 06:19:17 [core.py:1510] AssertionError: Given "
+        "number of CPU id list ['0-1'] doesn't match local world size 2.",
+    ]
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    command += ["--tensor-parallel-size", "2"]
+    verdict = gate(tmp_path, "vllm", lines, ["VLLM_CPU_OMP_THREADS_BIND=0-1", *command])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "VLLM_CPU_OMP_THREADS_BIND=0-1" in verdict.hint
+    case = tmp_path / "words"
+    case.mkdir()
+    assert gate(case, "vllm", lines, command).kind == "mpi"
+
+
+@pytest.mark.parametrize(
+    ("engine", "module", "kind"),
+    [
+        ("llamacpp", "llama_cpp_python.server", "bad-args"),
+        ("sglang", "sglang.launch_server", "install"),
+    ],
+)
+def test_a_module_python_cannot_find(tmp_path: Path, engine: str, module: str, kind: str) -> None:
+    """python -m given the distribution's name for the import name
+    (llama_cpp_python.server) is the command's (bad-args); an engine's own module that is
+    not there is its package not installed (install)."""
+    top = module.split(".", maxsplit=1)[0]
+    lines = [
+        f"/venv/bin/python: Error while finding module specification for '{module}' "
+        f"(ModuleNotFoundError: No module named '{top}')",
+    ]
+    command = ["/venv/bin/python", "-m", module, "--port", "8000"]
+    assert gate(tmp_path, engine, lines, command).kind == kind
+
+
+def test_python_without_its_standard_library(tmp_path: Path) -> None:
+    """A PYTHONHOME left pointing at another prefix: Python's fatal init_fs_encoding, with
+    "No module named 'encodings'" under it, which is quoted; bad-args naming the variable
+    the command set, install where the command set none."""
+    missing = "ModuleNotFoundError: No module named 'encodings'"
+    lines = [
+        "Python path configuration:",
+        "  PYTHONHOME = '/usr/local'",
+        "Fatal Python error: init_fs_encoding: failed to get the Python codec of the "
+        "filesystem encoding",
+        "Python runtime state: core initialized",
+        missing,
+        "",
+        "Current thread 0x00007f7cdfc55b80 (most recent call first):",
+        "  <no Python frame>",
+    ]
+    command = ["/venv/bin/python", "-m", "llama_cpp.server", "--model", "/m.gguf"]
+    verdict = gate(tmp_path, "llamacpp", lines, ["PYTHONHOME=/usr/local", *command])
+    assert verdict.kind == "bad-args"
+    assert verdict.matched_line in (missing, lines[2])  # the one under it, once read
+    assert verdict.hint is not None and "PYTHONHOME=/usr/local" in verdict.hint
+    case = tmp_path / "unset"
+    case.mkdir()
+    assert gate(case, "llamacpp", lines, command).kind == "install"
+
+
+def test_a_models_own_code_that_needs_a_package_not_installed(tmp_path: Path) -> None:
+    """A --trust-remote-code model whose modelling file imports flash_attn: transformers'
+    check is logged as a warning, then vLLM says the architecture is not supported; the
+    warning's line is quoted, install."""
+    needs = (
+        "(APIServer pid=11406) WARNING 12-07 06:15:37 [dynamic_module.py:61] ImportError: "
+        "This modeling file requires the following packages that were not found in your "
+        "environment: flash_attn. Run `pip install flash_attn`"
+    )
+    lines = [
+        needs,
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+        "  Value error, Model architectures ['AcmeLlamaForCausalLM'] are not supported for "
+        "now. Supported architectures: dict_keys(['LlamaForCausalLM'])",
+    ]
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    verdict = gate(tmp_path, "vllm", lines, [*command, "--trust-remote-code"])
+    assert (verdict.kind, verdict.matched_line) == ("install", needs)
+    case = tmp_path / "plain"
+    case.mkdir()
+    assert gate(case, "vllm", lines[1:], command).kind == "unsupported-model"
+
+
+def test_a_split_gguf_named_by_a_later_shard(tmp_path: Path) -> None:
+    """llama-server -m x-00002-of-00002.gguf: "illegal split file idx: 1 (file: ...), model
+    must be loaded with the first split" quotes the command's file (bad-args naming it);
+    a runner that picked the shard itself (no such -m) leaves it the model's."""
+    shard = "/models/x-00002-of-00002.gguf"
+    lines = [
+        f"0.00.008.367 E llama_model_load: error loading model: illegal split file idx: 1 "
+        f"(file: {shard}), model must be loaded with the first split",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, ["llama-server", "-m", shard])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and f"-m {shard}" in verdict.hint
+    case = tmp_path / "runner"
+    case.mkdir()
+    assert gate(case, "llamacpp", lines, ["llama-server", "-m", "/models/other.gguf"]).kind == (
+        "model-load"
+    )
+
+
+def test_an_unexpanded_variable_in_the_models_path(tmp_path: Path) -> None:
+    """A YAML config's `model-path: ${MODEL_DIR}/tiny-llama`, never expanded: the Hub
+    client's "Repo id must use alphanumeric chars ...: '${MODEL_DIR}/tiny-llama'" is no
+    folder (bad-args)."""
+    line = (
+        "huggingface_hub.errors.HFValidationError: Repo id must use alphanumeric chars, '-', "
+        "'_' or '.'. The name cannot start or end with '-' or '.' and the maximum length is "
+        "96: '${MODEL_DIR}/tiny-llama'."
+    )
+    given = given_options(["serve", "--config", "/c.yaml"])
+    assert folder_missing(line, given) == "the path '${MODEL_DIR}/tiny-llama'"
+    assert folder_missing(line.replace("${MODEL_DIR}/tiny-llama", "org-name"), given) is None
+    verdict = gate(tmp_path, "sglang", [SGLANG_START, line], ["sglang", "--config", "/c.yaml"])
+    assert verdict.kind == "bad-args"
+
+
+def test_steps_named_for_an_option_that_fail_on_what_it_was_given(tmp_path: Path) -> None:
+    """SGLang's --kv-canary on the CPU (torch's CPU Stream takes no device: a TypeError,
+    install by its words) and --model-checksum given a sha256sum text file (the
+    verifier's JSONDecodeError): each fails in a step named for the option (bad-args,
+    named); PYTHONOPTIMIZE=2 strips the docstrings transformers builds classes from."""
+    base = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--device", "cpu"]
+    canary = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/kv_canary/runner/canary_manager.py", line 95, in __init__',
+        "    self._stream = torch.cpu.Stream(device=device)",
+        "TypeError: Stream.__init__() got an unexpected keyword argument 'device'",
+    ]
+    verdict = gate(tmp_path, "sglang", canary, [*base, "--kv-canary", "log"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--kv-canary log" in verdict.hint
+    checksum = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/utils/model_file_verifier.py", line 76, in verify',
+        "    expected = _load_checksums(checksums_source)",
+        '  File "/usr/lib/python3.11/json/decoder.py", line 340, in decode',
+        '    raise JSONDecodeError("Extra data", s, end)',
+        "json.decoder.JSONDecodeError: Extra data: line 1 column 2 (char 1)",
+    ]
+    case = tmp_path / "checksum"
+    case.mkdir()
+    verdict = gate(case, "sglang", checksum, [*base, "--model-checksum", "/m/sums.sha256"])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "--model-checksum /m/sums.sha256" in verdict.hint
+    case = tmp_path / "plain"
+    case.mkdir()
+    assert gate(case, "sglang", checksum, base).kind != "bad-args"
+    docstring = [
+        SGLANG_START,
+        "ValueError: No `Args` or `Parameters` section is found in the docstring of "
+        "`BaseModelOutputWithPast`. Make sure it has a docstring",
+    ]
+    case = tmp_path / "optimize"
+    case.mkdir()
+    verdict = gate(case, "sglang", docstring, ["PYTHONOPTIMIZE=2", *base])
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "PYTHONOPTIMIZE=2" in verdict.hint

@@ -185,7 +185,10 @@ _WORDS: tuple[Words, ...] = (
         r"|read-only file system|\bEROFS\b|disk (?:is )?full"
         # a file grown past the size limit of the process (`ulimit -f`: "[Errno 27] File
         # too large" where the shared memory or a cache file is written)
-        r"|\[Errno 27\] File too large|\bEFBIG\b",
+        r"|\[Errno 27\] File too large|\bEFBIG\b"
+        # numpy's short write to a full disk ("OSError: 47232 requested and 42976
+        # written"): the rest did not fit
+        r"|\b\d+ requested and \d+ written\b",
     ),
     Words(
         kind="port-in-use",
@@ -245,6 +248,10 @@ _WORDS: tuple[Words, ...] = (
         r"|(?:config|configuration) file at .* is not a valid JSON|not a valid JSON file"
         r"|no (?:supported |valid )?config(?:uration)? (?:format|file)s? (?:was |were )?found"
         r"|\bField '\w+' expected \w+, got \w+"
+        # sizes of config.json that do not fit each other ("The hidden size (128) is not a
+        # multiple of the number of attention heads (3)"); an override of them is the
+        # command's (gate/flags.py)
+        r"|\bis not a multiple of the number of attention heads\b"
         # a dtype the model's config.json spells short ("dtype": "bf16"), looked up on
         # torch; a long name torch lacks (float8_e4m3fn) is an old torch: install's
         r"|module 'torch' has no attribute '(?:b?fp?\d+|bfloat|half\d+)'",
@@ -587,6 +594,9 @@ _WORDS: tuple[Words, ...] = (
         # mm_per_prompt` is only supported for multimodal models"; a GPU generation is
         # cuda-arch's, above)
         r"|\bis only (?:supported|allowed|available|valid) (?:for|with|when)\b"
+        # a value the engine takes with one setting but not with another ("--port 0 is not
+        # supported with multiple TCP addresses")
+        r"|\bis not (?:supported|allowed) with (?:multiple|several|more than one)\b"
         # a feature asked of a model that does not have it ("context type MTP requested
         # but model doesn't contain MTP layers"): the option must go, or the model change
         r"|\brequested,? but (?:the )?model (?:does not|doesn't) (?:contain|have|support)\b"
@@ -671,7 +681,10 @@ _WORDS: tuple[Words, ...] = (
         r"|\bonly supports? up to version\b"
         # a model class no registry holds ("Cannot find model module. 'MiniMaxM1ForCausalLM'
         # is not a registered model in the Transformers library")
-        r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module",
+        r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module"
+        # a LoRA adapter made with a method the engine does not implement ("vLLM does not
+        # yet support DoRA."): another adapter is the fix, not an option
+        r"|\b(?:does not|doesn't) (?:yet )?support DoRA\b",
     ),
     Words(
         kind="model-load",
@@ -682,6 +695,9 @@ _WORDS: tuple[Words, ...] = (
         r"|failed to load (?:the |all )?models?|model loading|loading the model"
         r"|HFValidationError|repo id must|trust_remote_code"
         r"|weight \S+ does not exist"
+        # torch's embedding given a token id past its rows: the tokenizer's vocabulary is
+        # larger than the model's ("IndexError: index out of range in self")
+        r"|\bindex out of range in self\b"
         # a checkpoint's tensor the model's class has no place for ("There is no module or
         # parameter named 'lm_head.input_scale' in Qwen3_5MoeForCausalLM")
         r"|\bno (?:module or )?parameter named\b"

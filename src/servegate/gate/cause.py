@@ -961,7 +961,7 @@ def select_cause(
                 c.position,
             ),
         )
-    pick = _said_first(entries, found, pick)
+    pick = _said_first(entries, found, pick, hints or {})
     detail = next(
         (
             c
@@ -1187,14 +1187,19 @@ def _text_undecoded(text: str) -> bool:
 
 
 def _said_first(
-    entries: Sequence[Logical], found: Sequence[_Candidate], pick: _Candidate
+    entries: Sequence[Logical],
+    found: Sequence[_Candidate],
+    pick: _Candidate,
+    hints: Mapping[str, str],
 ) -> _Candidate:
     """The line above ``pick`` that says its failure in its own words, with ``pick``'s
     kind: the ``UnicodeDecodeError`` at the root of its chain, where the re-raise says
     only that the file is no JSON (``OSError: It looks like the config file at
     '/m/config.json' is not a valid JSON file.`` over a config.json saved in Latin-1),
     or llama.cpp's grammar parser's ``error parsing grammar: expecting name at {`` above
-    ``failed to parse grammar``; else ``pick``."""
+    ``failed to parse grammar``; or the detail below a line that ends with a colon
+    (``JSON schema conversion failed:``, then ``JSON schema error at #: cannot resolve
+    $ref ...``); else ``pick``."""
     if pick.cause.kind is None:
         return pick
     # a JSON file that is not UTF-8 text (another path, an archive or a weights file
@@ -1212,9 +1217,23 @@ def _said_first(
         None,
     )
     if root is not None:
-        said = pick.cause
-        cause = replace(root.cause, kind=said.kind, title=said.title, hint=said.hint)
+        was = pick.cause
+        cause = replace(root.cause, kind=was.kind, title=was.title, hint=was.hint)
         return replace(root, cause=cause)
+    text = pick.cause.text
+    if text.endswith(":") and pick.position + 1 < len(entries):
+        below = entries[pick.position + 1]
+        said = below.normal.text
+        if _SAYS_ERROR.search(said) and len(said.split()) >= _DETAIL_WORDS:
+            # the line announces its detail on the next ("JSON schema conversion failed:",
+            # then "JSON schema error at #: cannot resolve $ref ...")
+            line = below.line.strip()
+            words = words_kind(said)
+            if words is None:
+                return replace(pick, cause=replace(pick.cause, line=line, text=said))
+            hint = words_hint(words, hints)
+            detail = Cause(line=line, text=said, kind=words.kind, title=words.title, hint=hint)
+            return replace(pick, cause=detail)
     if _GRAMMAR_FAILED.search(pick.cause.text):
         above = entries[max(0, pick.position - _GRAMMAR_ABOVE) : pick.position]
         parsed = next((e for e in reversed(above) if _GRAMMAR_SAYS.search(e.normal.text)), None)
@@ -1742,6 +1761,9 @@ def _said_after(pick: _Candidate, signature: Signature, hints: Mapping[str, str]
 _GRAMMAR_FAILED = re.compile(r"\bfailed to parse grammar\b")
 _GRAMMAR_SAYS = re.compile(r"\berror parsing grammar: \S")
 _GRAMMAR_ABOVE = 60
+# a message's detail on the line below it
+_DETAIL_WORDS = 4  # fewer: a bare name of the error ("Error: DownloadError"), no detail
+_SAYS_ERROR = re.compile(r"\b(?:error|failed|cannot|invalid)\b", re.IGNORECASE)
 
 # llama.cpp's line that names which extra file of the command failed to load
 _WHICH_FILE = re.compile(r"failed to load (?:the )?(?:lora adapter|draft model),? '")

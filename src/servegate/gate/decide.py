@@ -52,13 +52,16 @@ from servegate.gate.flags import (
     hosts_listed,
     kept,
     load_format_forced,
+    model_shard_given,
     module_given,
+    module_misspelt,
     option_by_word,
     option_in_code,
     override_given,
     path_in_line,
     quantization_given,
     url_host,
+    value_in_line,
     warnings_as_errors,
     zero_given,
 )
@@ -518,6 +521,61 @@ class Gate:
             if exception_text(text) is not None and word.search(said):
                 return text, named
         return line.strip(), named
+
+    def _environment_first(self, kind: str | None) -> tuple[str, str, str] | None:
+        """The line of the tail that says what the environment lacked first, its kind and
+        hint, where the failure that ended the process is its consequence: Python's own
+        ``No module named 'encodings'`` under its fatal error (a PYTHONHOME that points
+        elsewhere: bad-args where the command set it, else install); a model's own code
+        that needs a package not installed (``This modeling file requires the following
+        packages that were not found in your environment: flash_attn``, logged as a
+        warning) before the engine says the architecture is not supported (install)."""
+        lines = self.watcher.tail.last()
+        if kind == "fatal-python":
+            found = next((t for t in lines if _NO_ENCODINGS.search(strip_prefix(t))), None)
+            if found is None:
+                # the fatal line itself, where the one under it is not read yet
+                found = next((t for t in lines if _NO_CODEC.search(t)), None)
+            if found is None:
+                return None
+            setting = next(
+                (
+                    f"{name[1:]}={value}"
+                    for name, value in self.options.command_options
+                    if name in ("$PYTHONHOME", "$PYTHONPATH")
+                ),
+                None,
+            )
+            if setting is not None:
+                return (
+                    found,
+                    "bad-args",
+                    (
+                        f"{setting} points Python away from its own standard library: unset "
+                        "it, or point it at this Python's prefix"
+                    ),
+                )
+            return (
+                found,
+                "install",
+                (
+                    "Python could not find its own standard library: check PYTHONHOME and "
+                    "PYTHONPATH, and that this Python's installation is whole"
+                ),
+            )
+        if kind == "unsupported-model":
+            found = next((t for t in reversed(lines) if _REMOTE_CODE_NEEDS.search(t)), None)
+            if found is not None:
+                return (
+                    found,
+                    "install",
+                    (
+                        "the model's own code (--trust-remote-code) imports a package this "
+                        "environment lacks: install the one the line names, or serve the model "
+                        "without its custom code"
+                    ),
+                )
+        return None
 
     def _option_file_failed(self, kind: str | None, line: str) -> tuple[str, str] | None:
         """An earlier line of the tail that says a file or folder an option of the
@@ -1104,7 +1162,10 @@ class Gate:
         if status == Status.CRASH and matched_line:
             device = self._device_library_missing(kind, matched_line)
             earlier = None if device is not None else self._option_file_failed(kind, matched_line)
-            if device is not None:
+            first = self._environment_first(kind)
+            if first is not None and device is None and earlier is None:
+                matched_line, kind, hint = first
+            elif device is not None:
                 line, named = device
                 kind, matched_line = "bad-args", line
                 hint = (
@@ -1216,6 +1277,49 @@ class Gate:
                 f"the command's {forced} finds no weights of that format in the model's "
                 "folder: give the format its files are in, or leave --load-format out"
             )
+        named = model_shard_given(text, given)
+        if named is not None:
+            # the command named a split GGUF by another shard than its first
+            return "bad-args", (
+                f"the command's {named} is not the first shard of a split GGUF: give the "
+                "first (...-00001-of-N.gguf); llama.cpp finds the others beside it"
+            )
+        named = module_misspelt(text, given)
+        if named is not None and family_of(kind) == "install":
+            # python's -m given a name no package of this environment has, and no
+            # engine's: the distribution's name for the import name, a typo
+            return "bad-args", (
+                f"the command's {named} names no module of this environment: give the "
+                "module's import name (llama_cpp.server, vllm.entrypoints.openai.api_server)"
+            )
+        named = value_in_line(text, given)
+        if named is not None and (
+            kind in (None, "exit") or family_of(kind) in ("mpi", "distributed")
+        ):
+            # the value the command gave, quoted back by a check it failed (a CPU list of
+            # one range for two ranks: "Given number of CPU id list ['0-1'] doesn't match
+            # local world size 2.")
+            return "bad-args", f"the line quotes the value of {named}: {fix}"
+        if _OPTIMIZED_AWAY.search(text):
+            named = next((f"{n[1:]}={v}" for n, v in given if n == "$PYTHONOPTIMIZE"), None)
+            if named is not None:
+                # docstrings stripped (-OO), and a library builds its classes from them
+                return "bad-args", (
+                    f"the command's {named} strips the docstrings that a library reads at "
+                    "import: unset it, or set it to 1"
+                )
+        refused = cpu_asked(given) and family_of(kind) == "install" and _CALL_REFUSED.search(text)
+        unread = _NOT_JSON.search(text) and (
+            kind in (None, "exit") or family_of(kind) in _OVERRIDDEN
+        )
+        if exception_text(text) is not None and (refused or unread):
+            code = self._traceback_above(line)
+            named = option_by_word(code, given, reads_args=False, files=bool(unread))
+            if named is not None:
+                # a step named for an option the command set (SGLang's kv_canary under
+                # --kv-canary on the CPU, whose torch lacks the call; the checksum
+                # verifier under --model-checksum given a file that is no JSON)
+                return "bad-args", f"the failing step is that of {named} of the command: {fix}"
         if _BARE_NOT_IMPLEMENTED.search(text) and cpu_asked(given):
             code = self._traceback_above(line)
             if _PLATFORM_CODE.search(code):
@@ -1482,11 +1586,26 @@ _NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
 
 
+# Python without its standard library (PYTHONHOME pointing elsewhere)
+_NO_ENCODINGS = re.compile(r"^(?:\w+\.)*ModuleNotFoundError: No module named 'encodings'")
+_NO_CODEC = re.compile(r"Fatal Python error: init_fs_encoding: failed to get the Python codec")
+# transformers' check of a model's own code for the packages it imports
+_REMOTE_CODE_NEEDS = re.compile(
+    r"requires the following packages that were not found in your environment: \w"
+)
+
+
 def _said(named: str) -> str:
     """An option as written (``--model ~/x``) as the command's, a bare path as is."""
     return f"the command's {named}" if named.startswith("-") else named
 
 
+# a library that builds its classes from docstrings, under python -OO
+_OPTIMIZED_AWAY = re.compile(r"\bin the docstring of\b|\bdocstring\b.{0,40}\bis None\b")
+# a call the installed library does not take (an argument it lacks)
+_CALL_REFUSED = re.compile(r"TypeError: .*\bgot an unexpected keyword argument\b")
+# a JSON parser's error with no file named
+_NOT_JSON = re.compile(r"^(?:json\.decoder\.)?JSONDecodeError: ")
 _BARE_NOT_IMPLEMENTED = re.compile(r"^(?:\w+\.)*NotImplementedError:?\s*$")
 # a platform's own code (SGLang's platforms/device_mixin.py, current_platform.x())
 _PLATFORM_CODE = re.compile(r"/platforms?/|\bcurrent_platform\.")

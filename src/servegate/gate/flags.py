@@ -57,11 +57,13 @@ __all__ = [
     "kept",
     "load_format_forced",
     "module_given",
+    "module_misspelt",
     "option_in_code",
     "override_given",
     "path_in_line",
     "quantization_given",
     "url_host",
+    "value_in_line",
     "zero_given",
 ]
 
@@ -445,21 +447,30 @@ _COMMON_WORDS = frozenset(
 )
 
 
-def option_by_word(code: str, given: Given, *, reads_args: bool = True) -> str | None:
+# options whose words all of a server's code says
+_EVERYWHERE = frozenset(("device", "port", "host"))
+
+
+def option_by_word(
+    code: str, given: Given, *, reads_args: bool = True, files: bool = False
+) -> str | None:
     """The option of ``given`` one of whose distinctive words (four letters or more,
     not ``enable``, ``size`` ...) the failing code's names hold, when the code reads the
     server's arguments (``server_args``; not asked where ``reads_args`` is False): a
     step named for the option (``handle_eplb_and_dispatch`` after ``--enable-eplb``,
-    ``weight_cache/ipc_loader.py`` after ``--weight-cache-mode``), else None. The
-    device option is never named by its word (every platform's code says it)."""
+    ``weight_cache/ipc_loader.py`` after ``--weight-cache-mode``), else None; with
+    ``files``, only an option whose value is a file's path. The device, the port and
+    the host are never named by their words (all code of a server says them)."""
     if reads_args and "server_args" not in code:
         return None
     names = set(re.findall(r"[A-Za-z]+", code.lower()))
     for name, value in given:
-        if name.startswith("$") or _option_name(name) in _MODEL_OPTIONS or name == "device":
+        if name.startswith("$") or _option_name(name) in _MODEL_OPTIONS or name in _EVERYWHERE:
+            continue
+        if files and _path_value(value) is None:
             continue
         words = [w for w in name.split("_") if len(w) >= 4 and w not in _COMMON_WORDS]
-        if any(w in names for w in words):
+        if any(w in names or f"{w}s" in names for w in words):
             return f"--{name.replace('_', '-')} {value}".rstrip()
     return None
 
@@ -506,13 +517,14 @@ def folder_missing(line: str, given: Given, *, model_read: bool = False) -> str 
     vLLM's ``Invalid repository ID or local directory`` is said of a folder that is
     there but empty as well: only an option apart from the model's own path is named by
     it (a configuration or draft model's folder)."""
-    if "Repo id must be" in line:
+    if "Repo id must" in line:
         found = _REPO_QUOTED.search(line)
         if found is None:
             return None
         quoted = found.group(1)
         path = quoted.strip()
-        if not path.startswith(("/", "./", "../", "~")) and quoted == path:
+        local = path.startswith(("/", "./", "../", "~")) or "${" in path
+        if not local and quoted == path:
             return None
         for name, value in given:
             raw = value.strip("'\"").rstrip("/")
@@ -544,7 +556,9 @@ def folder_missing(line: str, given: Given, *, model_read: bool = False) -> str 
 
 
 _JSON_PATH = re.compile(r"^\s*\{.*?[\"'](/[^\"']+|~[^\"']*)[\"']")
-_REPO_QUOTED = re.compile(r"Repo id must be in the form [^:]*: '([^']*)'")
+# the id as quoted at the end of the Hub client's message ("... in the form 'repo_name'
+# or 'namespace/repo_name': '~/m'.", "... maximum length is 96: '${MODEL_DIR}/m'.")
+_REPO_QUOTED = re.compile(r"Repo id must .*: '([^']*)'\.?(?: Use `repo_type`.*)?$")
 
 
 def load_format_forced(given: Given) -> str | None:
@@ -559,6 +573,67 @@ def load_format_forced(given: Given) -> str | None:
 def quantization_given(given: Given) -> bool:
     """Whether the command names a quantization method itself (``--quantization``)."""
     return any(name in ("quantization", "quantize", "q") and value.strip() for name, value in given)
+
+
+def value_in_line(line: str, given: Given) -> str | None:
+    """The option or variable of ``given`` whose value ``line`` quotes whole, in quotes
+    (``Given number of CPU id list ['0-1'] doesn't match local world size 2.`` after
+    ``VLLM_CPU_OMP_THREADS_BIND=0-1``), as written, else None; values of three characters
+    or more, not the model's path."""
+    for name, value in given:
+        said = value.strip()
+        if len(said) < 3 or _option_name(name) in _MODEL_OPTIONS:
+            continue
+        if f"'{said}'" in line or f'"{said}"' in line:
+            return (
+                f"{name[1:]}={value}"
+                if name.startswith("$")
+                else f"--{name.replace('_', '-')} {value}"
+            )
+    return None
+
+
+# the top packages of the engines: a module of theirs that is not there is not installed
+_ENGINE_PACKAGES = frozenset(
+    ("vllm", "sglang", "llama_cpp", "tensorrt_llm", "text_generation_server", "lmdeploy")
+)
+
+
+def module_misspelt(line: str, given: Given) -> str | None:
+    """The command's ``-m MODULE`` when ``line`` says Python found no such module and its
+    top package is none of the engines' (``llama_cpp_python.server``: the distribution's
+    name, not its import name), as written, else None. An engine's own module that is
+    not there is its package not installed."""
+    found = _NO_MODULE_SPEC.search(line)
+    if found is None:
+        return None
+    module = found.group(1)
+    for name, value in given:
+        if name == "m" and value.strip() == module:
+            top = module.split(".")[0]
+            return None if top in _ENGINE_PACKAGES else f"-m {module}"
+    return None
+
+
+_NO_MODULE_SPEC = re.compile(r"Error while finding module specification for '([\w.]+)'")
+
+
+def model_shard_given(line: str, given: Given) -> str | None:
+    """The command's model option when ``line`` says llama.cpp was given a split GGUF's
+    later shard (``illegal split file idx: 1 (file: /m/x-00002-of-00002.gguf), model must
+    be loaded with the first split``) and quotes that option's file, as written, else
+    None (a runner that picked the shard itself is its own fault)."""
+    found = _NOT_FIRST_SPLIT.search(line)
+    if found is None:
+        return None
+    for name, value in given:
+        if _option_name(name) in _MODEL_OPTIONS and value.strip() == found.group(1):
+            flag = f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"
+            return f"{flag} {value}"
+    return None
+
+
+_NOT_FIRST_SPLIT = re.compile(r"illegal split file idx: \d+ \(file: ([^)]+)\)")
 
 
 def hosts_listed(given: Given) -> str | None:

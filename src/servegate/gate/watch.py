@@ -487,8 +487,11 @@ class LogWatcher:
         hit = line.strip()
         cut = next((n for n in range(len(lines) - 1, -1, -1) if lines[n].strip() == hit), None)
         if signature.rooted and cut is not None:
+            # a hit that announces its detail on the next line ("JSON schema conversion
+            # failed:") is read with that line, when the tail already holds it
+            end = cut + 2 if hit.endswith(":") else cut + 1
             found = select_cause(
-                lines[: cut + 1],
+                lines[:end],
                 self.rules.fatal,
                 progress=self.rules.progress_marks,
                 hints=self.rules.hints,
