@@ -2827,6 +2827,24 @@ def test_a_file_grown_past_the_size_limit_is_disk(tmp_path: Path) -> None:
             "unsupported-model",
         ),
         ("sglang", "OSError: 47232 requested and 42976 written", "disk"),
+        (
+            "sglang",
+            "RuntimeError: ('Using FP8 KV cache and scaling factors provided but model %s does "
+            "not support loading scaling factors.', <class 'TransformersForCausalLM'>)",
+            "bad-args",
+        ),
+        (
+            "llamacpp",
+            'OSError: [Errno 30] Cache directory ".cache/llama_cache" does not exist and could '
+            "not be created",
+            "disk",
+        ),
+        (
+            "llamacpp",
+            "0.00.376.205 E llama_prepare_model_devices: LLAMA_SPLIT_MODE_TENSOR needs >= 1 "
+            "devices",
+            "bad-args",
+        ),
         ("sglang", "IndexError: index out of range in self", "model-load"),
         (
             "vllm",
@@ -2846,9 +2864,11 @@ def test_an_adapter_method_and_values_an_engine_takes_only_otherwise(
     tmp_path: Path, engine: str, line: str, kind: str
 ) -> None:
     """A DoRA adapter (a method vLLM and SGLang lack: unsupported-model); llama-server's
-    `--port 0` with several addresses (bad-args); numpy's short write to a full disk
-    (disk); torch's embedding given a token id past its rows, a tokenizer larger than the
-    model, and a config.json whose sizes do not fit each other (model-load)."""
+    `--port 0` with several addresses, a split mode that needs devices the build lacks
+    and KV scales the model's back end cannot load (bad-args); numpy's short write to a
+    full disk and a read-only folder's `[Errno 30]` (disk); torch's embedding given a
+    token id past its rows, a tokenizer larger than the model, and a config.json whose
+    sizes do not fit each other (model-load)."""
     verdict = gate(tmp_path, engine, [line])
     assert (verdict.kind, verdict.matched_line) == (kind, line)
 

@@ -1257,3 +1257,113 @@ def test_steps_named_for_an_option_that_fail_on_what_it_was_given(tmp_path: Path
     verdict = gate(case, "sglang", docstring, ["PYTHONOPTIMIZE=2", *base])
     assert verdict.kind == "bad-args"
     assert verdict.hint is not None and "PYTHONOPTIMIZE=2" in verdict.hint
+
+
+def test_a_downloads_zone_note_given_as_the_model(tmp_path: Path) -> None:
+    """WSL shows Windows' `model.gguf:Zone.Identifier` note beside a download; given to
+    -m, llama.cpp reads "[Zon" where "GGUF" is wanted: the command's file (bad-args),
+    where a file with a bad magic given as the model stays the model's."""
+    lines = [
+        "gguf_init_from_reader: invalid magic characters: '[Zon', expected 'GGUF'",
+        "llama_model_load: error loading model: llama_model_loader: failed to load model",
+    ]
+    command = ["python", "-m", "llama_cpp.server", "--model", "/m/model.gguf:Zone.Identifier"]
+    verdict = gate(tmp_path, "llamacpp", lines, command)
+    assert verdict.kind == "bad-args"
+    assert verdict.hint is not None and "Zone.Identifier" in verdict.hint
+    case = tmp_path / "model"
+    case.mkdir()
+    assert gate(case, "llamacpp", lines, [*command[:-1], "/m/model.gguf"]).kind == "model-load"
+
+
+def test_offline_with_no_cached_copy_of_the_model(tmp_path: Path) -> None:
+    """llama-server --offline -hf org/repo with an empty cache: the loader is given no
+    file ("exactly one out metadata, path_model, and file must be defined"): a download's
+    failure, not the model's; without --offline, the model's."""
+    lines = [
+        "0.00.011.595 E llama_model_load_from_file_impl: exactly one out metadata, "
+        "path_model, and file must be defined",
+        "0.00.011.700 E srv    load_model: failed to load model",
+    ]
+    command = ["llama-server", "-hf", "org/repo-GGUF", "--port", "8080"]
+    assert gate(tmp_path, "llamacpp", lines, [*command, "--offline"]).kind == "download"
+    case = tmp_path / "online"
+    case.mkdir()
+    assert gate(case, "llamacpp", lines, command).kind != "download"
+
+
+def test_an_endpoint_variable_without_its_scheme(tmp_path: Path) -> None:
+    """HF_ENDPOINT=hf-mirror.example.com: httpx refuses the URL before sending it, and the
+    config's load then says it could not be fetched; the refusal is quoted, bad-args
+    naming the variable; with the scheme given, the refusal is no one's setting."""
+    refused = (
+        "httpx.UnsupportedProtocol: Request URL is missing an 'http://' or 'https://' protocol."
+    )
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/httpx/_transports/default.py", line 101, in map_httpcore_exceptions',
+        "    raise mapped_exc(message) from exc",
+        refused,
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/transformers/configuration_utils.py", line 721, in _get_config_dict',
+        "    raise OSError(",
+        "OSError: Can't load the configuration of 'Qwen/Qwen2.5-0.5B-Instruct'.",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-0.5B-Instruct"]
+    verdict = gate(tmp_path, "sglang", lines, ["HF_ENDPOINT=hf-mirror.example.com", *command])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", refused)
+    assert verdict.hint is not None and "HF_ENDPOINT=hf-mirror.example.com" in verdict.hint
+    case = tmp_path / "scheme"
+    case.mkdir()
+    verdict = gate(case, "sglang", lines, ["HF_ENDPOINT=https://hf-mirror.example.com", *command])
+    assert "HF_ENDPOINT" not in (verdict.hint or "")
+
+
+def test_a_logging_configs_file_handler_whose_folder_is_not_there(tmp_path: Path) -> None:
+    """SGLANG_LOGGING_CONFIG_PATH whose file handler writes under a folder never made:
+    logging's dictConfig re-raises the FileNotFoundError as "Unable to configure handler
+    'file'"; the error that names the file is quoted, bad-args (the user's setting)."""
+    missing = "FileNotFoundError: [Errno 2] No such file or directory: '/var/log/sglang/server.log'"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/logging/config.py", line 573, in configure',
+        "    handler = self.configure_handler(handlers[name])",
+        '  File "/usr/lib/python3.11/logging/config.py", line 757, in configure_handler',
+        "    result = factory(**kwargs)",
+        '  File "/usr/lib/python3.11/logging/__init__.py", line 1213, in _open',
+        "    return open_func(self.baseFilename, self.mode,",
+        missing,
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/entrypoints/engine.py", line 1152, in _launch_subprocesses',
+        "    configure_logger(server_args)",
+        '  File "/venv/sglang/srt/utils/common.py", line 2627, in configure_logger',
+        "    logging.config.dictConfig(custom_config)",
+        '  File "/usr/lib/python3.11/logging/config.py", line 823, in dictConfig',
+        "    dictConfigClass(config).configure()",
+        '  File "/usr/lib/python3.11/logging/config.py", line 580, in configure',
+        "    raise ValueError('Unable to configure handler '",
+        "ValueError: Unable to configure handler 'file'",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, ["SGLANG_LOGGING_CONFIG_PATH=/c/log.json", *command])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", missing)
+
+
+def test_an_options_folder_there_without_its_weights(tmp_path: Path) -> None:
+    """A LoRA adapter folder copied without its safetensors: "Cannot find any model
+    weights with `/loras/chat`" quotes the option's path, but the folder is there and
+    lacks its files (model-load); a forced --load-format stays the option's."""
+    line = (
+        "RuntimeError: Failed to load LoRA adapter chat: Cannot find any model weights with "
+        "`/loras/chat`"
+    )
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    command += ["--enable-lora", "--lora-paths", "chat=/loras/chat"]
+    assert gate(tmp_path, "sglang", [SGLANG_START, line], command).kind == "model-load"

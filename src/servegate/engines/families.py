@@ -182,7 +182,7 @@ _WORDS: tuple[Words, ...] = (
         kind="disk",
         title="no space left on a disk, or a read-only one",
         pattern=r"no space left on device|\bENOSPC\b|disk quota exceeded|\bEDQUOT\b"
-        r"|read-only file system|\bEROFS\b|disk (?:is )?full"
+        r"|read-only file system|\bEROFS\b|\[Errno 30\]|disk (?:is )?full"
         # a file grown past the size limit of the process (`ulimit -f`: "[Errno 27] File
         # too large" where the shared memory or a cache file is written)
         r"|\[Errno 27\] File too large|\bEFBIG\b"
@@ -597,6 +597,12 @@ _WORDS: tuple[Words, ...] = (
         # a value the engine takes with one setting but not with another ("--port 0 is not
         # supported with multiple TCP addresses")
         r"|\bis not (?:supported|allowed) with (?:multiple|several|more than one)\b"
+        # a split mode that needs devices the build or the machine does not have
+        # ("LLAMA_SPLIT_MODE_TENSOR needs >= 1 devices" under -sm tensor on a CPU build)
+        r"|SPLIT_MODE_\w+ needs\b"
+        # a setting the model's back end cannot take ("Using FP8 KV cache and scaling
+        # factors provided but model %s does not support loading scaling factors.")
+        r"|\bprovided but (?:the )?model\b.{0,40}\bdoes not support\b"
         # a feature asked of a model that does not have it ("context type MTP requested
         # but model doesn't contain MTP layers"): the option must go, or the model change
         r"|\brequested,? but (?:the )?model (?:does not|doesn't) (?:contain|have|support)\b"

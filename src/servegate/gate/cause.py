@@ -786,8 +786,10 @@ def _candidate(
         # engine goes on without it ("falling back to ...", "Ignore import error ...")
         return None
     if (
-        words is not None
-        and words.kind in ("model-load", "install")
+        (
+            (words is None and (_OS_ERROR_PATH.search(text) or _HANDLER.search(text)))
+            or (words is not None and words.kind in ("model-load", "install"))
+        )
         and exception is not None
         and wrapper is None
         and _settings_read(frames)
@@ -1171,6 +1173,10 @@ _NAMES_WHAT = re.compile(r"['\"`](?:/|https?://)[^'\"`]+['\"`]")
 
 
 # a file read as text that is not in the codec, at the root of a chain
+# logging's dictConfig that re-raises a handler's failure without its path ("Unable to
+# configure handler 'file'"), over the OS error that names the file
+_HANDLER = re.compile(r"\bUnable to configure (?:handler|formatter|filter)\b")
+_OS_ERROR_PATH = re.compile(r"^(?:\w+\.)*\w+Error: \[Errno \d+\] [^:]+: '/")
 _JSON_NAMED = re.compile(r"\.json['\"`]")
 _UNDECODED = re.compile(
     r"^(?:\w+\.)*UnicodeDecodeError: '[\w-]+' codec can't decode byte 0x[0-9a-f]+ in "
@@ -1197,7 +1203,8 @@ def _said_first(
     only that the file is no JSON (``OSError: It looks like the config file at
     '/m/config.json' is not a valid JSON file.`` over a config.json saved in Latin-1),
     or llama.cpp's grammar parser's ``error parsing grammar: expecting name at {`` above
-    ``failed to parse grammar``; or the detail below a line that ends with a colon
+    ``failed to parse grammar``; or the OS error that names the file, under logging's
+    ``Unable to configure handler 'file'``; or the detail below a line that ends with a colon
     (``JSON schema conversion failed:``, then ``JSON schema error at #: cannot resolve
     $ref ...``); else ``pick``."""
     if pick.cause.kind is None:
@@ -1210,8 +1217,10 @@ def _said_first(
             c
             for c in found
             if c.position < pick.position
-            and _text_undecoded(c.cause.text)
-            and _JSON_NAMED.search(pick.cause.text)
+            and (
+                (_text_undecoded(c.cause.text) and _JSON_NAMED.search(pick.cause.text))
+                or (_OS_ERROR_PATH.search(c.cause.text) and _HANDLER.search(pick.cause.text))
+            )
             and any(c.position < n < pick.position for n in chains)
         ),
         None,

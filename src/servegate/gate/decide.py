@@ -52,6 +52,7 @@ from servegate.gate.flags import (
     hosts_listed,
     kept,
     load_format_forced,
+    model_not_a_model,
     model_shard_given,
     module_given,
     module_misspelt,
@@ -563,6 +564,24 @@ class Gate:
                     "PYTHONPATH, and that this Python's installation is whole"
                 ),
             )
+        schemeless = next(
+            (
+                f"{name[1:]}={value}"
+                for name, value in self.options.command_options
+                if name.startswith("$") and _URL_VARIABLE.search(name) and "://" not in value
+            ),
+            None,
+        )
+        if schemeless is not None:
+            found = next((t for t in lines if _NO_SCHEME.search(t)), None)
+            if found is not None:
+                # an endpoint variable without its scheme: the Hub client's request fails
+                # before it is sent, then the config's load says it could not be fetched
+                return (
+                    found,
+                    "bad-args",
+                    (f"the command's {schemeless} has no scheme: write it as https://host"),
+                )
         if kind == "unsupported-model":
             found = next((t for t in reversed(lines) if _REMOTE_CODE_NEEDS.search(t)), None)
             if found is not None:
@@ -1277,6 +1296,19 @@ class Gate:
                 f"the command's {forced} finds no weights of that format in the model's "
                 "folder: give the format its files are in, or leave --load-format out"
             )
+        named = model_not_a_model(given)
+        if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
+            return "bad-args", (
+                f"the command's {named} is the download's Zone.Identifier note, not the "
+                "model: give the file without ':Zone.Identifier'"
+            )
+        if any(name == "offline" for name, _ in given) and _NO_MODEL_PATH.search(text):
+            # offline, a model named by its Hub repository that the cache does not hold:
+            # no file to load
+            return "download", (
+                "the command's --offline finds no copy of the model in the cache: run once "
+                "online to fetch it, or give the model's file with -m"
+            )
         named = model_shard_given(text, given)
         if named is not None:
             # the command named a split GGUF by another shard than its first
@@ -1320,6 +1352,10 @@ class Gate:
                 # --kv-canary on the CPU, whose torch lacks the call; the checksum
                 # verifier under --model-checksum given a file that is no JSON)
                 return "bad-args", f"the failing step is that of {named} of the command: {fix}"
+        if forced is None and _NO_WEIGHTS.search(text) and family_of(kind) == "model":
+            # a folder the command named is there, without its weights (a LoRA adapter
+            # copied without its safetensors): its files, not the command
+            return kind, hint
         if _BARE_NOT_IMPLEMENTED.search(text) and cpu_asked(given):
             code = self._traceback_above(line)
             if _PLATFORM_CODE.search(code):
@@ -1586,6 +1622,12 @@ _NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
 
 
+# llama.cpp's loader given no model file ("exactly one out metadata, path_model, and file
+# must be defined")
+_NO_MODEL_PATH = re.compile(r"\bexactly one out metadata, path_model\b")
+# a request whose URL has no scheme (httpx's), and the variables that give an endpoint
+_NO_SCHEME = re.compile(r"UnsupportedProtocol: Request URL is missing an 'http://'")
+_URL_VARIABLE = re.compile(r"ENDPOINT|_URL$|_HOST$")
 # Python without its standard library (PYTHONHOME pointing elsewhere)
 _NO_ENCODINGS = re.compile(r"^(?:\w+\.)*ModuleNotFoundError: No module named 'encodings'")
 _NO_CODEC = re.compile(r"Fatal Python error: init_fs_encoding: failed to get the Python codec")

@@ -636,6 +636,20 @@ def model_shard_given(line: str, given: Given) -> str | None:
 _NOT_FIRST_SPLIT = re.compile(r"illegal split file idx: \d+ \(file: ([^)]+)\)")
 
 
+def model_not_a_model(given: Given) -> str | None:
+    """The command's model option when its file is a download's metadata beside the
+    model, not the model (``model.gguf:Zone.Identifier``, which Windows writes next to a
+    download and WSL shows as a file), as written, else None."""
+    for name, value in given:
+        if _option_name(name) in _MODEL_OPTIONS and _ZONE_FILE.search(value.strip()):
+            flag = f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"
+            return f"{flag} {value}"
+    return None
+
+
+_ZONE_FILE = re.compile(r":Zone\.Identifier$", re.IGNORECASE)
+
+
 def hosts_listed(given: Given) -> str | None:
     """The command's ``--host`` when it lists several addresses (``127.0.0.1,localhost``:
     the server binds one address, the name of the list's second), as written, else
