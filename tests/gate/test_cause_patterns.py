@@ -2828,6 +2828,14 @@ def test_a_file_grown_past_the_size_limit_is_disk(tmp_path: Path) -> None:
         ),
         ("sglang", "OSError: 47232 requested and 42976 written", "disk"),
         (
+            "vllm",
+            "ValueError: vLLM only supports modules_to_save being either None or a list "
+            "containing lm_head and embed_tokens",
+            "unsupported-model",
+        ),
+        ("vllm", "ValueError: /adapters/sql-lora doesn't contain tensors", "model-load"),
+        ("vllm", "OSError: AF_UNIX path too long", "bad-args"),
+        (
             "sglang",
             "RuntimeError: ('Using FP8 KV cache and scaling factors provided but model %s does "
             "not support loading scaling factors.', <class 'TransformersForCausalLM'>)",
@@ -2863,9 +2871,11 @@ def test_a_file_grown_past_the_size_limit_is_disk(tmp_path: Path) -> None:
 def test_an_adapter_method_and_values_an_engine_takes_only_otherwise(
     tmp_path: Path, engine: str, line: str, kind: str
 ) -> None:
-    """A DoRA adapter (a method vLLM and SGLang lack: unsupported-model); llama-server's
-    `--port 0` with several addresses, a split mode that needs devices the build lacks
-    and KV scales the model's back end cannot load (bad-args); numpy's short write to a
+    """A DoRA adapter and one that trains whole modules (methods vLLM and SGLang lack:
+    unsupported-model); an adapter folder without tensors (model-load); a unix socket's
+    path too long, llama-server's `--port 0` with several addresses, a split mode that
+    needs devices the build lacks and KV scales the model's back end cannot load
+    (bad-args); numpy's short write to a
     full disk and a read-only folder's `[Errno 30]` (disk); torch's embedding given a
     token id past its rows, a tokenizer larger than the model, and a config.json whose
     sizes do not fit each other (model-load)."""

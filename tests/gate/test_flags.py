@@ -711,6 +711,12 @@ def test_a_plugin_file_whose_code_fails_is_the_cause(tmp_path: Path) -> None:
         ([], "/m", False, "the path '/m'"),
         (["--model-path", "/m"], "/m", True, None),
         (["--model-path", "org/m"], "org/m", False, None),
+        (
+            ["--model", "https://hf.co/org/m"],
+            "https://hf.co/org/m",
+            False,
+            "--model https://hf.co/org/m",
+        ),
     ],
 )
 def test_a_path_taken_for_a_hub_id(

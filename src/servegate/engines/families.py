@@ -252,6 +252,9 @@ _WORDS: tuple[Words, ...] = (
         # multiple of the number of attention heads (3)"); an override of them is the
         # command's (gate/flags.py)
         r"|\bis not a multiple of the number of attention heads\b"
+        # an adapter's or a model's folder with no weights in it ("/a/sql-lora doesn't
+        # contain tensors")
+        r"|\b(?:doesn't|does not) contain (?:any )?tensors\b"
         # a dtype the model's config.json spells short ("dtype": "bf16"), looked up on
         # torch; a long name torch lacks (float8_e4m3fn) is an old torch: install's
         r"|module 'torch' has no attribute '(?:b?fp?\d+|bfloat|half\d+)'",
@@ -600,6 +603,8 @@ _WORDS: tuple[Words, ...] = (
         # a split mode that needs devices the build or the machine does not have
         # ("LLAMA_SPLIT_MODE_TENSOR needs >= 1 devices" under -sm tensor on a CPU build)
         r"|SPLIT_MODE_\w+ needs\b"
+        # a unix socket's path longer than the kernel takes (--uds under a deep folder)
+        r"|\bAF_UNIX path too long\b"
         # a setting the model's back end cannot take ("Using FP8 KV cache and scaling
         # factors provided but model %s does not support loading scaling factors.")
         r"|\bprovided but (?:the )?model\b.{0,40}\bdoes not support\b"
@@ -690,7 +695,10 @@ _WORDS: tuple[Words, ...] = (
         r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module"
         # a LoRA adapter made with a method the engine does not implement ("vLLM does not
         # yet support DoRA."): another adapter is the fix, not an option
-        r"|\b(?:does not|doesn't) (?:yet )?support DoRA\b",
+        r"|\b(?:does not|doesn't) (?:yet )?support DoRA\b"
+        # an adapter that trains whole modules vLLM does not serve ("vLLM only supports
+        # modules_to_save being either None or a list containing lm_head and embed_tokens")
+        r"|\bonly supports modules_to_save being\b",
     ),
     Words(
         kind="model-load",

@@ -523,7 +523,8 @@ def folder_missing(line: str, given: Given, *, model_read: bool = False) -> str 
             return None
         quoted = found.group(1)
         path = quoted.strip()
-        local = path.startswith(("/", "./", "../", "~")) or "${" in path
+        # a local path, an unexpanded variable, or a web page's URL copied for the id
+        local = path.startswith(("/", "./", "../", "~", "http://", "https://")) or "${" in path
         if not local and quoted == path:
             return None
         for name, value in given:
