@@ -193,9 +193,13 @@ def test_a_read_keeps_the_kernels_time_while_the_loop_is_busy() -> None:
     def serve() -> None:
         conn, _ = listener.accept()
         with conn:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                request += conn.recv(4096)
+            while True:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += conn.recv(4096)
+                if not request.startswith(b"GET /warm "):
+                    break
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             blocking.wait(30)
             before = time.perf_counter()
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
@@ -213,6 +217,16 @@ def test_a_read_keeps_the_kernels_time_while_the_loop_is_busy() -> None:
         loop = asyncio.get_running_loop()
         pool = Pool(f"http://127.0.0.1:{port}/", ReadClock.install(loop))
         conn, _ = await pool.acquire()
+        # The kernel turns receive stamping on a moment after the first socket asks
+        # (deferred work); until then segments come unstamped. Exchange small
+        # responses until one comes back stamped, then time the real one.
+        assert conn._stamped is not None
+        for _ in range(1000):
+            assert await conn.request(b"GET /warm HTTP/1.1\r\nHost: x\r\n\r\n", Sink()) is None
+            if conn._stamped.at:
+                break
+            await asyncio.sleep(0.005)
+        assert conn._stamped.at, "the kernel never stamped a read"
         sink = Times()
         done = conn.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", sink)
         held: list[float] = []
