@@ -2898,3 +2898,82 @@ def test_a_line_that_ends_with_a_colon_and_its_detail_below(tmp_path: Path) -> N
     ]
     verdict = gate(tmp_path, "llamacpp", lines)
     assert (verdict.kind, verdict.matched_line) == ("bad-args", detail)
+
+
+@pytest.mark.parametrize(
+    ("engine", "line", "kind"),
+    [
+        (
+            "vllm",
+            "RuntimeError: Insufficient space in /dev/shm for shared-memory allocation: "
+            "160 MiB required, 0 MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).",
+            "disk",
+        ),
+        (
+            "vllm",
+            "ValueError: Missing required configuration fields: {'r', 'lora_alpha'}",
+            "model-load",
+        ),
+        (
+            "vllm",
+            "ValueError: base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight "
+            "is unsupported LoRA weight",
+            "model-load",
+        ),
+        (
+            "sglang",
+            "RuntimeError: Failed to load LoRA adapter chat: 'target_modules'",
+            "model-load",
+        ),
+    ],
+)
+def test_a_small_shared_memory_and_an_adapters_own_files(
+    tmp_path: Path, engine: str, line: str, kind: str
+) -> None:
+    """A container's small /dev/shm (disk, the hint naming --shm-size); a LoRA adapter
+    whose config lacks LoRA's keys or whose weights have names no LoRA layer has: the
+    adapter's files (model-load, the hint naming adapter_config.json)."""
+    verdict = gate(tmp_path, engine, [line])
+    assert (verdict.kind, verdict.matched_line) == (kind, line)
+    assert ("--shm-size" if kind == "disk" else "adapter_config.json") in (verdict.hint or "")
+
+
+def test_a_compiler_driver_without_its_compiler(tmp_path: Path) -> None:
+    """g++ with no cc1plus under a cut PATH: its "fatal error: cannot execute" line is
+    the cause, not the "compilation terminated." after it."""
+    fatal = "g++: fatal error: cannot execute ‘cc1plus’: execvp: No such file or directory"
+    lines = [
+        "torch._inductor.exc.InductorError: CppCompileError: C++ compile error",
+        "",
+        "Command:",
+        "g++ /tmp/torchinductor_root/x.cpp -shared -fPIC -o /tmp/x.so",
+        "",
+        "Output:",
+        fatal,
+        "compilation terminated.",
+    ]
+    verdict = gate(tmp_path, "vllm", lines)
+    assert (verdict.kind, verdict.matched_line) == ("install", fatal)
+
+
+def test_a_scratch_file_named_like_a_package(tmp_path: Path) -> None:
+    """A `numpy.py` of the working folder imported where llama_cpp imports numpy: the
+    file's own failure ends the process; the kind is install and the hint names the
+    file. The same frames inside site-packages are numpy's own (no such reading)."""
+
+    def lines(where: str) -> list[str]:
+        return [
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/llama_cpp/llama_chat_format.py", '
+            "line 29, in <module>",
+            "    import numpy as np",
+            f'  File "{where}/numpy.py", line 3, in <module>',
+            "    data = json.load(open(sys.argv[1]))",
+            "FileNotFoundError: [Errno 2] No such file or directory: '--model'",
+        ]
+
+    verdict = gate(tmp_path, "llamacpp", lines("/home/me/work"))
+    assert verdict.kind == "install"
+    assert "/home/me/work/numpy.py" in (verdict.hint or "")
+    own = gate(tmp_path, "llamacpp", lines("/venv/lib/python3.11/site-packages/numpy"))
+    assert "numpy.py" not in (own.hint or "")

@@ -397,9 +397,10 @@ def test_the_servers_own_tls_settings_refused_are_bad_args(tmp_path: Path) -> No
 
 
 def test_the_model_path_set_by_a_variable_is_the_models(tmp_path: Path) -> None:
-    """LLAMA_ARG_MODEL is llama-server's --model: a line that quotes its path is about
-    the model's file (model-load), as it would be after -m; another variable's path
-    quoted by the line stays the command's."""
+    """LLAMA_ARG_MODEL is llama-server's --model: its file that is not there is the
+    value's (bad-args, naming the variable), as it would be after -m, and one that is
+    there but unreadable is the file's (permission); another variable's path quoted by
+    the line stays the command's."""
     lines = [
         "0.00.008.700 I srv  llama_server: initializing ...",
         "0.00.008.711 E gguf_init_from_file: failed to open GGUF file '/models/g.gguf' (No "
@@ -409,7 +410,12 @@ def test_the_model_path_set_by_a_variable_is_the_models(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("".join(line + "\n" for line in lines))
     command = ["env", "LLAMA_ARG_MODEL=/models/g.gguf", "llama-server", "--port", "8080"]
-    assert run_log(log, engine="llamacpp", exit=1, command=command).kind == "model-load"
+    verdict = run_log(log, engine="llamacpp", exit=1, command=command)
+    assert verdict.kind == "bad-args"
+    assert "LLAMA_ARG_MODEL=/models/g.gguf is not there" in (verdict.hint or "")
+    log.write_text(log.read_text().replace("No such file or directory", "Permission denied"))
+    assert run_log(log, engine="llamacpp", exit=1, command=command).kind == "permission"
+    log.write_text("".join(line + "\n" for line in lines))
     command[1] = "LLAMA_ARG_LOOKUP_CACHE=/models/g.gguf"
     assert run_log(log, engine="llamacpp", exit=1, command=command).kind == "bad-args"
 
@@ -1373,3 +1379,167 @@ def test_an_options_folder_there_without_its_weights(tmp_path: Path) -> None:
     command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
     command += ["--enable-lora", "--lora-paths", "chat=/loras/chat"]
     assert gate(tmp_path, "sglang", [SGLANG_START, line], command).kind == "model-load"
+
+
+LLAMA_SERVER = ["llama-server", "-c", "1024", "--port", "8080"]
+LCPP = ["python", "-m", "llama_cpp.server", "--n_ctx", "1024"]
+
+
+@pytest.mark.parametrize(
+    ("command", "line", "kind"),
+    [
+        # two paths in one -m value: not there, the command's
+        (
+            [*LLAMA_SERVER, "-m", "/m/a.gguf,/m/b.gguf"],
+            "gguf_init_from_file: failed to open GGUF file '/m/a.gguf,/m/b.gguf' "
+            "(No such file or directory)",
+            "bad-args",
+        ),
+        # a GGUF file given with a folder's trailing slash
+        (
+            [*LCPP, "--model", "/m/a.gguf/"],
+            "ValueError: Model path does not exist: /m/a.gguf/",
+            "bad-args",
+        ),
+        # a path a config file gave (not in the command), with an unexpanded ~
+        (
+            [*LCPP, "--config_file", "/c/server.yaml"],
+            "ValueError: Model path does not exist: ~/models/a.gguf",
+            "bad-args",
+        ),
+        # a LoRA adapter's path that is not there
+        (
+            [*LLAMA_SERVER, "-m", "/m/a.gguf", "--lora", "/l/sql.gguf"],
+            "llama_adapter_lora_init: failed to open '/l/sql.gguf': No such file or directory",
+            "bad-args",
+        ),
+        # controls: a split GGUF's later shard, a file inside the Hub cache: the files
+        (
+            [*LLAMA_SERVER, "-m", "/m/a-00001-of-00002.gguf"],
+            "gguf_init_from_file: failed to open GGUF file '/m/a-00002-of-00002.gguf' "
+            "(No such file or directory)",
+            "model-load",
+        ),
+        (
+            [*LLAMA_SERVER, "-m", "/h/models--o--r/snapshots/0a1b/a.gguf"],
+            "gguf_init_from_file: failed to open GGUF file "
+            "'/h/models--o--r/snapshots/0a1b/a.gguf' (No such file or directory)",
+            "model-load",
+        ),
+    ],
+)
+def test_a_path_the_command_gave_that_is_not_there(
+    tmp_path: Path, command: list[str], line: str, kind: str
+) -> None:
+    """llama.cpp's "Model path does not exist" and "failed to open GGUF file ... (No
+    such file or directory)" of a path the command (or its config file) gave: the
+    value is wrong (bad-args), whichever option gave it; a split GGUF's later shard and
+    a file in the Hugging Face cache are files missing from what was named right."""
+    verdict = gate(tmp_path, "llamacpp", [line], command)
+    assert verdict.kind == kind
+    assert (verdict.matched_line or "").endswith(line)
+
+
+def test_a_path_not_there_in_a_paste_without_its_command(tmp_path: Path) -> None:
+    """With no command, nothing says the path was the user's value: the files'."""
+    line = "ValueError: Model path does not exist: /m/a.gguf/"
+    assert gate(tmp_path, "llamacpp", [line], []).kind == "model-load"
+
+
+def test_a_link_whose_target_is_gone_is_the_files(tmp_path: Path) -> None:
+    """A model path that is a link to a deleted file: the link is there, its file is
+    not (model-load); the same path with no link there is the command's."""
+    link = tmp_path / "current.gguf"
+    link.symlink_to(tmp_path / "deleted.gguf")
+    line = f"ValueError: Model path does not exist: {link}"
+    assert gate(tmp_path, "llamacpp", [line], [*LCPP, "--model", str(link)]).kind == "model-load"
+    link.unlink()
+    assert gate(tmp_path, "llamacpp", [line], [*LCPP, "--model", str(link)]).kind == "bad-args"
+
+
+def test_a_tls_key_given_without_its_certificate(tmp_path: Path) -> None:
+    """uvicorn's bare `assert self.ssl_certfile` when a key is given alone (here by a
+    variable a base image left set): the TLS setting's; without any TLS setting the
+    same check keeps the engine's reading."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/uvicorn/config.py", line 400, in load',
+        "    assert self.ssl_certfile",
+        "AssertionError",
+    ]
+    command = [*LCPP, "--model", "/m/a.gguf"]
+    verdict = gate(tmp_path, "llamacpp", lines, ["SSL_KEYFILE=/k/server.key", *command])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", "assert self.ssl_certfile")
+    assert "SSL_KEYFILE" in (verdict.hint or "")
+    assert gate(tmp_path, "llamacpp", lines, command).kind != "bad-args"
+
+
+def test_an_option_that_takes_json_given_key_value(tmp_path: Path) -> None:
+    """SGLang's `--model-loader-extra-config num_threads=8` read by orjson: the option's
+    value is no JSON (bad-args); given JSON, the same error stays the model's."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/model_executor/model_runner_components/load_model_utils.py", '
+        "line 222, in build_load_config",
+        "    return LoadConfig(",
+        '  File "/venv/sglang/srt/configs/load_config.py", line 137, in __post_init__',
+        "    self.model_loader_extra_config = orjson.loads(model_loader_extra_config)",
+        "orjson.JSONDecodeError: invalid literal, expected 'null': line 1 column 1 (char 0)",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    bad = [*command, "--model-loader-extra-config", "num_threads=8"]
+    verdict = gate(tmp_path, "sglang", lines, bad)
+    assert verdict.kind == "bad-args"
+    assert "--model-loader-extra-config num_threads=8" in (verdict.hint or "")
+    good = [*command, "--model-loader-extra-config", '{"num_threads": 8}']
+    assert gate(tmp_path, "sglang", lines, good).kind != "bad-args"
+
+
+def test_a_count_of_zero_failing_in_the_words_of_what_it_counts(tmp_path: Path) -> None:
+    """`--max-queued-requests 0`: SGLang's warm-up request is refused ("The request
+    queue is full."), the engine's start failing; the zero's (bad-args). Another zero
+    the line's words do not name leaves the engine's reading."""
+    line = (
+        'AssertionError: {"object":"error","message":"The request queue is full.",'
+        '"type":"503","param":null,"code":503}'
+    )
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    lines = [
+        SGLANG_START,
+        "[2026-12-07 08:50:46] Initialization failed. warmup error: Traceback (most recent "
+        "call last):",
+        '  File "/venv/sglang/srt/entrypoints/http_server.py", line 1921, in '
+        "_execute_server_warmup",
+        '    assert res.status_code == 200, f"{res.text}"',
+        line,
+    ]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--max-queued-requests", "0"])
+    assert verdict.kind == "bad-args"
+    assert "--max-queued-requests 0" in (verdict.hint or "")
+    other = gate(tmp_path, "sglang", lines, [*command, "--stream-interval", "0"])
+    assert other.kind != "bad-args"
+
+
+def test_an_error_with_no_family_in_the_words_of_an_option(tmp_path: Path) -> None:
+    """prometheus's "Buckets not in sorted order" after `--bucket-e2e-request-latency 1
+    0.5 2 5`: the option's (bad-args); without it the plain exit keeps no kind of words."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/entrypoints/engine.py", line 203, in init_tokenizer_manager',
+        "    tokenizer_manager = TokenizerManagerClass(server_args, port_args)",
+        '  File "/venv/sglang/srt/managers/tokenizer_manager.py", line 843, in '
+        "init_metric_collector_watchdog",
+        "    self.metrics_collector = tokenizer_collector_cls(",
+        '  File "/venv/sglang/srt/observability/metrics_collector.py", line 2067, in __init__',
+        "    self.histogram_e2e_request_latency = Histogram(",
+        '  File "/venv/prometheus_client/metrics.py", line 645, in _prepare_buckets',
+        "    raise ValueError('Buckets not in sorted order')",
+        "ValueError: Buckets not in sorted order",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--enable-metrics"]
+    buckets = ["--bucket-e2e-request-latency", "1", "0.5", "2", "5"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, *buckets])
+    assert verdict.kind == "bad-args"
+    assert "--bucket-e2e-request-latency" in (verdict.hint or "")
+    assert gate(tmp_path, "sglang", lines, command).kind != "bad-args"

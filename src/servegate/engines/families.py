@@ -188,7 +188,10 @@ _WORDS: tuple[Words, ...] = (
         r"|\[Errno 27\] File too large|\bEFBIG\b"
         # numpy's short write to a full disk ("OSError: 47232 requested and 42976
         # written"): the rest did not fit
-        r"|\b\d+ requested and \d+ written\b",
+        r"|\b\d+ requested and \d+ written\b"
+        # the shared-memory folder too small for the engine's buffers (a container's
+        # 64 MiB /dev/shm: "Insufficient space in /dev/shm for shared-memory allocation")
+        r"|\bInsufficient space in /dev/shm\b",
     ),
     Words(
         kind="port-in-use",
@@ -444,6 +447,9 @@ _WORDS: tuple[Words, ...] = (
         # a compiler's or linker's own error line in a build (a JIT kernel's): a header
         # or a library it cannot find, a symbol it cannot resolve
         r"|fatal error: [^:]{1,200}: No such file or directory|\bcannot find -l[\w+.-]"
+        # the compiler driver without its compiler proper (g++ with no cc1plus, a PATH
+        # or an install cut short)
+        r"|fatal error: cannot execute\b"
         r"|collect2: error|undefined reference to|\bnvcc fatal\b"
         # the dynamic loader's own failures, and a build tool that is not installed
         r"|error while loading shared libraries|symbol lookup error|wrong ELF class"
@@ -712,6 +718,12 @@ _WORDS: tuple[Words, ...] = (
         # torch's embedding given a token id past its rows: the tokenizer's vocabulary is
         # larger than the model's ("IndexError: index out of range in self")
         r"|\bindex out of range in self\b"
+        # an adapter's own files that do not make a LoRA adapter: its config without the
+        # keys LoRA needs ("Missing required configuration fields: {'r', 'lora_alpha'}",
+        # "Failed to load LoRA adapter chat: 'target_modules'"), its weights under names
+        # no LoRA layer has ("... lora_A.default.weight is unsupported LoRA weight")
+        r"|\bMissing required configuration fields\b|\bis unsupported LoRA weight\b"
+        r"|\bFailed to load LoRA adapter \S+: '\w+'$"
         # a checkpoint's tensor the model's class has no place for ("There is no module or
         # parameter named 'lm_head.input_scale' in Qwen3_5MoeForCausalLM")
         r"|\bno (?:module or )?parameter named\b"

@@ -50,6 +50,7 @@ from servegate.gate.flags import (
     folder_missing,
     host_unresolvable,
     hosts_listed,
+    json_not_given,
     kept,
     load_format_forced,
     model_not_a_model,
@@ -60,11 +61,14 @@ from servegate.gate.flags import (
     option_in_code,
     override_given,
     path_in_line,
+    path_not_there,
     quantization_given,
+    tls_given,
     url_host,
     value_in_line,
     warnings_as_errors,
     zero_given,
+    zero_named,
 )
 from servegate.gate.follow import FileFollower
 from servegate.gate.learned import likely_kind
@@ -1258,6 +1262,40 @@ class Gate:
                 "check the paths of --ssl-certfile, --ssl-keyfile and --uds"
             )
         given = self.options.command_options
+        text = strip_prefix(line)
+        for told, words, fix in _NARROW_HINTS:
+            if kind == told and words.search(text):
+                return kind, fix
+        if kind in (None, "exit", "install", "model-load", "bad-args"):
+            shadow = _shadowing_file(self._traceback_above(line))
+            if shadow is not None:
+                # a file of the working folder (or PYTHONPATH) named like a package the
+                # engine imports, imported in its place
+                path, module = shadow
+                return "install", (
+                    f"{path} is imported in place of the package {module!r} (a file of that "
+                    "name in the working folder or on PYTHONPATH): rename or move it"
+                )
+        if kind in (None, "exit", "model-load"):
+            named = path_not_there(text, given)
+            if named is not None:
+                # a file the command named is not there (a typo, an unexpanded ~, a URL,
+                # a path of another machine or container): its value, not the files
+                said = _said(named)
+                return "bad-args", (
+                    f"{said} is not there: check the path (a typo, an unexpanded ~, a "
+                    "URL or file:// where a file is wanted, a path of another machine)"
+                )
+        alone = tls_given(given)
+        if alone is not None and (text.startswith("assert ") or _BARE_ASSERTION.search(text)):
+            code = self._assertion_source(line) + "\n" + self._code_above(line)
+            if _TLS_CHECK.search(code):
+                # uvicorn's check that a key comes with its certificate: one TLS setting
+                # given (a variable a base image left set) without its pair
+                return "bad-args", (
+                    f"the command sets {alone} without its pair: give both the certificate "
+                    "and the key (--ssl-certfile and --ssl-keyfile), or neither"
+                )
         normal = normalise(line)
         if normal.level is None and _WARNING_RAISED.match(normal.text):
             # a warning that ends the process as an exception: warnings are errors here,
@@ -1267,7 +1305,6 @@ class Gate:
                 f"{setting} turns the engine's warnings into errors: unset it, or "
                 "ignore that warning's category"
             )
-        text = strip_prefix(line)
         if kind in (None, "exit") or family_of(kind) in _OVERRIDDEN:
             named = folder_missing(text, given, model_read=self._reads_tokenizer(line))
             if named is not None:
@@ -1339,6 +1376,25 @@ class Gate:
                 return "bad-args", (
                     f"the command's {named} strips the docstrings that a library reads at "
                     "import: unset it, or set it to 1"
+                )
+        if _NOT_JSON.search(text) and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
+            named = json_not_given(given)
+            if named is not None:
+                # an option that takes a JSON object given key=value or a bare word
+                return "bad-args", (
+                    f"the command's {named} is not JSON: give a JSON object "
+                    """('{"key": value}'), quoted for the shell"""
+                )
+        if exception_text(text) is not None and (
+            kind in (None, "exit") or family_of(kind) == "engine"
+        ):
+            named = zero_named(text, given)
+            if named is not None:
+                # a count of zero the engine took, failing in the words of what it
+                # counts (--max-queued-requests 0: "The request queue is full.")
+                return "bad-args", (
+                    f"the command sets {named}, and the failure is about what it counts: "
+                    "give 1 or more (or leave the option out for its default)"
                 )
         refused = cpu_asked(given) and family_of(kind) == "install" and _CALL_REFUSED.search(text)
         unread = _NOT_JSON.search(text) and (
@@ -1523,6 +1579,14 @@ class Gate:
                 f"the command overrides the model's configuration ({named}): "
                 "check the values it sets against the model's config.json"
             )
+        if kind in (None, "exit") and exception_text(text) is not None:
+            named = option_by_word(exception_text(text) or "", given, reads_args=False)
+            if named is not None:
+                # an error with no family of its own, in the words of an option the
+                # command set ("Buckets not in sorted order" after
+                # --bucket-e2e-request-latency 1 0.5 2 5)
+                flag = named.split(" ", 1)[0]
+                return "bad-args", f"the error is about {flag} of the command: {fix}"
         return kind, hint
 
     def _traceback_above(self, line: str) -> str:
@@ -1620,6 +1684,27 @@ _COMMON_DEVICES = frozenset(("cpu", "cuda", "auto", "gpu"))
 _NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
 # an assertion with no message: only its code says what was checked
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
+# a kind's hint for a case narrower than its engine's: the kind, the words, the fix
+_NARROW_HINTS = (
+    (
+        "disk",
+        re.compile(r"\bInsufficient space in /dev/shm\b"),
+        "the shared-memory folder /dev/shm is too small for the engine's buffers: give "
+        "the container more (docker run --shm-size 8g, or --ipc=host)",
+    ),
+    (
+        "model-load",
+        re.compile(
+            r"\bMissing required configuration fields\b|\bis unsupported LoRA weight\b"
+            r"|\bFailed to load LoRA adapter \S+: '\w+'$"
+        ),
+        "the LoRA adapter's own files are not a LoRA adapter this engine reads: check "
+        "its adapter_config.json (r, lora_alpha, target_modules) and that its weights "
+        "were saved by PEFT (adapter_model.safetensors), or that it is a LoRA adapter at all",
+    ),
+)
+# a check on the server's TLS files (uvicorn's "assert self.ssl_certfile")
+_TLS_CHECK = re.compile(r"\bssl_(?:certfile|keyfile|cert_file|key_file)\b")
 
 
 # llama.cpp's loader given no model file ("exactly one out metadata, path_model, and file
@@ -1637,6 +1722,40 @@ _REMOTE_CODE_NEEDS = re.compile(
 )
 
 
+# "import numpy as np" / "from numpy import x": the module a traceback's code imports
+_IMPORTS = re.compile(r"^(?:import|from)\s+([A-Za-z_]\w*)")
+_FRAME_MODULE = re.compile(
+    r'^File "(?P<path>[^"<]+?/(?P<name>[A-Za-z_]\w*)(?:/__init__)?\.py)", line'
+)
+# where installed packages and the standard library live
+_INSTALLED = re.compile(r"/(?:site|dist)-packages/|/lib/python\d[\d.]*/|/lib64/python")
+
+
+def _shadowing_file(frames: str) -> tuple[str, str] | None:
+    """The file and the module name where a traceback's ``import X`` went on into a file
+    ``X.py`` (or ``X/__init__.py``) outside the installed packages and the standard
+    library, else None: a script of the working folder named like a package (a
+    scratch ``numpy.py``), imported instead of it."""
+    imported: str | None = None
+    for raw in frames.splitlines():
+        said = raw.strip()
+        frame = _FRAME_MODULE.match(said)
+        if frame is not None:
+            path = frame.group("path")
+            if (
+                imported is not None
+                and frame.group("name") == imported
+                and not _INSTALLED.search(path)
+            ):
+                return path, imported
+            imported = None
+            continue
+        found = _IMPORTS.match(said)
+        if found is not None:
+            imported = found.group(1)
+    return None
+
+
 def _said(named: str) -> str:
     """An option as written (``--model ~/x``) as the command's, a bare path as is."""
     return f"the command's {named}" if named.startswith("-") else named
@@ -1647,7 +1766,7 @@ _OPTIMIZED_AWAY = re.compile(r"\bin the docstring of\b|\bdocstring\b.{0,40}\bis 
 # a call the installed library does not take (an argument it lacks)
 _CALL_REFUSED = re.compile(r"TypeError: .*\bgot an unexpected keyword argument\b")
 # a JSON parser's error with no file named
-_NOT_JSON = re.compile(r"^(?:json\.decoder\.)?JSONDecodeError: ")
+_NOT_JSON = re.compile(r"^(?:\w+\.)*JSONDecodeError: ")
 _BARE_NOT_IMPLEMENTED = re.compile(r"^(?:\w+\.)*NotImplementedError:?\s*$")
 # a platform's own code (SGLang's platforms/device_mixin.py, current_platform.x())
 _PLATFORM_CODE = re.compile(r"/platforms?/|\bcurrent_platform\.")

@@ -40,6 +40,7 @@ What counts as evidence:
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Mapping, Sequence
 
@@ -54,6 +55,7 @@ __all__ = [
     "given_options",
     "host_unresolvable",
     "hosts_listed",
+    "json_not_given",
     "kept",
     "load_format_forced",
     "module_given",
@@ -61,10 +63,13 @@ __all__ = [
     "option_in_code",
     "override_given",
     "path_in_line",
+    "path_not_there",
     "quantization_given",
+    "tls_given",
     "url_host",
     "value_in_line",
     "zero_given",
+    "zero_named",
 ]
 
 # (the option's name without its dashes, as given; its value, "" for a switch)
@@ -673,3 +678,104 @@ def warnings_as_errors(given: Given) -> str | None:
 def cpu_asked(given: Given) -> bool:
     """Whether ``given`` asks the engine to run on the CPU (``--device cpu``)."""
     return any(name == "device" and value.lower() == "cpu" for name, value in given)
+
+
+# a file the engine was told to open that is not there, in llama.cpp's words: the
+# model's ("Model path does not exist: X", "failed to open GGUF file 'X' (No such file
+# or directory)"), an adapter's ("failed to open 'X': No such file or directory")
+_NOT_THERE = re.compile(
+    r"Model path does not exist: (?P<said>.+?)\s*$"
+    r"|failed to open GGUF file '(?P<gguf>[^']+)' \(No such file or directory\)"
+    r"|\bfailed to open '(?P<file>[^']+)': No such file or directory"
+)
+# a split GGUF's later shard, which llama.cpp finds beside the first one it was given
+_LATER_SHARD = re.compile(r"-0*(?:[2-9]|[1-9]\d+)-of-\d+\.gguf$")
+# the Hugging Face cache's own layout: files the cache holds, not a path the user wrote
+_HUB_CACHE = re.compile(r"/models--[^/]+/(?:snapshots|blobs)/")
+
+
+def path_not_there(line: str, given: Given) -> str | None:
+    """The path ``line`` says is not there (llama.cpp's ``Model path does not exist:``,
+    ``failed to open GGUF file '...' (No such file or directory)``), as the command gave
+    it (or ``the path '...'`` where a config file gave it), when the command is known,
+    else None. A path that is not there is the command's to fix (a typo, an unexpanded
+    ``~``, a URL or ``file://`` where a file is wanted, a path of another machine or
+    container, two paths in one value), whichever option gave it, the model's own
+    included; not a split GGUF's later shard, a file inside the Hugging Face cache, nor
+    a link whose target is gone: those are files missing from what the command named
+    right."""
+    if not given:
+        return None
+    found = _NOT_THERE.search(line)
+    if found is None:
+        return None
+    path = next(part for part in found.groups() if part)
+    if _LATER_SHARD.search(path) or _HUB_CACHE.search(path) or os.path.islink(path):
+        return None
+    for name, value in given:
+        if value.strip().strip("'\"").rstrip("/") not in (path.rstrip("/"), path.strip()):
+            continue
+        if name.startswith("$"):
+            return f"{name[1:]}={value}"
+        flag = f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"
+        return f"{flag} {value}"
+    return f"the path {path!r}"
+
+
+def tls_given(given: Given) -> str | None:
+    """The first TLS setting of ``given`` (``--ssl-keyfile``, ``SSL_KEYFILE``), as
+    written, else None."""
+    for name, value in given:
+        if name.lstrip("$").lower().startswith("ssl_"):
+            if name.startswith("$"):
+                return f"{name[1:]}={value}"
+            return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+# options whose value is a JSON object by their name (--model-loader-extra-config,
+# --json-model-override-args, --hf-overrides, --speculative-config)
+_JSON_OPTION = re.compile(r"(?:config|json|args|kwargs|overrides?)$")
+
+
+def json_not_given(given: Given) -> str | None:
+    """The option of ``given`` whose value should be JSON by its name and is not (no
+    ``{`` or ``[``, no path of a file: ``--model-loader-extra-config num_threads=8``), as
+    written, else None."""
+    for name, value in given:
+        if name.startswith("$") or not _JSON_OPTION.search(name):
+            continue
+        stripped = value.strip().strip("'")
+        if not stripped or stripped[0] in "{[" or _path_value(stripped) is not None:
+            continue
+        if "/" in stripped or stripped.endswith((".json", ".yaml", ".yml")):
+            continue
+        return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+def _stems(word: str) -> set[str]:
+    """``word`` and its stems without a plural's or a past's ending (queued: queue)."""
+    stems = {word}
+    for ending in ("s", "d", "ed", "es"):
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            stems.add(word[: -len(ending)])
+    return stems
+
+
+def zero_named(line: str, given: Given) -> str | None:
+    """The option of ``given`` set to zero or below whose distinctive words (four
+    letters or more) all appear in ``line``, as a word or its stem (``--max-queued-requests
+    0`` and "The request queue is full."), as written, else None: a count of zero that
+    an engine takes and then fails on, in the words of the thing it counts."""
+    said = set(re.findall(r"[a-z]+", line.lower()))
+    said |= {stem for word in said for stem in _stems(word)}
+    for name, value in given:
+        if name.startswith("$") or not _ZERO.fullmatch(value.strip()):
+            continue
+        if _ZERO_ON_PURPOSE.search(name) is not None:
+            continue
+        words = [w for w in name.split("_") if len(w) >= 4 and w not in _COMMON_WORDS]
+        if words and all(_stems(w) & said for w in words):
+            return f"--{name.replace('_', '-')} {value}"
+    return None
