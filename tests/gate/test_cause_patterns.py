@@ -2977,3 +2977,73 @@ def test_a_scratch_file_named_like_a_package(tmp_path: Path) -> None:
     assert "/home/me/work/numpy.py" in (verdict.hint or "")
     own = gate(tmp_path, "llamacpp", lines("/venv/lib/python3.11/site-packages/numpy"))
     assert "numpy.py" not in (own.hint or "")
+
+
+def test_uvicorn_asked_for_workers_by_the_environment(tmp_path: Path) -> None:
+    """`WEB_CONCURRENCY=4` left by a platform: uvicorn wants an import string for
+    workers, logs it as a WARNING and exits 3; that line is the cause (bad-args), the
+    hint naming the variable."""
+    line = (
+        "WARNING:  You must pass the application as an import string to enable 'reload' "
+        "or 'workers'."
+    )
+    lines = ["Using fallback chat format: llama-2", line]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=3)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", line)
+    assert "WEB_CONCURRENCY" in (verdict.hint or "")
+
+
+def test_a_missing_module_quoted_from_the_engines_re_raise(tmp_path: Path) -> None:
+    """llama-cpp-python's `from_pretrained` without huggingface_hub: its re-raise that
+    says how to install it (spelling the package with a dash) is quoted."""
+    reraise = (
+        "ImportError: Llama.from_pretrained requires the huggingface-hub package. You can "
+        "install it with `pip install huggingface-hub`."
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/llama_cpp/llama.py", line 2306, in from_pretrained',
+        "    from huggingface_hub import hf_hub_download, HfFileSystem",
+        "ModuleNotFoundError: No module named 'huggingface_hub'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/llama_cpp/llama.py", line 2309, in from_pretrained',
+        "    raise ImportError(",
+        reraise,
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines)
+    assert (verdict.kind, verdict.matched_line) == ("install", reraise)
+
+
+def test_a_grammar_without_its_root_rule(tmp_path: Path) -> None:
+    """llama-server's `--grammar-file` with no `root`: the parser's own line is quoted
+    over the `what(): failed to parse grammar` of the abort."""
+    said = "0.01.306.712 E grammar does not contain a 'root' symbol"
+    lines = [
+        "0.00.014.084 I srv    load_model: loading model '/m/g.gguf'",
+        said,
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        "  what():  failed to parse grammar",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, exit=-6)
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", said)
+
+
+def test_a_child_killed_is_quoted_over_the_parents_sigquit(tmp_path: Path) -> None:
+    """SGLang's scheduler killed (-9, a CPU-time limit here) with nothing else in the
+    log: the line naming the child and its exit code is quoted, not the parent's
+    `Received sigquit` after it."""
+    crashed = (
+        "[2026-12-07 09:38:39] Subprocess scheduler_0 (pid=30863) crashed with exit code -9. "
+        "Triggering SIGQUIT for cleanup..."
+    )
+    lines = [
+        "[2026-12-07 09:38:26] server_args=ServerArgs(model_path='/m')",
+        crashed,
+        "[2026-12-07 09:38:39] Received sigquit from a child process. It usually means the "
+        "child failed.",
+    ]
+    verdict = gate(tmp_path, "sglang", lines, exit=-9)
+    assert verdict.matched_line == crashed

@@ -1543,3 +1543,75 @@ def test_an_error_with_no_family_in_the_words_of_an_option(tmp_path: Path) -> No
     assert verdict.kind == "bad-args"
     assert "--bucket-e2e-request-latency" in (verdict.hint or "")
     assert gate(tmp_path, "sglang", lines, command).kind != "bad-args"
+
+
+def test_a_package_version_the_engine_asks_for_is_install(tmp_path: Path) -> None:
+    """`--safetensors-load-strategy torchao` without torchao: "Please use torchao version
+    >= 0.15.0" quotes the option's value but asks for a package (install)."""
+    line = "ValueError: Please use torchao version >= 0.15.0 to load torchao safetensors checkpoint"
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    command += ["--safetensors-load-strategy", "torchao"]
+    assert gate(tmp_path, "vllm", [line], command).kind == "install"
+
+
+def test_a_file_given_where_a_folder_is_wanted(tmp_path: Path) -> None:
+    """`--lora-modules sql=/a/sql/adapter_model.safetensors`: vLLM looks for
+    adapter_config.json inside it, "[Errno 20] Not a directory"; the option's (bad-args).
+    A path the command did not give stays the files'."""
+    line = (
+        "NotADirectoryError: [Errno 20] Not a directory: "
+        "'/a/sql/adapter_model.safetensors/adapter_config.json'"
+    )
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    lora = ["--enable-lora", "--lora-modules", "sql=/a/sql/adapter_model.safetensors"]
+    verdict = gate(tmp_path, "vllm", [line], [*command, *lora])
+    assert verdict.kind == "bad-args"
+    assert "sql=/a/sql/adapter_model.safetensors names a file" in (verdict.hint or "")
+    other = [*command, "--enable-lora", "--lora-modules", "sql=/b/sql"]
+    assert gate(tmp_path, "vllm", [line], other).kind != "bad-args"
+
+
+def test_a_json_error_inside_an_options_folder_is_the_files(tmp_path: Path) -> None:
+    """An adapter folder whose adapter_config.json has a trailing comma: the JSON error
+    in the LoRA step is the adapter's files (model-load), not the option's; the step of
+    an option that gave a file (`--model-checksum sums.sha256`) stays the option's."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/lora/worker_manager.py", line 121, in _load_adapter',
+        "    peft_helper = PEFTHelper.from_local_dir(",
+        '  File "/venv/vllm/lora/peft_helper.py", line 183, in from_local_dir',
+        "    config = json.load(f)",
+        "json.decoder.JSONDecodeError: Expecting value: line 11 column 3 (char 212)",
+    ]
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    lora = ["--enable-lora", "--lora-modules", "sql=/a/sql-lora"]
+    assert gate(tmp_path, "vllm", lines, [*command, *lora]).kind == "model-load"
+
+
+def test_a_bracketed_host_fails_first_where_the_server_binds(tmp_path: Path) -> None:
+    """SGLang's `--host [::1]`: uvicorn's name lookup fails and the server goes on
+    without its port, to die two minutes later of its own refused warmup request; the
+    lookup's line is quoted (bad-args naming the host). A host that is an address
+    leaves the warmup's failure."""
+    lookup = "[2026-12-07 09:25:33] ERROR:    [Errno -2] Name or service not known"
+    refused = (
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='::1', port=5948): "
+        "Max retries exceeded with url: /model_info (Caused by NewConnectionError("
+        "\"HTTPConnection(host='::1', port=5948): Failed to establish a new connection: "
+        '[Errno 111] Connection refused"))'
+    )
+    lines = [
+        SGLANG_START,
+        lookup,
+        "[2026-12-07 09:27:33] Initialization failed. warmup error: Traceback (most recent "
+        "call last):",
+        '  File "/venv/requests/adapters.py", line 700, in send',
+        "    raise ConnectionError(e, request=request)",
+        refused,
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--port", "5948"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--host", "[::1]"])
+    assert (verdict.kind, verdict.matched_line) == ("bad-args", lookup)
+    assert "--host [::1]" in (verdict.hint or "")
+    other = gate(tmp_path, "sglang", lines, [*command, "--host", "::1"])
+    assert other.matched_line != lookup

@@ -325,6 +325,17 @@ def common_fatal(
             "-out key-plain.pem) or the engine's key-password option",
             narrow=True,
         ),
+        # uvicorn asked for workers or a reloader with an app object, not an import
+        # string: WEB_CONCURRENCY (a platform's default) gives it workers; it exits (3)
+        Signature(
+            pattern=r"You must pass the application as an import string to enable "
+            r"'reload' or 'workers'",
+            kind="bad-args",
+            title="uvicorn was asked for workers or a reloader the server cannot have",
+            hint="unset WEB_CONCURRENCY (a platform's default number of workers) and "
+            "drop --workers or --reload: the server runs one process",
+            narrow=True,
+        ),
         # EADDRNOTAVAIL (uvicorn and Go print it in lower case, Python's OSError as
         # "[Errno 99] Cannot ..."): the host is not an address of this machine, e.g.
         # localhost resolving to ::1 without IPv6 (a peer's address that a ZMQ or c10d

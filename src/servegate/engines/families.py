@@ -433,6 +433,9 @@ _WORDS: tuple[Words, ...] = (
         r"|not compiled with CUDA|NVIDIA driver on your system is too old"
         r"|requires? .*(?:version|>=|==)|please (?:install|upgrade|update|reinstall)"
         r"|pip install|is not installed|not found in \$?PATH|command not found"
+        # a package the engine needs at a version it does not have ("Please use torchao
+        # version >= 0.15.0 to load torchao safetensors checkpoint")
+        r"|\b[Pp]lease use [\w.-]+ version\s*(?:>=|==|\d)"
         r"|got an unexpected keyword argument|module '[\w.]+' has no attribute"
         r"|got multiple values for (?:keyword )?argument"
         # a package installed under another name, or half installed: its metadata is not

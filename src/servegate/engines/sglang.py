@@ -149,6 +149,16 @@ PROFILE = EngineProfile(
             hint=_ROOT_CAUSE,
             wrapper=True,
         ),
+        # which child and how it ended (its exit code, -9 a SIGKILL) says more than the
+        # parent's "Received sigquit" after it
+        Signature(
+            # not a child that a stop ended (-15, -2): what a SIGTERM to the group prints
+            pattern=r"crashed with exit code (?!-(?:15|2)\b).* Triggering SIGQUIT",
+            kind="child-exit",
+            title="a subprocess crashed",
+            hint=_ROOT_CAUSE,
+            wrapper=True,
+        ),
         Signature(
             pattern=r"Received sigquit from a child process",
             kind="child-exit",
@@ -187,14 +197,6 @@ PROFILE = EngineProfile(
             title="the warmup request failed",
             hint="the first generation failed: see the traceback above "
             "(JIT toolchain, kernels, sampling parameters, an HTTP proxy in the environment)",
-            wrapper=True,
-        ),
-        Signature(
-            # not a child that a stop ended (-15, -2): what a SIGTERM to the group prints
-            pattern=r"crashed with exit code (?!-(?:15|2)\b).* Triggering SIGQUIT",
-            kind="child-exit",
-            title="a subprocess crashed",
-            hint=_ROOT_CAUSE,
             wrapper=True,
         ),
     ),

@@ -1046,6 +1046,9 @@ def select_cause(
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
 _PLEASE_INSTALL = re.compile(
     r"\b(?:[Pp]lease|[Yy]ou (?:need|must)) (?:to )?install\b|\bInstall it with: "
+    # llama-cpp-python's "Llama.from_pretrained requires the huggingface-hub package.
+    # You can install it with `pip install huggingface-hub`."
+    r"|\brequires the [\w.-]+ package\b.*\b[Yy]ou can install it\b"
 )
 _INSTALL_AFTER = 90  # logical lines: one chained traceback
 # an exception's message, after its class: what a logged line may end with
@@ -1072,7 +1075,7 @@ def _in_context(found: Sequence[_Candidate], pick: _Candidate) -> Cause:
             if (
                 0 < candidate.position - pick.position <= _INSTALL_AFTER
                 and _PLEASE_INSTALL.search(text) is not None
-                and module in text
+                and (module in text or module.replace("_", "-") in text)
             ):
                 return replace(pick.cause, line=candidate.cause.line, text=text)
         return pick.cause
@@ -1250,6 +1253,11 @@ def _said_first(
             # llama.cpp's parser said where the grammar went wrong, above its caller's
             # report ("failed to parse grammar"): the same failure, in its own words
             line, text = parsed.line.strip(), parsed.normal.text
+            whole, own = _GRAMMAR_WHOLE.search(line), _GRAMMAR_WHOLE.search(text)
+            if whole is not None and own is not None:
+                # a message that ends with its own words; what the run joined after it
+                # (the abort's "terminate called ...") is another line's
+                line, text = line[: whole.end()], text[: own.end()]
             return replace(pick, cause=replace(pick.cause, line=line, text=text))
     return pick
 
@@ -1768,8 +1776,12 @@ def _said_after(pick: _Candidate, signature: Signature, hints: Mapping[str, str]
 # llama.cpp's grammar: the caller's report, and the parser's own words above it with
 # where the text went wrong ("parse: error parsing grammar: expecting name at {")
 _GRAMMAR_FAILED = re.compile(r"\bfailed to parse grammar\b")
-_GRAMMAR_SAYS = re.compile(r"\berror parsing grammar: \S")
+_GRAMMAR_SAYS = re.compile(
+    r"\berror parsing grammar: \S|\bgrammar does not contain an? '\w+' symbol"
+    r"|\bUndefined rule identifier\b"
+)
 _GRAMMAR_ABOVE = 60
+_GRAMMAR_WHOLE = re.compile(r"\bgrammar does not contain an? '\w+' symbol")
 # a message's detail on the line below it
 _DETAIL_WORDS = 4  # fewer: a bare name of the error ("Error: DownloadError"), no detail
 _SAYS_ERROR = re.compile(r"\b(?:error|failed|cannot|invalid)\b", re.IGNORECASE)

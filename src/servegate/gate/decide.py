@@ -46,6 +46,7 @@ from servegate.gate.children import ChildWatch
 from servegate.gate.flags import (
     cpu_asked,
     file_for_folder,
+    file_where_folder,
     flag_in_line,
     folder_missing,
     host_unresolvable,
@@ -499,9 +500,10 @@ class Gate:
         or binds its unix socket, by the traceback's source line right above it."""
         if not _BARE_NOT_FOUND.search(line):
             return False
-        lines = [text.strip() for text in self.watcher.tail.last()]
-        at = next((n for n in range(len(lines) - 1, 0, -1) if lines[n] == line.strip()), None)
-        return at is not None and _OPTION_FILE_CALL.search(lines[at - 1]) is not None
+        lines, at = self._tail_at(line)
+        if not at:  # not held, or the tail's first line: no source line above it
+            return False
+        return _OPTION_FILE_CALL.search(lines[at - 1]) is not None
 
     def _device_library_missing(self, kind: str | None, line: str) -> tuple[str, str] | None:
         """The line of the tail that names the device the command's ``--device`` asked
@@ -600,6 +602,29 @@ class Gate:
                 )
         return None
 
+    def _host_first(self, line: str) -> tuple[str, str, str] | None:
+        """The tail's name-lookup failure of the server's own socket, bad-args and a hint,
+        where the command's host is no address and no name (``--host '[::1]'``): uvicorn
+        logs it and the server goes on without its port, to die later of what that
+        brings (its own warmup request refused), which ``line`` is."""
+        named = host_unresolvable(self.options.command_options)
+        if named is None or _NAME_LOOKUP.search(line):
+            return None
+        lines, at = self._tail_at(line)
+        for said in reversed(lines[:at]):
+            text = strip_prefix(said)
+            if _NAME_LOOKUP.search(text) and not _FETCHING.search(text):
+                return (
+                    said,
+                    "bad-args",
+                    (
+                        f"the command's {named} is not an address nor a host name: give an "
+                        "address (0.0.0.0, 127.0.0.1, ::1, without brackets) or a name, "
+                        "without a port"
+                    ),
+                )
+        return None
+
     def _option_file_failed(self, kind: str | None, line: str) -> tuple[str, str] | None:
         """An earlier line of the tail that says a file or folder an option of the
         command names could not be opened (``FileNotFoundError: ... No such file or
@@ -614,8 +639,7 @@ class Gate:
         text = strip_prefix(line)
         if path_in_line(text, given) is not None:
             return None
-        lines = [item.strip() for item in self.watcher.tail.last()]
-        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == line.strip()), None)
+        lines, at = self._tail_at(line)
         if at is None:
             return None
         framed: tuple[int, str] | None = None  # a frame in a file an option names
@@ -1185,7 +1209,7 @@ class Gate:
         if status == Status.CRASH and matched_line:
             device = self._device_library_missing(kind, matched_line)
             earlier = None if device is not None else self._option_file_failed(kind, matched_line)
-            first = self._environment_first(kind)
+            first = self._environment_first(kind) or self._host_first(matched_line)
             if first is not None and device is None and earlier is None:
                 matched_line, kind, hint = first
             elif device is not None:
@@ -1285,6 +1309,15 @@ class Gate:
                 return "bad-args", (
                     f"{said} is not there: check the path (a typo, an unexpanded ~, a "
                     "URL or file:// where a file is wanted, a path of another machine)"
+                )
+        if kind in (None, "exit", "model-load"):
+            named = file_where_folder(text, given)
+            if named is not None:
+                # the code looked inside a path the command gave, and it is a file (an
+                # adapter's weights file given for the adapter's folder)
+                return "bad-args", (
+                    f"the command's {named} names a file where a folder is wanted: give "
+                    "the folder that holds it"
                 )
         alone = tls_given(given)
         if alone is not None and (text.startswith("assert ") or _BARE_ASSERTION.search(text)):
@@ -1589,11 +1622,18 @@ class Gate:
                 return "bad-args", f"the error is about {flag} of the command: {fix}"
         return kind, hint
 
+    def _tail_at(self, line: str) -> tuple[list[str], int | None]:
+        """The tail's lines, stripped, and the index of the last that is ``line``
+        (stripped), None where the tail no longer holds it."""
+        lines = [text.strip() for text in self.watcher.tail.last()]
+        said = line.strip()
+        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == said), None)
+        return lines, at
+
     def _traceback_above(self, line: str) -> str:
         """The lines the tail holds above ``line`` back to the traceback's head: its
         frames and their code."""
-        lines = [text.strip() for text in self.watcher.tail.last()]
-        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == line.strip()), None)
+        lines, at = self._tail_at(line)
         if at is None:
             return ""
         heads = (n for n in range(at - 1, max(-1, at - 200), -1) if "Traceback (most" in lines[n])
@@ -1630,8 +1670,7 @@ class Gate:
 
     def _code_above(self, line: str) -> str:
         """The few lines the tail holds above ``line``: a traceback's failing code."""
-        lines = [text.strip() for text in self.watcher.tail.last()]
-        at = next((n for n in range(len(lines) - 1, -1, -1) if lines[n] == line.strip()), None)
+        lines, at = self._tail_at(line)
         return "" if at is None else "\n".join(lines[max(0, at - 6) : at])
 
     def _says_family(self, text: str, kind: str | None) -> bool:
@@ -1785,6 +1824,8 @@ _NOT_DECODED = re.compile(r"^(?:\w+\.)*UnicodeDecodeError: '[\w-]+' codec can't 
 # llama-server's HTTP server that did not bind (its TLS files too did not load)
 _HTTP_BIND = re.compile(r"couldn't bind HTTP server socket")
 # a name lookup that failed (the host of the server's own socket, or of a download)
+# a lookup for a download or a request, not for the server's own socket
+_FETCHING = re.compile(r"https?://|huggingface|\bHTTPS?Connection|\burl\b", re.IGNORECASE)
 _NAME_LOOKUP = re.compile(
     r"\bgaierror\b|Name or service not known|nodename nor servname|Temporary failure in name"
 )
@@ -1822,6 +1863,8 @@ _IMPORT_FAILURE = re.compile(
     r"|[Ss]hared (?:library|object)|cannot open shared"
     # the engine's re-raise that says how to install what is missing
     r"|\bpip install\b|\bInstall it with: "
+    # a package at a version the engine needs ("Please use torchao version >= 0.15.0")
+    r"|\b[Pp]lease use [\w.-]+ version\s*(?:>=|==|\d)"
 )
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "Given",
     "cpu_asked",
     "file_for_folder",
+    "file_where_folder",
     "flag_in_line",
     "folder_missing",
     "given_options",
@@ -472,7 +473,7 @@ def option_by_word(
     for name, value in given:
         if name.startswith("$") or _option_name(name) in _MODEL_OPTIONS or name in _EVERYWHERE:
             continue
-        if files and _path_value(value) is None:
+        if files and not _names_file(value):
             continue
         words = [w for w in name.split("_") if len(w) >= 4 and w not in _COMMON_WORDS]
         if any(w in names or f"{w}s" in names for w in words):
@@ -779,3 +780,35 @@ def zero_named(line: str, given: Given) -> str | None:
         if words and all(_stems(w) & said for w in words):
             return f"--{name.replace('_', '-')} {value}"
     return None
+
+
+# the OS refusing a path whose part is a file ("[Errno 20] Not a directory:
+# '/a/sql-lora/adapter_model.safetensors/adapter_config.json'")
+_NOT_A_FOLDER = re.compile(r"\[Errno 20\] Not a directory: '([^']+)'")
+
+
+def file_where_folder(line: str, given: Given) -> str | None:
+    """The option of ``given`` whose path the OS found to be a file where the code looked
+    inside it for another (``--lora-modules sql=/a/adapter_model.safetensors``, then
+    ``Not a directory: '/a/adapter_model.safetensors/adapter_config.json'``), as
+    written, else None: a file given where a folder is wanted is the command's."""
+    found = _NOT_A_FOLDER.search(line)
+    if found is None:
+        return None
+    quoted = found.group(1)
+    for name, value in given:
+        for part in re.split(r"[\s,]+", value):
+            path = part.split("=", 1)[-1].strip("'\"").rstrip("/")
+            if len(path) > 1 and path.startswith(("/", "~", ".")) and quoted.startswith(f"{path}/"):
+                if name.startswith("$"):
+                    return f"{name[1:]}={value}"
+                flag = f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"
+                return f"{flag} {value}"
+    return None
+
+
+def _names_file(value: str) -> bool:
+    """Whether ``value`` (``name=/path`` too) is a path whose last part has a suffix (a
+    file's: ``sums.sha256``), not a folder's (``/adapters/sql-lora``)."""
+    path = _path_value(value)
+    return path is not None and "." in path.rsplit("/", 1)[-1].lstrip(".")
