@@ -54,18 +54,29 @@ def port_free(port: int) -> bool:
 
 
 def procs_with(text: str, exclude: str = "-m servegate") -> list[str]:
-    """Live processes whose command line or name contains `text` (servegate's own excluded)."""
+    """This test session's live processes whose command line or name contains `text`
+    (servegate's own excluded). Only processes carrying the session's marker in their
+    environment (tests/conftest.py sets it; every process the suite starts inherits it)
+    count: another copy of the suite, or anyone else serving the same model file on this
+    machine, is not ours to find."""
+    mark = os.environ.get(MARKER_VAR)
     found = []
     for proc in psutil.process_iter(["pid", "name", "cmdline", "status"]):
         try:
             if proc.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             line = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
+            if text not in line or exclude in line or proc.pid == os.getpid():
+                continue
+            if mark is not None and proc.environ().get(MARKER_VAR) != mark:
+                continue
         except psutil.Error:
             continue
-        if text in line and exclude not in line and proc.pid != os.getpid():
-            found.append(f"{proc.pid} {line[:160]}")
+        found.append(f"{proc.pid} {line[:160]}")
     return found
+
+
+MARKER_VAR = "SERVEGATE_TEST_MARKER"  # tests/conftest.py's: this session's processes
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, step_s: float = 0.2) -> bool:

@@ -90,7 +90,8 @@ def test_launch_bench_stop(llamacpp_python: Path, gguf_model: Path, tmp_path: Pa
 
 @pytest.mark.timeout(180)
 def test_bad_model_path_is_a_crash(llamacpp_python: Path) -> None:
-    """A model path that does not exist ends in CRASH at once, with the cause in the tail."""
+    """A model path that does not exist ends in CRASH at once, with the cause in the tail;
+    the path is the command's to fix (bad-args), the hint naming the option."""
     port = free_port()
     missing = "/nonexistent/servegate-test/model.gguf"
     verdict = launch(port, "bad-model", server_command(llamacpp_python, missing, port), 120)
@@ -99,8 +100,8 @@ def test_bad_model_path_is_a_crash(llamacpp_python: Path) -> None:
     assert float(verdict["elapsed_s"]) < 60  # type: ignore[arg-type]
     tail = "\n".join(verdict["tail"])  # type: ignore[arg-type]
     assert f"Model path does not exist: {missing}" in tail, tail
-    assert verdict["kind"] == "model-load", verdict
-    assert verdict["hint"]
+    assert verdict["kind"] == "bad-args", verdict
+    assert f"--model {missing} is not there" in str(verdict["hint"]), verdict
     assert not procs_with(missing)
     assert port_free(port)
 
