@@ -3047,3 +3047,31 @@ def test_a_child_killed_is_quoted_over_the_parents_sigquit(tmp_path: Path) -> No
     ]
     verdict = gate(tmp_path, "sglang", lines, exit=-9)
     assert verdict.matched_line == crashed
+
+
+def test_an_empty_message_is_not_detailed_by_the_wrappers_line_below(tmp_path: Path) -> None:
+    """`RuntimeError: Failed to load LoRA adapter chat: ` (a reason that is empty) ends
+    with a colon; the line below it is SGLang's own "Received sigquit ... the child
+    failed", a wrapper's report, not the detail: the exception's line is quoted."""
+    error = "RuntimeError: Failed to load LoRA adapter chat:"
+    lines = [
+        "[2026-12-07 09:57:50] server_args=ServerArgs(model_path='/m')",
+        "[2026-12-07 09:57:53] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/venv/sglang/srt/lora/lora_manager.py", line 760, in init_lora_adapters',
+        "    raise RuntimeError(",
+        error + " ",
+        "",
+        "[2026-12-07 09:57:53] Received sigquit from a child process. It usually means the "
+        "child failed.",
+    ]
+    verdict = gate(tmp_path, "sglang", lines, exit=-9)
+    assert (verdict.matched_line or "").strip() == error
+
+
+def test_a_lora_method_the_engine_does_not_serve(tmp_path: Path) -> None:
+    """ "vLLM does not support LoRA bias (lora_bias).": the adapter's method
+    (unsupported-model, the hint about the adapter, not the model's architecture)."""
+    line = "ValueError: vLLM does not support LoRA bias (lora_bias)."
+    verdict = gate(tmp_path, "vllm", [line])
+    assert (verdict.kind, verdict.matched_line) == ("unsupported-model", line)
+    assert "LoRA adapter" in (verdict.hint or "")

@@ -1615,3 +1615,28 @@ def test_a_bracketed_host_fails_first_where_the_server_binds(tmp_path: Path) -> 
     assert "--host [::1]" in (verdict.hint or "")
     other = gate(tmp_path, "sglang", lines, [*command, "--host", "::1"])
     assert other.matched_line != lookup
+
+
+def test_a_check_that_names_the_flag_in_a_distributed_settings_words(tmp_path: Path) -> None:
+    """vLLM's "Invalid data-parallel launch options: `--nnodes 2` must evenly divide the
+    total world size (1)": world size is a distributed word, but the check refuses the
+    flag it names (bad-args); without --nnodes in the command the words keep theirs."""
+    line = (
+        "ValueError: Invalid data-parallel launch options: `--nnodes 2` must evenly divide "
+        "the total world size (1). Adjust `--nnodes`, `--data-parallel-size`."
+    )
+    command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    verdict = gate(tmp_path, "vllm", [line], [*command, "--nnodes", "2", "--node-rank", "1"])
+    assert verdict.kind == "bad-args"
+    assert "--nnodes 2" in (verdict.hint or "")
+    assert gate(tmp_path, "vllm", [line], command).kind != "bad-args"
+
+
+def test_a_file_uri_given_for_the_models_path(tmp_path: Path) -> None:
+    """SGLang's `--model-path file:///m`: "Invalid connector type: file:///m" is the
+    value's (bad-args, the hint saying to drop the scheme)."""
+    line = "ValueError: Invalid connector type: file:///m/tiny"
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "file:///m/tiny"]
+    verdict = gate(tmp_path, "sglang", [SGLANG_START, line], command)
+    assert verdict.kind == "bad-args"
+    assert "file:// URI" in (verdict.hint or "")

@@ -704,7 +704,7 @@ _WORDS: tuple[Words, ...] = (
         r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module"
         # a LoRA adapter made with a method the engine does not implement ("vLLM does not
         # yet support DoRA."): another adapter is the fix, not an option
-        r"|\b(?:does not|doesn't) (?:yet )?support DoRA\b"
+        r"|\b(?:does not|doesn't) (?:yet )?support (?:DoRA|LoRA bias)\b"
         # an adapter that trains whole modules vLLM does not serve ("vLLM only supports
         # modules_to_save being either None or a list containing lm_head and embed_tokens")
         r"|\bonly supports modules_to_save being\b",

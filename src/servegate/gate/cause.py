@@ -1233,10 +1233,18 @@ def _said_first(
         cause = replace(root.cause, kind=was.kind, title=was.title, hint=was.hint)
         return replace(root, cause=cause)
     text = pick.cause.text
+    # the next line may be a wrapper's own report of the same failure (SGLang's
+    # "Received sigquit from a child process. It usually means the child failed.",
+    # after an exception whose message is empty), not the detail
+    signed = {c.position for c in found if c.cause.signature is not None}
     if text.endswith(":") and pick.position + 1 < len(entries):
         below = entries[pick.position + 1]
         said = below.normal.text
-        if _SAYS_ERROR.search(said) and len(said.split()) >= _DETAIL_WORDS:
+        if (
+            _SAYS_ERROR.search(said)
+            and len(said.split()) >= _DETAIL_WORDS
+            and pick.position + 1 not in signed
+        ):
             # the line announces its detail on the next ("JSON schema conversion failed:",
             # then "JSON schema error at #: cannot resolve $ref ...")
             line = below.line.strip()

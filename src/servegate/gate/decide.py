@@ -45,6 +45,7 @@ from servegate.gate.cause import (
 from servegate.gate.children import ChildWatch
 from servegate.gate.flags import (
     cpu_asked,
+    dashed_flag_in_line,
     file_for_folder,
     file_where_folder,
     flag_in_line,
@@ -65,6 +66,7 @@ from servegate.gate.flags import (
     path_not_there,
     quantization_given,
     tls_given,
+    uri_for_path,
     url_host,
     value_in_line,
     warnings_as_errors,
@@ -1310,7 +1312,10 @@ class Gate:
                     f"{said} is not there: check the path (a typo, an unexpanded ~, a "
                     "URL or file:// where a file is wanted, a path of another machine)"
                 )
-        if kind in (None, "exit", "model-load"):
+        if kind in (None, "exit", "model-load", "bad-args"):
+            named = uri_for_path(text, given)
+            if named is not None:
+                return "bad-args", (f"the command's {named} is a file:// URI: give the plain path")
             named = file_where_folder(text, given)
             if named is not None:
                 # the code looked inside a path the command gave, and it is a file (an
@@ -1577,6 +1582,12 @@ class Gate:
                     )
             if named is not None:
                 return "bad-args", f"the line quotes the path of {named} of the command: {fix}"
+            named = dashed_flag_in_line(text, given) if _REFUSED_OPTIONS.search(text) else None
+            if named is not None:
+                # a check of the command's options that names the flag, in a
+                # distributed setting's words ("Invalid data-parallel launch options:
+                # `--nnodes 2` must evenly divide the total world size (1)")
+                return "bad-args", f"the line names {named} of the command: {fix}"
             if self._says_family(text, kind):
                 return kind, hint
             # a kind that only the phase or the lines around gave: the option the line
@@ -1732,6 +1743,13 @@ _NARROW_HINTS = (
         "the container more (docker run --shm-size 8g, or --ipc=host)",
     ),
     (
+        "unsupported-model",
+        re.compile(r"\bsupport (?:DoRA|LoRA bias)\b|\bonly supports modules_to_save\b"),
+        "the LoRA adapter was trained with a method this engine does not serve (DoRA, "
+        "LoRA bias, whole modules saved): use a plain LoRA adapter, or merge it into "
+        "the model",
+    ),
+    (
         "model-load",
         re.compile(
             r"\bMissing required configuration fields\b|\bis unsupported LoRA weight\b"
@@ -1742,6 +1760,8 @@ _NARROW_HINTS = (
         "were saved by PEFT (adapter_model.safetensors), or that it is a LoRA adapter at all",
     ),
 )
+# a check that refuses the options themselves
+_REFUSED_OPTIONS = re.compile(r"\b[Ii]nvalid\b[\w\s-]{0,40}\boptions?\b|\b[Aa]djust `?--")
 # a check on the server's TLS files (uvicorn's "assert self.ssl_certfile")
 _TLS_CHECK = re.compile(r"\bssl_(?:certfile|keyfile|cert_file|key_file)\b")
 

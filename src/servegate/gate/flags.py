@@ -49,6 +49,7 @@ from servegate.redact import is_secret_name
 __all__ = [
     "Given",
     "cpu_asked",
+    "dashed_flag_in_line",
     "file_for_folder",
     "file_where_folder",
     "flag_in_line",
@@ -67,6 +68,7 @@ __all__ = [
     "path_not_there",
     "quantization_given",
     "tls_given",
+    "uri_for_path",
     "url_host",
     "value_in_line",
     "zero_given",
@@ -812,3 +814,33 @@ def _names_file(value: str) -> bool:
     file's: ``sums.sha256``), not a folder's (``/adapters/sql-lora``)."""
     path = _path_value(value)
     return path is not None and "." in path.rsplit("/", 1)[-1].lstrip(".")
+
+
+def dashed_flag_in_line(line: str, given: Given) -> str | None:
+    """The option of ``given`` that ``line`` spells as a flag, dashes and all
+    (`` `--nnodes 2` must evenly divide the total world size``), one-word names too,
+    as written, else None: a message that names the flag itself is about the
+    command's value of it."""
+    for name, value in given:
+        if name.startswith("$") or len(name) < 3 or is_secret_name(name):
+            continue
+        if _option_name(name) in _MODEL_OPTIONS:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", line):
+            return f"{flag} {value}".rstrip()
+    return None
+
+
+def uri_for_path(line: str, given: Given) -> str | None:
+    """The option of ``given`` whose value is a ``file://`` URI where a path is wanted,
+    quoted back by ``line`` (SGLang's "Invalid connector type: file:///m"), as written,
+    else None: the scheme must go."""
+    for name, value in given:
+        bare = value.strip().strip("'\"")
+        if bare.lower().startswith("file://") and bare in line:
+            if name.startswith("$"):
+                return f"{name[1:]}={value}"
+            flag = f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"
+            return f"{flag} {value}"
+    return None
