@@ -1640,3 +1640,222 @@ def test_a_file_uri_given_for_the_models_path(tmp_path: Path) -> None:
     verdict = gate(tmp_path, "sglang", [SGLANG_START, line], command)
     assert verdict.kind == "bad-args"
     assert "file:// URI" in (verdict.hint or "")
+
+
+def test_a_web_address_given_for_the_models_path(tmp_path: Path) -> None:
+    """SGLang's `--model-path https://huggingface.co/org/m` (the Hub's page, for the id):
+    "Invalid connector type: https://..." is the value's (bad-args), though the address
+    names the Hub; a download that failed on that address keeps its kind."""
+    url = "https://huggingface.co/tiny-org/tiny-llama"
+    command = ["python", "-m", "sglang.launch_server", "--model-path", url]
+    refused = traceback(f"ValueError: Invalid connector type: {url}")
+    verdict = gate(tmp_path, "sglang", refused, command)
+    assert verdict.kind == "bad-args"
+    assert "web address" in (verdict.hint or "")
+    fetch = (
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', "
+        f"port=443): Max retries exceeded with url: {url} (Caused by NameResolutionError: "
+        "Failed to resolve 'huggingface.co' ([Errno -3] Temporary failure in name resolution))"
+    )
+    assert gate(tmp_path, "sglang", traceback(fetch), command).kind == "download"
+
+
+def test_an_address_inside_an_options_json_quoted_back(tmp_path: Path) -> None:
+    """ZeroMQ's `Invalid argument (addr='127.0.0.1:5557')` after `--kv-events-config`
+    whose endpoint has no `tcp://`: the option's value (bad-args), not a peer's socket."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/zmq/sugar/socket.py", line 348, in connect',
+        "    super().connect(addr)",
+        "zmq.error.ZMQError: Invalid argument (addr='127.0.0.1:5557')",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    config = '{"publisher": "zmq", "endpoint": "127.0.0.1:5557", "topic": "kv-events"}'
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--kv-events-config", config])
+    assert verdict.kind == "bad-args"
+    assert "--kv-events-config" in (verdict.hint or "")
+    assert gate(tmp_path, "sglang", lines, command).kind == "distributed"
+
+
+LORA = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--lora-paths", "chat=/a"]
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "Unterminated string starting at: line 8 column 3 (char 162)",
+        "Expecting value: line 1 column 1 (char 0)",
+        "unsupported operand type(s) for /: 'int' and 'str'",
+    ],
+)
+def test_an_adapters_config_cut_short_or_of_the_wrong_type(tmp_path: Path, reason: str) -> None:
+    """SGLang's "Failed to load LoRA adapter chat: <why>" where the adapter's config is
+    no JSON or holds a value of the wrong type: the adapter's files (model-load, the
+    adapter hint), not the option that names them."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/lora/lora_manager.py", line 760, '
+        "in init_lora_adapters",
+        "    raise RuntimeError(",
+        f"RuntimeError: Failed to load LoRA adapter chat: {reason}",
+    ]
+    verdict = gate(tmp_path, "sglang", lines, LORA)
+    assert verdict.kind == "model-load"
+    assert "adapter_config.json" in (verdict.hint or "")
+
+
+def _vllm_worker(*frames: str, last: str) -> list[str]:
+    prefix = "(Worker pid=30500) ERROR 12-07 11:06:01 [multiproc_executor.py:1063] "
+    body = ["Traceback (most recent call last):", *frames, last]
+    return ["INFO 12-07 11:05:40 [utils.py:253] non-default args: {'model': '/m'}"] + [
+        prefix + line for line in body
+    ]
+
+
+def test_a_lora_config_value_of_the_wrong_type_in_vllm(tmp_path: Path) -> None:
+    """vLLM's PEFTHelper computing with `"lora_alpha": null`: a TypeError in the frames
+    that read the adapter's config is the adapter's files (model-load); the same error
+    elsewhere is not."""
+    last = "TypeError: unsupported operand type(s) for /: 'NoneType' and 'int'"
+    helper = "/venv/lib/python3.11/site-packages/vllm/lora/peft_helper.py"
+    frames = (
+        f'  File "{helper}", line 186, in from_local_dir',
+        "    return cls.from_dict(config)",
+        f'  File "{helper}", line 115, in __post_init__',
+        "    self.vllm_lora_scaling_factor = self._scaling(self.r, self.lora_alpha)",
+        f'  File "{helper}", line 120, in _scaling',
+        "    return alpha / rank",
+    )
+    command = ["vllm", "serve", "/m", "--enable-lora", "--lora-modules", "sql=/a"]
+    verdict = gate(tmp_path, "vllm", _vllm_worker(*frames, last=last), command)
+    assert verdict.kind == "model-load"
+    assert "adapter_config.json" in (verdict.hint or "")
+    other = (
+        '  File "/venv/lib/python3.11/site-packages/vllm/v1/worker/cpu_worker.py", line 90, '
+        "in determine_available_memory",
+        "    return total / rank",
+    )
+    assert gate(tmp_path, "vllm", _vllm_worker(*other, last=last), command).kind != "model-load"
+
+
+def test_a_config_json_read_into_a_list(tmp_path: Path) -> None:
+    """config.json wrapped in a JSON list: "'list' object has no attribute 'get'" where
+    vLLM reads the model's configuration is the model's files (model-load), not the
+    packages; the same error in other code is not."""
+    last = "AttributeError: 'list' object has no attribute 'get'"
+
+    def lines(path: str) -> list[str]:
+        return [
+            "INFO 12-07 11:05:40 [utils.py:253] non-default args: {'model': '/m'}",
+            "Traceback (most recent call last):",
+            f'  File "/venv/lib/python3.11/site-packages/vllm/{path}", line 787, in read',
+            "    config.get('speculators_config')",
+            last,
+        ]
+
+    command = ["vllm", "serve", "/m"]
+    verdict = gate(tmp_path, "vllm", lines("transformers_utils/config.py"), command)
+    assert verdict.kind == "model-load"
+    assert "config.json" in (verdict.hint or "")
+    assert gate(tmp_path, "vllm", lines("entrypoints/chat_utils.py"), command).kind != "model-load"
+
+
+@pytest.mark.parametrize(
+    ("option", "last"),
+    [
+        (
+            ["--quantization", "gguf"],
+            "ValueError: No module or parameter named 'lm_head.weight' in TransformersForCausalLM.",
+        ),
+        (
+            ["--load-format", "bitsandbytes"],
+            "AttributeError: Model TransformersForCausalLM does not support BitsAndBytes "
+            "quantization yet.",
+        ),
+    ],
+)
+def test_a_format_forced_on_weights_saved_in_another(
+    tmp_path: Path, option: list[str], last: str
+) -> None:
+    """SGLang's `--quantization gguf` on safetensors, `--load-format bitsandbytes` on a
+    model saved unquantized: the loader's words are the model's, the choice the
+    command's (bad-args naming it); without the option the model's (model-load)."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/model_loader/loader.py", '
+        "line 677, in load_weights_and_postprocess",
+        "    model.load_weights(weights)",
+        last,
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, *option])
+    assert verdict.kind == "bad-args"
+    assert " ".join(option) in (verdict.hint or "")
+    assert gate(tmp_path, "sglang", lines, command).kind == "model-load"
+
+
+def test_a_compiler_variable_set_and_the_compiler_failing(tmp_path: Path) -> None:
+    """`TORCHINDUCTOR_FREEZING=1` and Inductor's assertion while vLLM compiles the model
+    (in its memory profiling): the variable (bad-args naming it), not the phase's
+    memory; without it the kind is not bad-args."""
+    inductor = "/venv/lib/python3.11/site-packages/torch/_inductor/compile_fx.py"
+    frames = (
+        '  File "/venv/lib/python3.11/site-packages/vllm/v1/worker/cpu_model_runner.py", '
+        "line 120, in profile_run",
+        "    self._dummy_run(max_num_tokens)",
+        f'  File "{inductor}", line 2723, in compile_fx',
+        "    return _maybe_wrap_and_compile_fx_main(",
+        f'  File "{inductor}", line 3061, in _compile_fx_main',
+        '    raise AssertionError(f"expected OutputCode, got {type(obj)}")',
+    )
+    lines = [
+        "INFO 12-07 10:23:20 [gpu_worker.py:300] Memory profiling takes 1.2 seconds",
+        *_vllm_worker(*frames, last="AssertionError: expected OutputCode, got <class 'function'>"),
+    ]
+    command = ["vllm", "serve", "/m"]
+    verdict = gate(tmp_path, "vllm", lines, ["TORCHINDUCTOR_FREEZING=1", *command])
+    assert verdict.kind == "bad-args"
+    assert "TORCHINDUCTOR_FREEZING=1" in (verdict.hint or "")
+    assert gate(tmp_path, "vllm", lines, command).kind != "bad-args"
+
+
+def test_a_bare_exception_handled_by_one_that_says_what_is_missing(tmp_path: Path) -> None:
+    """SGLang's platform raising a bare `NotImplementedError`, handled by a RuntimeError
+    that says no accelerator is there: that one is quoted; under `--device cpu` the
+    option that asked for a device is the command's (bad-args)."""
+    said = (
+        "RuntimeError: No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin "
+        "is available."
+    )
+    common = "/venv/lib/python3.11/site-packages/sglang/srt/utils/common.py"
+    lines = [
+        SGLANG_START,
+        "[2026-12-07 11:08:03] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{common}", line 1122, in get_device',
+        "    return current_platform.get_device(device_id)",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/platforms/device_mixin.py", '
+        "line 189, in get_device",
+        "    raise NotImplementedError",
+        "NotImplementedError",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/models/transformers.py", '
+        "line 676, in _init_parameters",
+        "    device=get_device(),",
+        f'  File "{common}", line 1124, in get_device',
+        "    raise RuntimeError(",
+        said,
+        "",
+        "[2026-12-07 11:08:03] Received sigquit from a child process. It usually means the "
+        "child failed.",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--device", "cpu"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--load-format", "layered"])
+    assert verdict.matched_line == said
+    assert verdict.kind == "bad-args"
+    assert "--device cpu" in (verdict.hint or "")

@@ -43,14 +43,41 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "ADAPTER_FILES",
+    "ADAPTER_METHOD",
     "FAMILY",
     "KIND_HINTS",
+    "SHM_TOO_SMALL",
     "Words",
     "family_of",
     "kind_order",
     "words_hint",
     "words_kind",
 ]
+
+# Words with a fix narrower than their kind's (gate/decide.py picks that fix by them):
+# the shared-memory folder too small for the engine's buffers (a container's 64 MiB
+# /dev/shm: "Insufficient space in /dev/shm for shared-memory allocation")
+SHM_TOO_SMALL = r"\bInsufficient space in /dev/shm\b"
+# a LoRA adapter made with a method the engine does not implement ("vLLM does not yet
+# support DoRA."), or that trains whole modules vLLM does not serve ("vLLM only supports
+# modules_to_save being either None or a list containing lm_head and embed_tokens")
+ADAPTER_METHOD = (
+    r"\b(?:does not|doesn't) (?:yet )?support (?:DoRA|LoRA bias)\b"
+    r"|\bonly supports modules_to_save being\b"
+)
+# an adapter's own files that do not make a LoRA adapter: its config without the keys
+# LoRA needs ("Missing required configuration fields: {'r', 'lora_alpha'}", "Failed to
+# load LoRA adapter chat: 'target_modules'"), cut short or with a value of the wrong type
+# (SGLang's "Failed to load LoRA adapter chat: Unterminated string starting at: line 8",
+# "... unsupported operand type(s) for /: 'int' and 'str'"), its weights under names no
+# LoRA layer has ("... lora_A.default.weight is unsupported LoRA weight")
+ADAPTER_FILES = (
+    r"\bMissing required configuration fields\b|\bis unsupported LoRA weight\b"
+    r"|\bFailed to load LoRA adapter \S+: (?:'\w+'$|Unterminated string\b"
+    r"|Expecting (?:value|property name|',' delimiter)\b|Extra data: line \d"
+    r"|Invalid control character\b|unsupported operand type\(s\))"
+)
 
 FAMILY: dict[str, str] = {
     "oom": "memory",
@@ -189,9 +216,8 @@ _WORDS: tuple[Words, ...] = (
         # numpy's short write to a full disk ("OSError: 47232 requested and 42976
         # written"): the rest did not fit
         r"|\b\d+ requested and \d+ written\b"
-        # the shared-memory folder too small for the engine's buffers (a container's
-        # 64 MiB /dev/shm: "Insufficient space in /dev/shm for shared-memory allocation")
-        r"|\bInsufficient space in /dev/shm\b",
+        # the shared-memory folder too small for the engine's buffers
+        rf"|{SHM_TOO_SMALL}",
     ),
     Words(
         kind="port-in-use",
@@ -702,12 +728,9 @@ _WORDS: tuple[Words, ...] = (
         # a model class no registry holds ("Cannot find model module. 'MiniMaxM1ForCausalLM'
         # is not a registered model in the Transformers library")
         r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module"
-        # a LoRA adapter made with a method the engine does not implement ("vLLM does not
-        # yet support DoRA."): another adapter is the fix, not an option
-        r"|\b(?:does not|doesn't) (?:yet )?support (?:DoRA|LoRA bias)\b"
-        # an adapter that trains whole modules vLLM does not serve ("vLLM only supports
-        # modules_to_save being either None or a list containing lm_head and embed_tokens")
-        r"|\bonly supports modules_to_save being\b",
+        # a LoRA adapter made with a method the engine does not implement: another
+        # adapter is the fix, not an option
+        rf"|{ADAPTER_METHOD}",
     ),
     Words(
         kind="model-load",
@@ -721,12 +744,8 @@ _WORDS: tuple[Words, ...] = (
         # torch's embedding given a token id past its rows: the tokenizer's vocabulary is
         # larger than the model's ("IndexError: index out of range in self")
         r"|\bindex out of range in self\b"
-        # an adapter's own files that do not make a LoRA adapter: its config without the
-        # keys LoRA needs ("Missing required configuration fields: {'r', 'lora_alpha'}",
-        # "Failed to load LoRA adapter chat: 'target_modules'"), its weights under names
-        # no LoRA layer has ("... lora_A.default.weight is unsupported LoRA weight")
-        r"|\bMissing required configuration fields\b|\bis unsupported LoRA weight\b"
-        r"|\bFailed to load LoRA adapter \S+: '\w+'$"
+        # an adapter's own files that do not make a LoRA adapter
+        rf"|{ADAPTER_FILES}"
         # a checkpoint's tensor the model's class has no place for ("There is no module or
         # parameter named 'lm_head.input_scale' in Qwen3_5MoeForCausalLM")
         r"|\bno (?:module or )?parameter named\b"

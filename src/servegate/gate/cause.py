@@ -1270,6 +1270,11 @@ def _said_first(
     return pick
 
 
+# an exception raised without a message (its assertions aside: their source line says
+# what was checked)
+_BARE_EXCEPTION = re.compile(r"^(?:\w+\.)*(?!AssertionError\b)\w+(?:Error|Exception):?\s*$")
+
+
 def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) -> list[_Candidate]:
     """``chosen`` less a library's exception at the root of a chain (``_LIBRARY_ROOT``)
     where a later exception of the chain, past a chaining line, says it again naming the
@@ -1302,6 +1307,16 @@ def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) ->
             # the root's message again, after the option it belongs to ("--tool-call-parser
             # mistral cannot be used with the tokenizer of '/m': Mistral parser could not
             # locate ..."): the re-raise says what the user must change
+            continue
+        if _BARE_EXCEPTION.match(c.cause.text) and any(
+            d.position > c.position
+            and not _BARE_EXCEPTION.match(d.cause.text)
+            and any(c.position < n < d.position for n in chains)
+            for d in chosen
+        ):
+            # an exception with no message at the chain's root (a platform's bare
+            # NotImplementedError), handled by code that raised one that says what was
+            # missing ("No accelerator (CUDA, XPU, ...) or platform plugin is available.")
             continue
         inside = _MISSING_INSIDE.search(c.cause.text)
         if inside is not None and any(

@@ -28,7 +28,15 @@ from urllib.parse import urlsplit
 
 from servegate.diag.diagnosis import Diagnosis
 from servegate.diag.stacks import Stacks
-from servegate.engines.families import KIND_HINTS, family_of, kind_order, words_kind
+from servegate.engines.families import (
+    ADAPTER_FILES,
+    ADAPTER_METHOD,
+    KIND_HINTS,
+    SHM_TOO_SMALL,
+    family_of,
+    kind_order,
+    words_kind,
+)
 from servegate.engines.profile import Signature
 from servegate.gate.cause import (
     GENERIC_ENDS,
@@ -1292,6 +1300,35 @@ class Gate:
         for told, words, fix in _NARROW_HINTS:
             if kind == told and words.search(text):
                 return kind, fix
+        if (
+            kind in (None, "exit", "bad-args")
+            and _DATA_ERROR.match(text)
+            and _ADAPTER_CONFIG_FRAME.search(self._traceback_above(line))
+        ):
+            # a value of the adapter's config that is not a number where LoRA computes
+            # with it (vLLM's PEFTHelper: "unsupported operand type(s) for /: 'NoneType'
+            # and 'int'" for "lora_alpha": null)
+            return "model-load", _ADAPTER_FILES_FIX
+        if kind != "bad-args" and not self._says_family(text, kind):
+            named = _compiler_setting(given, self._traceback_above(line))
+            if named is not None:
+                # a variable that changes how torch compiles, set by the command, and
+                # the compiler failing inside (TORCHINDUCTOR_FREEZING=1 on a model
+                # vLLM compiles: "AssertionError: expected OutputCode, got <class
+                # 'function'>" while the memory is profiled)
+                return "bad-args", (
+                    f"the command's {named} changes how torch compiles the model, and the "
+                    "compiler failed: unset it (or run with --enforce-eager)"
+                )
+        if kind in (None, "exit", "install", "bad-args") and _WRONG_SHAPE.match(text):
+            frames = _FRAME_PATH.findall(self._traceback_above(line))
+            if frames and _CONFIG_READER.search(frames[-1]):
+                # the model's config.json read into another shape than an object (a
+                # list around it, a string for a section): its files, not the packages
+                return "model-load", (
+                    "the model's config.json does not hold what its keys should (a JSON "
+                    "object at the top, objects for its sections): check the file"
+                )
         if kind in (None, "exit", "install", "model-load", "bad-args"):
             shadow = _shadowing_file(self._traceback_above(line))
             if shadow is not None:
@@ -1323,6 +1360,16 @@ class Gate:
                 return "bad-args", (
                     f"the command's {named} names a file where a folder is wanted: give "
                     "the folder that holds it"
+                )
+        if kind == "download":
+            named = uri_for_path(text, given, schemes=("http", "https"))
+            if named is not None and not self._says_family(_URI.sub("", text), kind):
+                # a web address given where a path or a Hub id is wanted, refused as a
+                # value (SGLang's "Invalid connector type: https://huggingface.co/org/m"):
+                # only the address's own words read as a download
+                return "bad-args", (
+                    f"the command's {named} is a web address: give the Hub id (org/name) "
+                    "or a local folder"
                 )
         alone = tls_given(given)
         if alone is not None and (text.startswith("assert ") or _BARE_ASSERTION.search(text)):
@@ -1370,6 +1417,22 @@ class Gate:
             return "bad-args", (
                 f"the command's {forced} finds no weights of that format in the model's "
                 "folder: give the format its files are in, or leave --load-format out"
+            )
+        forced = forced or quantization_given(given)
+        if (
+            forced is not None
+            and _WEIGHTS_UNFIT.search(text)
+            and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN)
+        ):
+            # a format or quantization the command forced on weights saved in another:
+            # the loader finds tensors it has no place for, or a class without that path
+            # (SGLang's "--quantization gguf" on safetensors: "No module or parameter
+            # named 'lm_head.weight'"; "--load-format bitsandbytes" on a model saved
+            # unquantized: "does not support BitsAndBytes quantization yet")
+            return "bad-args", (
+                f"the command's {forced} does not fit the weights the model's folder "
+                "holds: give the format and quantization its files were saved in, or "
+                "leave the option out"
             )
         named = model_not_a_model(given)
         if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
@@ -1505,12 +1568,15 @@ class Gate:
         if cpu_asked(given) and (
             (kind == "cuda-error" and _NO_DRIVER.search(line))
             or (family_of(kind) == "install" and "libcuda" in line)
+            or _NO_ACCELERATOR.search(line)
         ):
             # torch asked for its driver while the command asked for the CPU: an option
-            # of it initialises CUDA (a hierarchical cache's pinned memory)
+            # of it initialises CUDA (a hierarchical cache's pinned memory), or asks the
+            # platform for a device (SGLang's "No accelerator (CUDA, XPU, ...) or
+            # platform plugin is available." under --load-format layered)
             return "bad-args", (
                 "the command asks for --device cpu, and something it turned on needs "
-                "CUDA: drop that option, or run on a GPU"
+                "a GPU: drop that option, or run on a GPU"
             )
         named = url_host(given)
         if named is not None and (
@@ -1734,32 +1800,48 @@ _COMMON_DEVICES = frozenset(("cpu", "cuda", "auto", "gpu"))
 _NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
 # an assertion with no message: only its code says what was checked
 _BARE_ASSERTION = re.compile(r"^(?:\w+\.)*AssertionError:?\s*$")
+_ADAPTER_FILES_FIX = (
+    "the LoRA adapter's own files are not a LoRA adapter this engine reads: check its "
+    "adapter_config.json (r, lora_alpha, target_modules) and that its weights were saved "
+    "by PEFT (adapter_model.safetensors), or that it is a LoRA adapter at all"
+)
 # a kind's hint for a case narrower than its engine's: the kind, the words, the fix
 _NARROW_HINTS = (
     (
         "disk",
-        re.compile(r"\bInsufficient space in /dev/shm\b"),
+        re.compile(SHM_TOO_SMALL),
         "the shared-memory folder /dev/shm is too small for the engine's buffers: give "
         "the container more (docker run --shm-size 8g, or --ipc=host)",
     ),
     (
         "unsupported-model",
-        re.compile(r"\bsupport (?:DoRA|LoRA bias)\b|\bonly supports modules_to_save\b"),
+        re.compile(ADAPTER_METHOD),
         "the LoRA adapter was trained with a method this engine does not serve (DoRA, "
         "LoRA bias, whole modules saved): use a plain LoRA adapter, or merge it into "
         "the model",
     ),
     (
         "model-load",
-        re.compile(
-            r"\bMissing required configuration fields\b|\bis unsupported LoRA weight\b"
-            r"|\bFailed to load LoRA adapter \S+: '\w+'$"
-        ),
-        "the LoRA adapter's own files are not a LoRA adapter this engine reads: check "
-        "its adapter_config.json (r, lora_alpha, target_modules) and that its weights "
-        "were saved by PEFT (adapter_model.safetensors), or that it is a LoRA adapter at all",
+        re.compile(ADAPTER_FILES),
+        _ADAPTER_FILES_FIX,
     ),
 )
+# the frames that read a LoRA adapter's config (vLLM's PEFTHelper)
+_ADAPTER_CONFIG_FRAME = re.compile(
+    r"[/\\]lora[/\\]peft_helper\.py\", line \d+, in (?:from_local_dir|from_dict|__post_init__)"
+)
+# a value of a builtin type where another shape was read ("'list' object has no
+# attribute 'get'"), and the frames where a model's configuration is read
+_WRONG_SHAPE = re.compile(
+    r"^(?:\w+\.)*(?:AttributeError|TypeError): '(?:list|dict|str|int|float|bool|NoneType)' "
+    r"object (?:has no attribute|is not subscriptable|is not iterable)\b"
+)
+_FRAME_PATH = re.compile(r'\bFile "([^"]+)", line \d+')
+_CONFIG_READER = re.compile(
+    r"[/\\](?:transformers_utils[/\\]config|configuration_utils|hf_transformers_utils)\.py$"
+)
+# an error in a value's type or contents, not in the system around it
+_DATA_ERROR = re.compile(r"^(?:\w+\.)*(?:TypeError|ValueError|KeyError|JSONDecodeError): ")
 # a check that refuses the options themselves
 _REFUSED_OPTIONS = re.compile(r"\b[Ii]nvalid\b[\w\s-]{0,40}\boptions?\b|\b[Aa]djust `?--")
 # a check on the server's TLS files (uvicorn's "assert self.ssl_certfile")
@@ -1815,6 +1897,24 @@ def _shadowing_file(frames: str) -> tuple[str, str] | None:
     return None
 
 
+# variables that steer a part of torch, and where that part's frames are
+_COMPILER_VARIABLES = (
+    ("TORCHINDUCTOR_", "/torch/_inductor/"),
+    ("TORCHDYNAMO_", "/torch/_dynamo/"),
+    ("TORCH_COMPILE_", "/torch/_dynamo/"),
+)
+
+
+def _compiler_setting(given: Sequence[tuple[str, str]], frames: str) -> str | None:
+    """The command's variable (``TORCHINDUCTOR_FREEZING=1``) that steers the part of
+    torch whose frames the traceback passes through, as written, else None."""
+    for name, value in given:
+        for prefix, where in _COMPILER_VARIABLES:
+            if name.startswith(f"${prefix}") and where in frames.replace("\\", "/"):
+                return f"{name[1:]}={value}"
+    return None
+
+
 def _said(named: str) -> str:
     """An option as written (``--model ~/x``) as the command's, a bare path as is."""
     return f"the command's {named}" if named.startswith("-") else named
@@ -1833,7 +1933,11 @@ _TOKENIZER_FRAME = re.compile(r", in \w*tokenizer\w*$", re.MULTILINE)
 _CARETS = re.compile(r"[\^~]+")
 _UNKNOWN_METHOD = re.compile(r"Unknown quantization method\b")
 _NO_WEIGHTS = re.compile(r"Cannot find any model weights with|Could not find checkpoint files")
+_WEIGHTS_UNFIT = re.compile(
+    r"\bno (?:module or )?parameter named\b|\bdoes not support \w+ quantization\b", re.IGNORECASE
+)
 _NO_DRIVER = re.compile(r"NVIDIA driver|\b0 active drivers\b")
+_NO_ACCELERATOR = re.compile(r"\bNo accelerator\b.*\bis available\b")
 # what a plain exit's reason says of a kind its words gave (``_on_exit``)
 _JUDGED = re.compile(r"; judged [\w-]+ by its words \([^)]*\)$")
 # a Python warning raised as the exception that ends a traceback (warnings as errors);
@@ -1843,6 +1947,8 @@ _WARNING_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning: \S")
 _NOT_DECODED = re.compile(r"^(?:\w+\.)*UnicodeDecodeError: '[\w-]+' codec can't decode")
 # llama-server's HTTP server that did not bind (its TLS files too did not load)
 _HTTP_BIND = re.compile(r"couldn't bind HTTP server socket")
+# a URI in a line (its host's words are not the line's)
+_URI = re.compile(r"\b[a-zA-Z][\w+.-]*://\S+")
 # a name lookup that failed (the host of the server's own socket, or of a download)
 # a lookup for a download or a request, not for the server's own socket
 _FETCHING = re.compile(r"https?://|huggingface|\bHTTPS?Connection|\burl\b", re.IGNORECASE)

@@ -40,6 +40,7 @@ What counts as evidence:
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -579,27 +580,57 @@ def load_format_forced(given: Given) -> str | None:
     return None
 
 
-def quantization_given(given: Given) -> bool:
-    """Whether the command names a quantization method itself (``--quantization``)."""
-    return any(name in ("quantization", "quantize", "q") and value.strip() for name, value in given)
+def quantization_given(given: Given) -> str | None:
+    """The command's quantization method option (``--quantization gguf``), as written,
+    else None."""
+    for name, value in given:
+        if name in ("quantization", "quantize", "q") and value.strip():
+            flag = f"--{name}" if len(name) > 1 else f"-{name}"
+            return f"{flag} {value}"
+    return None
 
 
 def value_in_line(line: str, given: Given) -> str | None:
     """The option or variable of ``given`` whose value ``line`` quotes whole, in quotes
     (``Given number of CPU id list ['0-1'] doesn't match local world size 2.`` after
-    ``VLLM_CPU_OMP_THREADS_BIND=0-1``), as written, else None; values of three characters
+    ``VLLM_CPU_OMP_THREADS_BIND=0-1``), or a string inside its JSON object (ZeroMQ's
+    ``Invalid argument (addr='127.0.0.1:5557')`` after ``--kv-events-config
+    '{"endpoint": "127.0.0.1:5557"}'``), as written, else None; values of three characters
     or more, not the model's path."""
     for name, value in given:
         said = value.strip()
         if len(said) < 3 or _option_name(name) in _MODEL_OPTIONS:
             continue
-        if f"'{said}'" in line or f'"{said}"' in line:
+        quoted = [said, *(leaf for leaf in _json_strings(said) if len(leaf) >= 3)]
+        if any(f"'{text}'" in line or f'"{text}"' in line for text in quoted):
             return (
                 f"{name[1:]}={value}"
                 if name.startswith("$")
                 else f"--{name.replace('_', '-')} {value}"
             )
     return None
+
+
+def _json_strings(value: str) -> list[str]:
+    """The strings inside ``value`` read as a JSON object (an endpoint inside
+    ``--kv-events-config``), none where it is not one."""
+    if not value.startswith("{"):
+        return []
+    try:
+        found = json.loads(value)
+    except ValueError:
+        return []
+    strings: list[str] = []
+    stack = [found]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return strings
 
 
 # the top packages of the engines: a module of theirs that is not there is not installed
@@ -832,13 +863,15 @@ def dashed_flag_in_line(line: str, given: Given) -> str | None:
     return None
 
 
-def uri_for_path(line: str, given: Given) -> str | None:
-    """The option of ``given`` whose value is a ``file://`` URI where a path is wanted,
-    quoted back by ``line`` (SGLang's "Invalid connector type: file:///m"), as written,
-    else None: the scheme must go."""
+def uri_for_path(line: str, given: Given, *, schemes: tuple[str, ...] = ("file",)) -> str | None:
+    """The option of ``given`` whose value is a URI of one of ``schemes`` where a path is
+    wanted, quoted back by ``line`` (SGLang's "Invalid connector type: file:///m", or the
+    Hub's web address for ``--model-path``), as written, else None: give the path or
+    the id."""
     for name, value in given:
         bare = value.strip().strip("'\"")
-        if bare.lower().startswith("file://") and bare in line:
+        scheme, sep, _ = bare.partition("://")
+        if sep and scheme.lower() in schemes and bare in line:
             if name.startswith("$"):
                 return f"{name[1:]}={value}"
             flag = f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"
