@@ -8,6 +8,7 @@ fails where the options are not read. One test launches a real command end to en
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -1859,3 +1860,155 @@ def test_a_bare_exception_handled_by_one_that_says_what_is_missing(tmp_path: Pat
     assert verdict.matched_line == said
     assert verdict.kind == "bad-args"
     assert "--device cpu" in (verdict.hint or "")
+
+
+def test_a_unix_socket_path_for_llama_servers_host(tmp_path: Path) -> None:
+    """llama-server's `--host /run/x.sock` that could not be bound (the path is a
+    folder, or its folder is not there): bad-args naming --host, not a taken port; a
+    bind failure of an address, or of a path where a socket file is already, keeps
+    port-in-use."""
+    sock = "/tmp/run/llama.sock"
+    line = (
+        "0.00.002.617 E srv         start: couldn't bind HTTP server socket, hostname: "
+        f"{sock}, port: 8080"
+    )
+    command = [*LLAMA_SERVER, "-m", "/m/a.gguf", "--host", sock]
+    verdict = gate(tmp_path, "llamacpp", [line], command)
+    assert verdict.kind == "bad-args"
+    assert f"--host {sock}" in (verdict.hint or "")
+    address = line.replace(sock, "127.0.0.1")
+    control = [*LLAMA_SERVER, "-m", "/m/a.gguf", "--host", "127.0.0.1"]
+    assert gate(tmp_path, "llamacpp", [address], control).kind == "port-in-use"
+    # a socket file already at the path (a stale one, another server's): in use
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(stale))
+    taken = line.replace(sock, str(stale))
+    command = [*LLAMA_SERVER, "-m", "/m/a.gguf", "--host", str(stale)]
+    assert gate(tmp_path, "llamacpp", [taken], command).kind == "port-in-use"
+
+
+def test_a_scheme_in_sglangs_rendezvous_address(tmp_path: Path) -> None:
+    """SGLang's `--dist-init-addr tcp://127.0.0.1:5000` (it adds tcp:// itself): torch's
+    "port number missing" is the option's (bad-args), not a peer's."""
+    lines = traceback(
+        "ValueError: Error initializing torch.distributed using tcp:// rendezvous: port "
+        "number missing"
+    )
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(
+        tmp_path, "sglang", lines, [*command, "--dist-init-addr", "tcp://127.0.0.1:5000"]
+    )
+    assert verdict.kind == "bad-args"
+    assert "--dist-init-addr tcp://127.0.0.1:5000" in (verdict.hint or "")
+    assert gate(tmp_path, "sglang", lines, command).kind == "distributed"
+
+
+def test_an_encoding_python_does_not_have(tmp_path: Path) -> None:
+    """`PYTHONIOENCODING=utf8mb4` (a database's charset name): Python's fatal start
+    error waits for the line under it, which is quoted, bad-args naming the variable."""
+    lines = [
+        "Fatal Python error: init_stdio_encoding: failed to get the Python codec name of "
+        "the stdio encoding",
+        "Python runtime state: core initialized",
+        "LookupError: unknown encoding: utf8mb4",
+        "",
+        "Current thread 0x00007f753cc21b80 (most recent call first):",
+        "  <no Python frame>",
+    ]
+    command = [*LCPP, "--model", "/m/a.gguf"]
+    verdict = gate(tmp_path, "llamacpp", lines, ["PYTHONIOENCODING=utf8mb4", *command])
+    assert verdict.kind == "bad-args"
+    assert verdict.matched_line == "LookupError: unknown encoding: utf8mb4"
+    assert "PYTHONIOENCODING=utf8mb4" in (verdict.hint or "")
+    assert gate(tmp_path, "llamacpp", lines, command).kind != "bad-args"
+
+
+def test_a_library_that_cannot_load_its_own(tmp_path: Path) -> None:
+    """oneMKL's `Cannot load .../libtorch_cpu.so.` (the process's working folder deleted
+    under it) is install, not judged by the exit code's usual meaning."""
+    line = (
+        "Intel oneMKL FATAL ERROR: Cannot load "
+        "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so."
+    )
+    verdict = gate(tmp_path, "vllm", [line], ["vllm", "serve", "/m"])
+    assert verdict.kind == "install"
+
+
+def test_an_adapters_tensors_of_another_shape(tmp_path: Path) -> None:
+    """vLLM's layer taking a LoRA adapter whose lora_A and lora_B are swapped: the shape
+    error in set_lora is the adapter's files (model-load), not the option that named the
+    adapter."""
+    last = (
+        "RuntimeError: The size of tensor a (16) must match the size of tensor b (128) at "
+        "non-singleton dimension 0"
+    )
+    layer = (
+        '  File "/venv/lib/python3.11/site-packages/vllm/lora/layers/column_parallel_linear.py", '
+        "line 341, in set_lora",
+        "    ].copy_(lora_a_i, non_blocking=True)",
+    )
+    command = ["vllm", "serve", "/m", "--enable-lora", "--lora-modules", "sql=/a"]
+    verdict = gate(tmp_path, "vllm", _vllm_worker(*layer, last=last), command)
+    assert verdict.kind == "model-load"
+    assert "adapter_config.json" in (verdict.hint or "")
+
+
+def test_an_adapters_file_missing_under_lora_paths(tmp_path: Path) -> None:
+    """SGLang's `--lora-paths chat=/a` whose weights file is not there (or not readable
+    by its user): the adapter's files (model-load, the adapter hint), as an adapter of
+    vLLM's --lora-modules is."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/lora/lora_manager.py", line 760, '
+        "in init_lora_adapters",
+        "    raise RuntimeError(",
+        "RuntimeError: Failed to load LoRA adapter chat: No such file or directory: "
+        "/a/adapter_model.safetensors",
+    ]
+    verdict = gate(tmp_path, "sglang", lines, LORA)
+    assert verdict.kind == "model-load"
+    assert "LoRA adapter" in (verdict.hint or "")
+
+
+def test_a_model_refused_for_a_mode_the_command_asked_for(tmp_path: Path) -> None:
+    """SGLang's `--encoder-only` with a text model ("is not supported for encoder
+    disaggregation"): the option's (bad-args naming it); without it, the model's."""
+    lines = traceback(
+        "ValueError: Model type LlamaForCausalLM is not supported for encoder disaggregation. "
+        "Supported architectures: Qwen2VL, Qwen3VL"
+    )
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--encoder-only"])
+    assert verdict.kind == "bad-args"
+    assert "--encoder-only" in (verdict.hint or "")
+    assert gate(tmp_path, "sglang", lines, command).kind == "unsupported-model"
+
+
+def test_a_model_whose_attention_the_engine_cannot_replace(tmp_path: Path) -> None:
+    """SGLang's Transformers backend given T5: "does not support custom attention
+    backends" is unsupported-model; a warning that the model is not backend-compatible,
+    "Proceeding anyway", is quoted over the bare TypeError its model code then raises."""
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    t5 = traceback(
+        "ValueError: Model <class 'transformers.models.t5.modeling_t5.T5ForConditionalGeneration'>"
+        " does not support custom attention backends (_supports_attention_backend=False)."
+    )
+    assert gate(tmp_path, "sglang", t5, command).kind == "unsupported-model"
+    warned = (
+        "[2026-12-07 12:10:25] The Transformers implementation of MambaForCausalLM reports it "
+        "is not backend-compatible (_supports_attention_backend=False). Proceeding anyway "
+        "because --model-impl=transformers was explicitly requested."
+    )
+    crash = [
+        "[2026-12-07 12:10:25] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/models/transformers.py", '
+        "line 700, in __init__",
+        "    if self.hidden % self.heads:",
+        "TypeError: unsupported operand type(s) for %: 'NoneType' and 'int'",
+    ]
+    verdict = gate(tmp_path, "sglang", [SGLANG_START, warned, *crash], command)
+    assert verdict.kind == "unsupported-model"
+    assert "not backend-compatible" in (verdict.matched_line or "")
+    assert gate(tmp_path, "sglang", [SGLANG_START, *crash], command).kind != "unsupported-model"

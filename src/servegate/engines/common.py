@@ -551,6 +551,17 @@ def common_fatal(
             "were built for each other",
         ),
         Signature(
+            # the interpreter failing to start (an encoding, its standard library):
+            # what it lacked follows at once ("LookupError: unknown encoding: utf8mb4",
+            # "ModuleNotFoundError: No module named 'encodings'")
+            pattern=r"Fatal Python error: init_\w+: ",
+            kind="fatal-python",
+            title="Python could not start",
+            hint="the interpreter could not initialise: the line under it says what it "
+            "lacked (an encoding, its standard library)",
+            wrapper=True,
+        ),
+        Signature(
             pattern=r"Fatal Python error",
             kind="fatal-python",
             title="fatal Python error",

@@ -454,6 +454,9 @@ _WORDS: tuple[Words, ...] = (
         title="a module or native library is missing or does not match",
         pattern=r"no module named|ModuleNotFoundError|ImportError|cannot import name"
         r"|undefined symbol|cannot open shared object file|\bGLIBC(?:XX)?_\d"
+        # a library's loader that could not load one of its own (oneMKL's "Intel oneMKL
+        # FATAL ERROR: Cannot load /v/torch/lib/libtorch_cpu.so.")
+        r"|\bCannot load \S+\.so\b"
         r"|version mismatch|mismatch(?:es)? the version|incompatible (?:version|with)"
         r"|compiled (?:against|with) .*version|driver version is insufficient"
         r"|not compiled with CUDA|NVIDIA driver on your system is too old"
@@ -728,6 +731,10 @@ _WORDS: tuple[Words, ...] = (
         # a model class no registry holds ("Cannot find model module. 'MiniMaxM1ForCausalLM'
         # is not a registered model in the Transformers library")
         r"|\bnot (?:a )?registered (?:model|architecture)\b|cannot find model module"
+        # a model class whose attention the engine cannot replace with its own ("Model
+        # <class '...T5ForConditionalGeneration'> does not support custom attention
+        # backends"; "reports it is not backend-compatible")
+        r"|\bdoes not support custom attention backends?\b|\bis not backend-compatible\b"
         # a LoRA adapter made with a method the engine does not implement: another
         # adapter is the fix, not an option
         rf"|{ADAPTER_METHOD}",

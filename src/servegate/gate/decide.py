@@ -20,6 +20,7 @@ import os
 import re
 import selectors
 import signal
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -548,9 +549,31 @@ class Gate:
         packages that were not found in your environment: flash_attn``, logged as a
         warning) before the engine says the architecture is not supported (install)."""
         lines = self.watcher.tail.last()
-        if kind == "fatal-python":
+        if kind in ("fatal-python", "install"):
+            # Python's fatal start error, or the line under it that a wrapper signature
+            # waited for (ModuleNotFoundError of its own standard library)
+            for text in lines:
+                unknown = _UNKNOWN_ENCODING.search(strip_prefix(text))
+                setting = unknown and next(
+                    (
+                        f"{name[1:]}={value}"
+                        for name, value in self.options.command_options
+                        if name.startswith("$")
+                        and value.strip().split(":")[0].lower() == unknown.group(1).lower()
+                    ),
+                    None,
+                )
+                if setting:
+                    # Python's stdio given an encoding it does not have (a database's
+                    # charset name in PYTHONIOENCODING): its init fails before any code
+                    return (
+                        text,
+                        "bad-args",
+                        f"{setting} names an encoding Python does not have: give one it "
+                        "has (utf-8), or unset it",
+                    )
             found = next((t for t in lines if _NO_ENCODINGS.search(strip_prefix(t))), None)
-            if found is None:
+            if found is None and kind == "fatal-python":
                 # the fatal line itself, where the one under it is not read yet
                 found = next((t for t in lines if _NO_CODEC.search(t)), None)
             if found is None:
@@ -608,6 +631,33 @@ class Gate:
                         "the model's own code (--trust-remote-code) imports a package this "
                         "environment lacks: install the one the line names, or serve the model "
                         "without its custom code"
+                    ),
+                )
+        return None
+
+    def _warned_first(self, kind: str | None, line: str) -> tuple[str, str, str] | None:
+        """The tail's warning that the model is not supported and that the engine goes on
+        anyway ("The Transformers implementation of MambaForCausalLM reports it is not
+        backend-compatible ... Proceeding anyway"), unsupported-model and a hint, where
+        ``line`` is an error with no family's words of its own in the model's code (a
+        bare ``TypeError``): what the warning foretold."""
+        text = strip_prefix(line)
+        if exception_text(text) is None or not (
+            kind in (None, "exit", "model-load") or family_of(kind) == "engine"
+        ):
+            return None
+        if words_kind(text) is not None:
+            return None
+        lines, at = self._tail_at(line)
+        for said in reversed(lines[:at]):
+            if _UNSUPPORTED_ANYWAY.search(said):
+                return (
+                    said,
+                    "unsupported-model",
+                    (
+                        "the engine warned that it does not support this model and went on "
+                        "anyway: serve it with an engine or implementation that supports it "
+                        "(another --model-impl, another engine version)"
                     ),
                 )
         return None
@@ -1219,7 +1269,11 @@ class Gate:
         if status == Status.CRASH and matched_line:
             device = self._device_library_missing(kind, matched_line)
             earlier = None if device is not None else self._option_file_failed(kind, matched_line)
-            first = self._environment_first(kind) or self._host_first(matched_line)
+            first = (
+                self._environment_first(kind)
+                or self._host_first(matched_line)
+                or self._warned_first(kind, matched_line)
+            )
             if first is not None and device is None and earlier is None:
                 matched_line, kind, hint = first
             elif device is not None:
@@ -1300,14 +1354,34 @@ class Gate:
         for told, words, fix in _NARROW_HINTS:
             if kind == told and words.search(text):
                 return kind, fix
-        if (
-            kind in (None, "exit", "bad-args")
-            and _DATA_ERROR.match(text)
-            and _ADAPTER_CONFIG_FRAME.search(self._traceback_above(line))
+        missing = _ADAPTER_WEIGHTS_MISSING.search(text)
+        if missing is not None and kind in (None, "exit", "model-load", "bad-args"):
+            folder = os.path.dirname(missing.group(1))
+            if any(value.split("=", 1)[-1].rstrip("/") == folder for _, value in given):
+                # the adapter's folder the command named is there (its config was read),
+                # its weights file is not, or not for this user: the adapter's files
+                return "model-load", _ADAPTER_FILES_FIX
+        purpose = _NOT_SUPPORTED_FOR.search(text) if kind == "unsupported-model" else None
+        named = purpose and option_by_word(purpose.group(1), given, reads_args=False)
+        if named:
+            # a model that is fine in itself, refused for a mode the command asked for
+            # ("Model type LlamaForCausalLM is not supported for encoder disaggregation."
+            # after --encoder-only)
+            return "bad-args", (
+                f"the model does not support what the command's {named} asks for: leave "
+                "it out, or serve a model that supports it"
+            )
+        if kind in (None, "exit", "bad-args") and (
+            (_DATA_ERROR.match(text) and _ADAPTER_CONFIG_FRAME.search(self._traceback_above(line)))
+            or (
+                _SHAPE_ERROR.search(text) and _ADAPTER_SET_FRAME.search(self._traceback_above(line))
+            )
         ):
             # a value of the adapter's config that is not a number where LoRA computes
             # with it (vLLM's PEFTHelper: "unsupported operand type(s) for /: 'NoneType'
-            # and 'int'" for "lora_alpha": null)
+            # and 'int'" for "lora_alpha": null), or its tensors of another shape than
+            # its config says where a layer takes them (lora_A and lora_B swapped: "The
+            # size of tensor a (16) must match the size of tensor b (128)" in set_lora)
             return "model-load", _ADAPTER_FILES_FIX
         if kind != "bad-args" and not self._says_family(text, kind):
             named = _compiler_setting(given, self._traceback_above(line))
@@ -1586,7 +1660,8 @@ class Gate:
             # lookup fails in its own words
             return "bad-args", (
                 f"the command's {named} is a URL: give a host name or an address "
-                "(0.0.0.0, 127.0.0.1), without a scheme"
+                "(0.0.0.0, 127.0.0.1), with its port where the option takes one, without "
+                "a scheme"
             )
         named = hosts_listed(given)
         if named is not None and family_of(kind) == "port":
@@ -1607,6 +1682,21 @@ class Gate:
             return "bad-args", (
                 "the server could not set up TLS from its --ssl-key-file and "
                 "--ssl-cert-file: give a PEM certificate and its own unencrypted PEM key"
+            )
+        socket = next((v for n, v in given if n == "host" and v.strip().startswith("/")), None)
+        if (
+            family_of(kind) == "port"
+            and _HTTP_BIND.search(text)
+            and socket is not None
+            and not _is_socket(socket)
+        ):
+            # llama-server given a unix socket's path for --host (its "hostname: /run/x.sock"
+            # in the bind failure): a folder, under a folder not there, too long; a socket
+            # file already there (a stale one, another server's) is the address in use,
+            # checked on this machine
+            return "bad-args", (
+                f"the command's --host {socket} is a unix socket's path that could not be "
+                "bound: give a new file's path in a folder that exists and is writable"
             )
         named = host_unresolvable(given) if _NAME_LOOKUP.search(text) else None
         if (
@@ -1840,6 +1930,22 @@ _FRAME_PATH = re.compile(r'\bFile "([^"]+)", line \d+')
 _CONFIG_READER = re.compile(
     r"[/\\](?:transformers_utils[/\\]config|configuration_utils|hf_transformers_utils)\.py$"
 )
+# an engine's warning that it goes on with a model it says it does not support
+_UNSUPPORTED_ANYWAY = re.compile(
+    r"\b(?:is not|isn't) (?:backend-compatible|supported)\b.*\b[Pp]roceeding anyway\b"
+)
+# an adapter's weights file not found inside its folder
+_ADAPTER_WEIGHTS_MISSING = re.compile(
+    r"No such file or directory:? '?(/[^'\s]+/adapter_model\.(?:safetensors|bin))\b"
+)
+# a model refused for a purpose ("is not supported for encoder disaggregation.")
+_NOT_SUPPORTED_FOR = re.compile(r"\bis not supported (?:for|with|in) ([\w -]+)")
+# the frames where a layer takes a LoRA adapter's tensors, and a shape that did not fit
+_ADAPTER_SET_FRAME = re.compile(r"[/\\]lora[/\\][\w/\\]*\.py\", line \d+, in set_lora\b")
+_SHAPE_ERROR = re.compile(
+    r"\bThe size of tensor a \(\d+\) must match\b|\b(?:size|shape) mismatch\b"
+    r"|\bshape '\[[\d, ]*\]' is invalid for input of size\b"
+)
 # an error in a value's type or contents, not in the system around it
 _DATA_ERROR = re.compile(r"^(?:\w+\.)*(?:TypeError|ValueError|KeyError|JSONDecodeError): ")
 # a check that refuses the options themselves
@@ -1856,6 +1962,7 @@ _NO_SCHEME = re.compile(r"UnsupportedProtocol: Request URL is missing an 'http:/
 _URL_VARIABLE = re.compile(r"ENDPOINT|_URL$|_HOST$")
 # Python without its standard library (PYTHONHOME pointing elsewhere)
 _NO_ENCODINGS = re.compile(r"^(?:\w+\.)*ModuleNotFoundError: No module named 'encodings'")
+_UNKNOWN_ENCODING = re.compile(r"^LookupError: unknown encoding: (\S+)")
 _NO_CODEC = re.compile(r"Fatal Python error: init_fs_encoding: failed to get the Python codec")
 # transformers' check of a model's own code for the packages it imports
 _REMOTE_CODE_NEEDS = re.compile(
@@ -1913,6 +2020,14 @@ def _compiler_setting(given: Sequence[tuple[str, str]], frames: str) -> str | No
             if name.startswith(f"${prefix}") and where in frames.replace("\\", "/"):
                 return f"{name[1:]}={value}"
     return None
+
+
+def _is_socket(path: str) -> bool:
+    """Whether ``path`` is a unix socket's file on this machine."""
+    try:
+        return stat.S_ISSOCK(os.stat(path.strip().strip("'\"")).st_mode)
+    except OSError:
+        return False
 
 
 def _said(named: str) -> str:

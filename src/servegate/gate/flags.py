@@ -360,15 +360,19 @@ def override_given(given: Given) -> str | None:
 
 _HOST_OPTIONS = frozenset({"host", "hostname", "bind", "listen_host"})
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+# the options that give a group's rendezvous address (SGLang's --dist-init-addr, to
+# which it adds tcp:// itself)
+_RENDEZVOUS_OPTIONS = frozenset({"dist_init_addr", "data_parallel_address", "master_addr"})
 
 
 def url_host(given: Given) -> str | None:
-    """The host option of ``given`` whose value is a URL (``--host http://0.0.0.0``),
-    as written, else None: a server binds, and a group rendezvouses at, a name or an
-    address; a scheme in front makes both fail in their own words ("port number
-    missing" from torch.distributed's tcp:// rendezvous)."""
+    """The host or rendezvous option of ``given`` whose value is a URL (``--host
+    http://0.0.0.0``, ``--dist-init-addr tcp://10.0.0.1:5000``), as written, else None:
+    a server binds, and a group rendezvouses at, a name or an address; a scheme in front
+    makes both fail in their own words ("port number missing" from torch.distributed's
+    tcp:// rendezvous, SGLang adding its own tcp://)."""
     for name, value in given:
-        if name in _HOST_OPTIONS and _SCHEME.match(value.strip("'\"")):
+        if name in _HOST_OPTIONS | _RENDEZVOUS_OPTIONS and _SCHEME.match(value.strip("'\"")):
             return f"--{name.replace('_', '-')} {value}"
     return None
 
