@@ -190,7 +190,7 @@ def test_server_dying_mid_benchmark_is_recorded_with_its_tail(tmp_path: Path) ->
 
         [[variant]]
         name = "dies"
-        args = "--fail crash-after-ready --fail-at 0.4"
+        args = "--fail crash-after-ready --fail-at 20req"
         bench = { requests = 40, concurrency = [1] }
         """,
         bench="concurrency = [1]\nrequests = 4\nrepeats = 1",

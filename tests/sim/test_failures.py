@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 import socket
+import subprocess
+import sys
 import time
 
 import psutil
@@ -223,6 +225,49 @@ def test_crash_after_ready_kills_the_server_mid_run(port: int) -> None:
         assert sim.wait_exit() == 1
         crash = sim.wait_line("EngineDeadError")
         assert crash - ready >= 0.4
+
+
+def test_a_failure_after_ready_with_the_nth_request(port: int) -> None:
+    """`--fail-at 2req`: the first completion is answered, the second goes down with the
+    server (no answer, the crash's lines, exit 1), however long the client took."""
+    with Sim(
+        port,
+        "--engine",
+        "vllm",
+        "--startup",
+        "0.2",
+        "--fail",
+        "crash-after-ready",
+        "--fail-at",
+        "2req",
+    ) as sim:
+        sim.wait_line("Application startup complete")
+        completion = b'{"prompt": "hi", "max_tokens": 2}'
+        assert get(sim.url + "/v1/completions", completion)[0] == 200
+        with pytest.raises(OSError):
+            get(sim.url + "/v1/completions", completion)
+        sim.wait_line("EngineDeadError")
+        assert sim.wait_exit(timeout=10) == 1
+    with Sim(port, "--engine", "vllm", "--fail", "engine-dead", "--fail-at", "1req") as sim:
+        sim.wait_line("Application startup complete")
+        status, body = get(sim.url + "/v1/completions", completion)
+        assert status == 500 and b"EngineCore encountered an issue" in body
+
+
+@pytest.mark.parametrize("where", ["0req", "3req"])
+def test_a_request_count_outside_its_failures_is_refused(port: int, where: str) -> None:
+    """A request count is for failures after READY, counted from 1: exit 2, one sentence."""
+    fail = "crash-after-ready" if where == "0req" else "oom"
+    argv = ["--port", str(port), "--fail", fail, "--fail-at", where]
+    done = subprocess.run(
+        [sys.executable, "-m", "servegate", "sim", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert f"--fail-at {where}" in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.slow

@@ -88,9 +88,10 @@ class _SimulatedEngine(click.Choice[str]):
 )
 @click.option(
     "--fail-at",
-    metavar="PHASE|SECONDS",
+    metavar="PHASE|SECONDS|Nreq",
     help="Where the failure happens: a phase, or seconds since start "
-    "(since READY for crash-after-ready and engine-dead).",
+    "(since READY for crash-after-ready and engine-dead, or with the Nth generation "
+    "request: 3req).",
 )
 @click.option(
     "--ttft-ms",

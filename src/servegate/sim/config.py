@@ -11,6 +11,7 @@ the flag or the file key and the fix.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -135,6 +136,7 @@ class SimConfig:
     fail: str | None
     fail_phase: str | None  # the phase whose middle the failure happens in
     fail_at_s: float | None  # wall seconds since start (startup) or since READY (after)
+    fail_at_request: int | None = None  # after READY: with the Nth generation request
     ttft_ms: float
     prefill_tok_s: float  # 0: the prompt length costs nothing
     itl_ms: float
@@ -417,8 +419,19 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         if outcome.oom_phase is not None and values.get("fail") is None:
             values["fail"], values["fail_at"] = "oom", outcome.oom_phase
     timeline = _timeline(engine, values["startup"], phases, values["time_scale"])
+    fail_at, fail_at_request = values.get("fail_at"), None
+    nth = _REQUEST_COUNT.fullmatch(str(fail_at or "").strip())
+    if nth is not None:
+        if values.get("fail") not in AFTER_READY_FAILURES:
+            raise UsageError(
+                f"--fail-at {fail_at}: a request count is for failures after READY; give "
+                "--fail crash-after-ready or engine-dead, or a phase or SECONDS."
+            )
+        fail_at_request, fail_at = int(nth.group(1)), None
+        if fail_at_request < 1:
+            raise UsageError(f"--fail-at {nth.group(0)}: count requests from 1req.")
     fail, fail_phase, fail_at_s = _failure(
-        engine, values.get("fail"), values.get("fail_at"), timeline, values["time_scale"]
+        engine, values.get("fail"), fail_at, timeline, values["time_scale"]
     )
     record = values.get("record")
     return SimConfig(
@@ -431,6 +444,7 @@ def resolve(*, profile: str | None, flags: Mapping[str, Any]) -> SimConfig:
         fail=fail,
         fail_phase=fail_phase,
         fail_at_s=fail_at_s,
+        fail_at_request=fail_at_request,
         ttft_ms=float(values["ttft_ms"]),
         prefill_tok_s=float(values["prefill_tok_s"]),
         itl_ms=float(values["itl_ms"]),
@@ -628,6 +642,10 @@ def _failure(
             "or use --fail crash-after-ready."
         )
     return fail, None, wall
+
+
+# an after-READY failure's place as a count of generation requests ("3req": with the third)
+_REQUEST_COUNT = re.compile(r"(-?\d+)\s*req")
 
 
 def _seconds(text: str, fail: str) -> float | None:

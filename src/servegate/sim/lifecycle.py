@@ -245,6 +245,12 @@ class Runner:
             return
         self.stats_task = loop.create_task(self._stats())
         if config.fail in ("crash-after-ready", "engine-dead"):
+            assert self.app is not None
+            if config.fail_at_request is not None:
+                # with the Nth generation request, whenever the client sends it
+                kind = config.fail
+                self.app.fail_at_request = (config.fail_at_request, lambda: self._fail_now(kind))
+                return
             await asyncio.sleep(config.fail_at_s or 0.0)
             await self._after_ready(config.fail)
 
@@ -329,15 +335,23 @@ class Runner:
             await asyncio.sleep(period)
 
     async def _after_ready(self, kind: str) -> None:
+        finishing = self._fail_now(kind)
+        if finishing is not None:
+            await finishing
+
+    def _fail_now(self, kind: str) -> asyncio.Task[None] | None:
+        """Fail after READY, at once: the crash's task (its lines and exit), or None for
+        vLLM's engine death, armed for the request in hand and the next."""
         assert self.app is not None
         if kind == "crash-after-ready":
             self.app.state = State.CRASHED
-            await self._finish(after_ready_failure(self.config, self.log_format))
-            return
+            failure = after_ready_failure(self.config, self.log_format)
+            return asyncio.get_running_loop().create_task(self._finish(failure))
         # vLLM: the engine core dies silently; the API server finds out at the next request
         self.children.kill("EngineCore_DP0")
         self.app.engine_dead_armed = True
         self.app.on_engine_dead = self._engine_dead
+        return None
 
     def _engine_dead(self) -> None:
         log = self.log_format

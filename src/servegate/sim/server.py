@@ -77,6 +77,10 @@ class App:
         self.engine_dead_armed = False
         self.on_engine_dead: Callable[[], None] | None = None
         self.hung: list[Connection] = []  # requests a dead scheduler never answers
+        # an after-READY failure set to come with the Nth generation request, and its
+        # trigger; the generation requests seen so far
+        self.fail_at_request: tuple[int, Callable[[], object]] | None = None
+        self.generations = 0
 
     def protocol(self) -> Connection:
         """A new connection bound to this app."""
@@ -197,7 +201,12 @@ class App:
     # --- generation ---------------------------------------------------------------------
 
     def _generate(self, conn: Connection, req: HttpRequest, *, chat: bool) -> None:
-        if self.state is State.ZOMBIE:
+        self.generations += 1
+        if self.fail_at_request is not None and self.generations >= self.fail_at_request[0]:
+            fire = self.fail_at_request[1]
+            self.fail_at_request = None
+            fire()
+        if self.state in (State.ZOMBIE, State.CRASHED):
             # the scheduler is gone: the request is accepted and never answered
             self.hung.append(conn)
             return
