@@ -2012,3 +2012,75 @@ def test_a_model_whose_attention_the_engine_cannot_replace(tmp_path: Path) -> No
     assert verdict.kind == "unsupported-model"
     assert "not backend-compatible" in (verdict.matched_line or "")
     assert gate(tmp_path, "sglang", [SGLANG_START, *crash], command).kind != "unsupported-model"
+
+
+def test_a_port_out_of_range(tmp_path: Path) -> None:
+    """SGLang's `--port -1`: uvicorn's `[Errno -8] Servname not supported` is quoted over
+    the warmup request's URL error that ends the run, bad-args naming --port; with a
+    port in range the same lines are not blamed on it."""
+    lines = [
+        SGLANG_START,
+        "[2026-12-07 12:34:42] ERROR:    [Errno -8] Servname not supported for ai_socktype",
+        "[2026-12-07 12:36:58] Initialization failed. warmup error: Traceback (most recent "
+        "call last):",
+        '  File "/venv/lib/python3.11/site-packages/urllib3/util/url.py", line 425, in parse_url',
+        '    raise LocationParseError(f"{host_port!r} is not a valid host or port")',
+        "urllib3.exceptions.LocationParseError: Failed to parse: '127.0.0.1:-1' is not a valid "
+        "host or port",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--port", "-1"])
+    assert verdict.kind == "bad-args"
+    assert verdict.matched_line is not None and "Servname not supported" in verdict.matched_line
+    assert "--port -1 is no port" in (verdict.hint or "")
+    other = gate(tmp_path, "sglang", lines, [*command, "--port", "8000"])
+    assert "is no port" not in (other.hint or "")
+
+
+def test_a_kv_cache_smaller_than_one_request_foretold(tmp_path: Path) -> None:
+    """SGLang's warning that its KV pool holds fewer tokens than one request of the
+    context length, then the warmup refused (no family of its own): the warning is
+    quoted, oom; without it the warmup's refusal is not memory."""
+    warned = (
+        "[2026-12-07 12:30:20] KV pool holds 16 tokens, fewer than --context-length 1024. One "
+        "full-length request cannot fit, so long requests will be refused or truncated at "
+        "serving time. Lower --context-length, raise --mem-fraction-static, or free memory"
+    )
+    crash = [
+        "[2026-12-07 12:30:22] Initialization failed. warmup error: Traceback (most recent "
+        "call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/entrypoints/warmup.py", line 80, '
+        "in _execute_server_warmup",
+        '    assert res.status_code == 200, f"{res.text}"',
+        'AssertionError: {"error":{"message":"Input length (24 tokens) exceeds the maximum '
+        'allowed length (10 tokens). Use a shorter input or enable --allow-auto-truncate."}}',
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", [SGLANG_START, warned, *crash], command)
+    assert verdict.kind == "oom"
+    assert "KV pool holds 16 tokens" in (verdict.matched_line or "")
+    assert gate(tmp_path, "sglang", [SGLANG_START, *crash], command).kind != "oom"
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("RuntimeError: NIXL is not available", "install"),
+        ("RuntimeError: CUDA is not available", None),
+    ],
+)
+def test_a_library_said_to_be_not_available(tmp_path: Path, line: str, kind: str | None) -> None:
+    """An exception that says only that a library is not available (vLLM's NIXL KV
+    connector without its package) is install, though the library's name is a
+    distributed word; a device that is not available is not."""
+    lines = _vllm_worker(
+        '  File "/venv/lib/python3.11/site-packages/vllm/distributed/kv_transfer/nixl.py", '
+        "line 90, in __init__",
+        "    raise RuntimeError(msg)",
+        last=line,
+    )
+    verdict = gate(tmp_path, "vllm", lines, ["vllm", "serve", "/m"])
+    if kind is not None:
+        assert verdict.kind == kind
+    else:
+        assert verdict.kind != "install"

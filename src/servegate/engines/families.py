@@ -454,6 +454,9 @@ _WORDS: tuple[Words, ...] = (
         title="a module or native library is missing or does not match",
         pattern=r"no module named|ModuleNotFoundError|ImportError|cannot import name"
         r"|undefined symbol|cannot open shared object file|\bGLIBC(?:XX)?_\d"
+        # an exception that says only that a library is not there ("RuntimeError: NIXL is
+        # not available": the KV connector's package not installed); not a device's
+        r"|\b\w*Error: (?!CUDA\b|GPU\b|MPS\b|XPU\b|NPU\b)[A-Za-z][\w.-]* is not available\.?\s*$"
         # a library's loader that could not load one of its own (oneMKL's "Intel oneMKL
         # FATAL ERROR: Cannot load /v/torch/lib/libtorch_cpu.so.")
         r"|\bCannot load \S+\.so\b"

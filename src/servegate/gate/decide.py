@@ -635,12 +635,35 @@ class Gate:
                 )
         return None
 
+    def _port_first(self, line: str) -> tuple[str, str, str] | None:
+        """Where the command's ``--port`` is no port (below 0, above 65535): the tail's
+        bind failure of it (uvicorn's ``[Errno -8] Servname not supported``), else
+        ``line`` (the engine's own request to that address, refused as a URL), bad-args
+        and a hint naming it."""
+        value = next((v for n, v in self.options.command_options if n == "port"), None)
+        try:
+            port = int(value.strip().strip("'\"")) if value is not None else None
+        except ValueError:
+            return None
+        if port is None or 0 <= port <= _MAX_PORT:
+            return None
+        lines, at = self._tail_at(line)
+        bound = next((t for t in lines[:at] if _BIND_REFUSED.search(strip_prefix(t))), line)
+        return (
+            bound,
+            "bad-args",
+            f"the command's --port {value} is no port: give one from 1 to {_MAX_PORT} "
+            "(0: any free port)",
+        )
+
     def _warned_first(self, kind: str | None, line: str) -> tuple[str, str, str] | None:
-        """The tail's warning that the model is not supported and that the engine goes on
-        anyway ("The Transformers implementation of MambaForCausalLM reports it is not
-        backend-compatible ... Proceeding anyway"), unsupported-model and a hint, where
-        ``line`` is an error with no family's words of its own in the model's code (a
-        bare ``TypeError``): what the warning foretold."""
+        """The tail's warning that foretold the failure (``_FORETOLD``: the model is not
+        supported and the engine goes on anyway, "The Transformers implementation of
+        MambaForCausalLM reports it is not backend-compatible ... Proceeding anyway"; the
+        KV cache holds less than one request, "KV pool holds 16 tokens, fewer than
+        --context-length 1024"), its kind and a hint, where ``line`` is an error with no
+        family's words of its own (a bare ``TypeError`` in the model's code, the warmup
+        request refused)."""
         text = strip_prefix(line)
         if exception_text(text) is None or not (
             kind in (None, "exit", "model-load") or family_of(kind) == "engine"
@@ -650,16 +673,9 @@ class Gate:
             return None
         lines, at = self._tail_at(line)
         for said in reversed(lines[:at]):
-            if _UNSUPPORTED_ANYWAY.search(said):
-                return (
-                    said,
-                    "unsupported-model",
-                    (
-                        "the engine warned that it does not support this model and went on "
-                        "anyway: serve it with an engine or implementation that supports it "
-                        "(another --model-impl, another engine version)"
-                    ),
-                )
+            for warning, warned, fix in _FORETOLD:
+                if warning.search(said):
+                    return said, warned, fix
         return None
 
     def _host_first(self, line: str) -> tuple[str, str, str] | None:
@@ -1273,6 +1289,7 @@ class Gate:
                 self._environment_first(kind)
                 or self._host_first(matched_line)
                 or self._warned_first(kind, matched_line)
+                or self._port_first(matched_line)
             )
             if first is not None and device is None and earlier is None:
                 matched_line, kind, hint = first
@@ -1930,9 +1947,30 @@ _FRAME_PATH = re.compile(r'\bFile "([^"]+)", line \d+')
 _CONFIG_READER = re.compile(
     r"[/\\](?:transformers_utils[/\\]config|configuration_utils|hf_transformers_utils)\.py$"
 )
-# an engine's warning that it goes on with a model it says it does not support
-_UNSUPPORTED_ANYWAY = re.compile(
-    r"\b(?:is not|isn't) (?:backend-compatible|supported)\b.*\b[Pp]roceeding anyway\b"
+_MAX_PORT = 65535
+# a server's socket refused for its port's value (uvicorn's getaddrinfo of port -1)
+_BIND_REFUSED = re.compile(
+    r"\[Errno -?\d+\] (?:Servname not supported|error while attempting to bind)"
+    r"|\bport must be 0-65535\b"
+)
+# an engine's warnings that foretell a failure: it goes on with a model it says it does
+# not support; its KV cache holds less than one request of the context length
+_FORETOLD = (
+    (
+        re.compile(
+            r"\b(?:is not|isn't) (?:backend-compatible|supported)\b.*\b[Pp]roceeding anyway\b"
+        ),
+        "unsupported-model",
+        "the engine warned that it does not support this model and went on anyway: serve "
+        "it with an engine or implementation that supports it (another --model-impl, "
+        "another engine version)",
+    ),
+    (
+        re.compile(r"\bKV (?:pool|cache) holds \d+ tokens, fewer than\b"),
+        "oom",
+        "the KV cache holds fewer tokens than one request of the context length: give it "
+        "more (--max-total-tokens, --mem-fraction-static) or lower --context-length",
+    ),
 )
 # an adapter's weights file not found inside its folder
 _ADAPTER_WEIGHTS_MISSING = re.compile(
