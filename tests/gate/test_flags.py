@@ -2084,3 +2084,101 @@ def test_a_library_said_to_be_not_available(tmp_path: Path, line: str, kind: str
         assert verdict.kind == kind
     else:
         assert verdict.kind != "install"
+
+
+def test_a_value_python_refuses_for_its_own_variable(tmp_path: Path) -> None:
+    """`PYTHONUTF8=yes`: Python's fatal start error names the variable; the command set
+    it (bad-args naming it); without it in the command the error stays Python's."""
+    line = (
+        "Fatal Python error: preconfig_init_utf8_mode: invalid PYTHONUTF8 environment "
+        "variable value"
+    )
+    lines = [line, "Python runtime state: preinitializing", ""]
+    command = [*LCPP, "--model", "/m/a.gguf"]
+    verdict = gate(tmp_path, "llamacpp", lines, ["PYTHONUTF8=yes", *command])
+    assert verdict.kind == "bad-args"
+    assert "PYTHONUTF8=yes" in (verdict.hint or "")
+    assert gate(tmp_path, "llamacpp", lines, command).kind != "bad-args"
+
+
+def test_a_device_given_for_the_models_file(tmp_path: Path) -> None:
+    """llama-server's `-m /dev/null` (a placeholder left in a unit file): "failed to read
+    magic" is the option's (bad-args), not a damaged file's."""
+    line = "0.00.004.626 E gguf_init_from_reader: failed to read magic"
+    verdict = gate(tmp_path, "llamacpp", [line], [*LLAMA_SERVER, "-m", "/dev/null"])
+    assert verdict.kind == "bad-args"
+    assert "-m /dev/null is a device" in (verdict.hint or "")
+    assert (
+        gate(tmp_path, "llamacpp", [line], [*LLAMA_SERVER, "-m", "/m/a.gguf"]).kind == "model-load"
+    )
+
+
+def test_a_quantization_forced_failing_in_its_own_class(tmp_path: Path) -> None:
+    """SGLang's `--quantization compressed-tensors` on weights saved without it: the
+    method's config class fails to build (bad-args naming it); without the option the
+    hint does not name it."""
+    lines = [
+        SGLANG_START,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/model_loader/weight_utils.py", '
+        "line 375, in get_quant_config",
+        "    return quant_cls(**config)",
+        "TypeError: CompressedTensorsConfig.__init__() missing 5 required positional "
+        "arguments: 'target_scheme_map', 'ignore', 'quant_format', 'sparsity_scheme_map', "
+        "and 'sparsity_ignore_list'",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--quantization", "compressed-tensors"])
+    assert verdict.kind == "bad-args"
+    assert "--quantization compressed-tensors" in (verdict.hint or "")
+    assert "--quantization" not in (gate(tmp_path, "sglang", lines, command).hint or "")
+
+
+def test_a_class_the_command_named_failing(tmp_path: Path) -> None:
+    """vLLM's `--worker-cls vllm.v1.worker.gpu_worker.Worker` on a CPU build: "Unsupported
+    device type: cpu" raised in that class's module is the option's (bad-args naming
+    it); the same error in another module is not."""
+
+    def frames(module: str) -> tuple[str, ...]:
+        return (
+            f'  File "/venv/lib/python3.11/site-packages/vllm/v1/worker/{module}.py", line 543, '
+            "in init_device",
+            '    raise RuntimeError(f"Unsupported device type: {self.device_config.device}")',
+        )
+
+    last = "RuntimeError: Unsupported device type: cpu"
+    command = ["vllm", "serve", "/m", "--worker-cls", "vllm.v1.worker.gpu_worker.Worker"]
+    verdict = gate(tmp_path, "vllm", _vllm_worker(*frames("gpu_worker"), last=last), command)
+    assert verdict.kind == "bad-args"
+    assert "--worker-cls vllm.v1.worker.gpu_worker.Worker" in (verdict.hint or "")
+    other = gate(tmp_path, "vllm", _vllm_worker(*frames("cpu_worker"), last=last), command)
+    assert other.kind != "bad-args"
+
+
+def test_a_zero_no_option_gave_while_memory_is_sized(tmp_path: Path) -> None:
+    """SGLang dividing by zero while it sizes the KV cache, no option of the command
+    zero (config.json's max_position_embeddings: 0): the model's (model-load), not the
+    memory phase's kind; with an option set to zero, that option's."""
+    lines = [
+        SGLANG_START,
+        "[2026-12-07 13:04:53] Load weight begin. avail mem=19.20 GB",
+        "[2026-12-07 13:04:53] Load weight end. elapsed=0.02 s, type=TransformersForCausalLM, "
+        "avail mem=19.20 GB, mem usage=-0.00 GB.",
+        "[2026-12-07 13:05:10] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 1100, '
+        "in init_memory_pools",
+        "    self.init_target_memory_pool()",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/model_executor/model_runner.py", '
+        "line 982, in alloc_memory_pool",
+        "    self.kv_config = configurator.configure()",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/mem_cache/'
+        'kv_cache_configurator.py", line 3123, in resolve_max_num_reqs',
+        "    per_req = self.max_total_num_tokens // self.context_len",
+        "ZeroDivisionError: integer division or modulo by zero",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, command)
+    assert verdict.kind == "model-load"
+    assert "config.json" in (verdict.hint or "")
+    zero = gate(tmp_path, "sglang", lines, [*command, "--context-length", "0"])
+    assert zero.kind == "bad-args"

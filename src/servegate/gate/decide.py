@@ -553,6 +553,24 @@ class Gate:
             # Python's fatal start error, or the line under it that a wrapper signature
             # waited for (ModuleNotFoundError of its own standard library)
             for text in lines:
+                invalid = _INVALID_VARIABLE.search(text)
+                setting = invalid and next(
+                    (
+                        f"{name[1:]}={value}"
+                        for name, value in self.options.command_options
+                        if name == f"${invalid.group(1)}"
+                    ),
+                    None,
+                )
+                if setting:
+                    # Python refusing a value of its own variable ("invalid PYTHONUTF8
+                    # environment variable value" after PYTHONUTF8=yes)
+                    return (
+                        text,
+                        "bad-args",
+                        f"the command's {setting} is a value Python refuses before it runs "
+                        "any code: give one `python --help-env` lists, or unset it",
+                    )
                 unknown = _UNKNOWN_ENCODING.search(strip_prefix(text))
                 setting = unknown and next(
                     (
@@ -1371,6 +1389,52 @@ class Gate:
         for told, words, fix in _NARROW_HINTS:
             if kind == told and words.search(text):
                 return kind, fix
+        method = quantization_given(given)
+        if (
+            method is not None
+            and (kind in (None, "exit", "bad-args") or family_of(kind) == "model")
+            and _squashed(method.split(" ", 1)[-1]) in _squashed(text)
+        ):
+            # a quantization the command named, failing in its own class on weights saved
+            # without it ("CompressedTensorsConfig.__init__() missing 5 required positional
+            # arguments" after --quantization compressed-tensors)
+            return "bad-args", (
+                f"the command's {method} is not how the model's weights were saved: give "
+                "the method its config.json names, or leave --quantization out"
+            )
+        named = _class_given(self._traceback_above(line), given)
+        if named is not None and (kind in (None, "exit") or family_of(kind) == "engine"):
+            # the code that failed is the class an option of the command named (a GPU
+            # worker class on a CPU build: "Unsupported device type: cpu")
+            return "bad-args", (
+                f"the failing code is the class that the command's {named} names: give a "
+                "class for this platform, or leave the option out"
+            )
+        if (
+            family_of(kind) == "memory"
+            and _BARE_ARITHMETIC.search(text)
+            and zero_given(given, self._code_above(line)) is None
+            and not self._says_family(text, kind)
+        ):
+            # a count of zero that no option gave, while memory is sized: a value of the
+            # model's config (max_position_embeddings: 0)
+            return "model-load", (
+                "a count is zero where the engine sizes its memory, and no option set it: "
+                "check the model's config.json (max_position_embeddings, heads, layers)"
+            )
+        device = next(
+            (
+                f"-{n} {v}" if len(n) == 1 else f"--{n.replace('_', '-')} {v}"
+                for n, v in given
+                if n in ("m", "model") and v.startswith("/dev/") and not v.startswith("/dev/shm/")
+            ),
+            None,
+        )
+        if device is not None and kind in (None, "exit", "model-load"):
+            # a device given for the model's file (/dev/null as a placeholder)
+            return "bad-args", (
+                f"the command's {device} is a device, not a model file: give the model's file"
+            )
         missing = _ADAPTER_WEIGHTS_MISSING.search(text)
         if missing is not None and kind in (None, "exit", "model-load", "bad-args"):
             folder = os.path.dirname(missing.group(1))
@@ -2000,6 +2064,7 @@ _NO_SCHEME = re.compile(r"UnsupportedProtocol: Request URL is missing an 'http:/
 _URL_VARIABLE = re.compile(r"ENDPOINT|_URL$|_HOST$")
 # Python without its standard library (PYTHONHOME pointing elsewhere)
 _NO_ENCODINGS = re.compile(r"^(?:\w+\.)*ModuleNotFoundError: No module named 'encodings'")
+_INVALID_VARIABLE = re.compile(r"\binvalid (PYTHON\w+) environment variable value\b")
 _UNKNOWN_ENCODING = re.compile(r"^LookupError: unknown encoding: (\S+)")
 _NO_CODEC = re.compile(r"Fatal Python error: init_fs_encoding: failed to get the Python codec")
 # transformers' check of a model's own code for the packages it imports
@@ -2057,6 +2122,33 @@ def _compiler_setting(given: Sequence[tuple[str, str]], frames: str) -> str | No
         for prefix, where in _COMPILER_VARIABLES:
             if name.startswith(f"${prefix}") and where in frames.replace("\\", "/"):
                 return f"{name[1:]}={value}"
+    return None
+
+
+def _squashed(text: str) -> str:
+    """``text`` lower-cased without dashes and underscores (compressed-tensors and
+    CompressedTensors alike)."""
+    return re.sub(r"[-_\s]", "", text.lower())
+
+
+# a class named by its module path (vllm.v1.worker.gpu_worker.Worker)
+_CLASS_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}")
+
+
+def _class_given(frames: str, given: Sequence[tuple[str, str]]) -> str | None:
+    """The option of ``given`` whose value is a class path whose module holds the
+    traceback's last frame, as written, else None."""
+    paths = _FRAME_PATH.findall(frames)
+    if not paths:
+        return None
+    last = paths[-1].replace("\\", "/")
+    for name, value in given:
+        bare = value.strip().strip("'\"")
+        if name.startswith("$") or not _CLASS_PATH.fullmatch(bare):
+            continue
+        module = bare.rsplit(".", 1)[0].replace(".", "/")
+        if last.endswith(f"/{module}.py"):
+            return f"--{name.replace('_', '-')} {value}"
     return None
 
 

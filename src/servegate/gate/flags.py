@@ -143,7 +143,7 @@ _KEPT_FAMILIES = frozenset(
 _KEPT_KINDS = frozenset({"killed", "segfault"})
 _SHORT = re.compile(r"-[A-Za-z]{1,3}")  # -m, -ngl, -ctk: a short option
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,}")  # NAME of NAME=value
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z][A-Z0-9]{2,}")  # NAME of NAME=value
 
 
 # a key of a JSON object given as an option's value, of two words or more
