@@ -2182,3 +2182,172 @@ def test_a_zero_no_option_gave_while_memory_is_sized(tmp_path: Path) -> None:
     assert "config.json" in (verdict.hint or "")
     zero = gate(tmp_path, "sglang", lines, [*command, "--context-length", "0"])
     assert zero.kind == "bad-args"
+
+
+def test_a_denial_inside_the_folder_the_failure_names(tmp_path: Path) -> None:
+    """vLLM refused a file inside the model's folder (no search bit for this user), then
+    says only that the folder is no model: the denial is quoted (permission), the
+    retried one not; a denial of another folder leaves the failure as it was."""
+
+    def lines(denied: str) -> list[str]:
+        head = "(APIServer pid=25717) ERROR 12-07 13:19:4{} [repo_utils.py:12{}] "
+        return [
+            "(APIServer pid=25717) INFO 12-07 13:19:40 [utils.py:253] non-default args: "
+            "{'model': '/data/m'}",
+            head.format(2, 6) + "Error retrieving file list: [Errno 13] Permission denied: "
+            f"'{denied}', retrying 1 of 2",
+            head.format(4, 4) + "Error retrieving file list: [Errno 13] Permission denied: "
+            f"'{denied}'",
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+            "  Value error, Invalid repository ID or local directory specified: '/data/m'.",
+        ]
+
+    command = ["vllm", "serve", "/data/m"]
+    verdict = gate(tmp_path, "vllm", lines("/data/m/tokenizer.json"), command)
+    assert verdict.kind == "permission"
+    assert (verdict.matched_line or "").endswith("Permission denied: '/data/m/tokenizer.json'")
+    other = gate(tmp_path, "vllm", lines("/data/other/tokenizer.json"), command)
+    assert other.kind != "permission"
+    assert "Invalid repository ID" in (other.matched_line or "")
+
+
+@pytest.mark.parametrize(
+    ("option", "frames", "last", "kind"),
+    [
+        # SGLang's --device hpu without Gaudi: the tool its memory probe runs is missing
+        (
+            ["--device", "hpu"],
+            (
+                '  File "/venv/lib/python3.11/site-packages/sglang/srt/utils/common.py", '
+                "line 852, in get_hpu_memory_capacity",
+                '    raise RuntimeError(f"hl-smi error: {result.stderr.strip()}")',
+            ),
+            "RuntimeError: hl-smi error: /bin/sh: 1: hl-smi: not found",
+            "exit",
+        ),
+        # an Ascend attention backend on a machine without torch_npu
+        (
+            ["--attention-backend", "ascend"],
+            (
+                '  File "/venv/lib/python3.11/site-packages/sglang/srt/layers/attention/'
+                'attention_registry.py", line 143, in create_ascend_backend',
+                "    from sglang.srt.hardware_backend.npu.attention.ascend_backend import (",
+                '  File "/venv/lib/python3.11/site-packages/sglang/srt/hardware_backend/npu/'
+                'attention/ascend_backend.py", line 7, in <module>',
+                "    import torch_npu",
+            ),
+            "ModuleNotFoundError: No module named 'torch_npu'",
+            "install",
+        ),
+    ],
+)
+def test_a_device_or_backend_the_command_chose_failing_in_its_own_code(
+    tmp_path: Path, option: list[str], frames: tuple[str, ...], last: str, kind: str
+) -> None:
+    """A device or a device's backend the command chose, failing in that device's own
+    code: bad-args naming the option; without the option the failure keeps its kind."""
+    lines = [SGLANG_START, *_LOADED, "Traceback (most recent call last):", *frames, last]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, *option])
+    assert verdict.kind == "bad-args"
+    assert " ".join(option) in (verdict.hint or "")
+    assert gate(tmp_path, "sglang", lines, command).kind == kind
+
+
+# SGLang's lines once the weights are in: the failure is past the arguments' phase
+_LOADED = (
+    "[2026-12-07 13:04:53] Load weight begin. avail mem=19.20 GB",
+    "[2026-12-07 13:04:53] Load weight end. elapsed=0.02 s, type=TransformersForCausalLM, "
+    "avail mem=19.20 GB, mem usage=-0.00 GB.",
+)
+
+
+def test_a_check_naming_an_option_by_its_attribute_and_value(tmp_path: Path) -> None:
+    """SGLang's NUMA binding on a CPU with one node after `--base-gpu-id 3`: the check
+    says `gpu_id` and the value 3 (bad-args naming the option); another value is not
+    the option's."""
+    lines = [
+        SGLANG_START,
+        *_LOADED,
+        *traceback(
+            "AssertionError: NUMA index 3 (derived from the worker's global device id / "
+            "gpu_id) is out of range for 1 numa nodes."
+        )[1:],
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--base-gpu-id", "3"])
+    assert verdict.kind == "bad-args"
+    assert "--base-gpu-id 3" in (verdict.hint or "")
+    assert "--base-gpu-id" not in (
+        gate(tmp_path, "sglang", lines, [*command, "--base-gpu-id", "2"]).hint or ""
+    )
+
+
+def test_a_bare_lookup_failing_in_the_module_an_option_sets_up(tmp_path: Path) -> None:
+    """SGLang's `--offload-group-size 2 --offload-num-in-group 3`: a bare IndexError in
+    offloader.py is the options' (bad-args naming the first); without them, not."""
+
+    def lines() -> list[str]:
+        return [
+            SGLANG_START,
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/sglang/srt/model_executor/'
+            'model_runner.py", line 1330, in load_model',
+            "    get_offloader().post_init()",
+            '  File "/venv/lib/python3.11/site-packages/sglang/srt/utils/offloader.py", '
+            "line 283, in post_init",
+            "    self.offloaders[i].start_onload()",
+            "IndexError: list index out of range",
+        ]
+
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    given = [*command, "--offload-group-size", "2", "--offload-num-in-group", "3"]
+    verdict = gate(tmp_path, "sglang", lines(), given)
+    assert verdict.kind == "bad-args"
+    assert "--offload-group-size 2" in (verdict.hint or "")
+    assert gate(tmp_path, "sglang", lines(), command).kind != "bad-args"
+
+
+def test_an_adapters_folder_given_as_the_model(tmp_path: Path) -> None:
+    """vLLM given a LoRA adapter's folder as `--model`: bad-args naming it, by the folder's
+    files where it is on this machine, by its path's words where it is not; a model's
+    folder with the same refusal is not the option's."""
+    adapter = tmp_path / "chat"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+
+    def refused(folder: str) -> list[str]:
+        return [
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+            f"  Value error, Invalid repository ID or local directory specified: '{folder}'.",
+        ]
+
+    for folder in (str(adapter), "/data/adapters/sql-lora"):
+        verdict = gate(tmp_path, "vllm", refused(folder), ["vllm", "serve", "--model", folder])
+        assert verdict.kind == "bad-args", folder
+        assert "LoRA adapter's folder" in (verdict.hint or "")
+    plain = gate(tmp_path, "vllm", refused(str(model)), ["vllm", "serve", "--model", str(model)])
+    assert "LoRA" not in (plain.hint or "")
+
+
+def test_llama_cpp_pythons_context_failure_quotes_the_exception_under_it(
+    tmp_path: Path,
+) -> None:
+    """llama-cpp-python's `--n_ctx 3000000000`: the C++ constructor's `std::bad_alloc` is
+    quoted (oom) over the wrapper's "Failed to create llama_context"."""
+    lines = [
+        "llama_context: n_ctx_seq (3000000000) > n_ctx_train (32768) -- possible training "
+        "context overflow",
+        "llama_init_from_model: failed to initialize the context: std::bad_alloc",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/llama_cpp/_internals.py", line 300, in '
+        "__init__",
+        '    raise ValueError("Failed to create llama_context")',
+        "ValueError: Failed to create llama_context",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, [*LCPP, "--model", "/m/a.gguf"])
+    assert verdict.kind == "oom"
+    assert (verdict.matched_line or "").endswith("failed to initialize the context: std::bad_alloc")

@@ -47,6 +47,9 @@ _MODEL_HINT = (
 _CONTEXT_WHY = (
     r"llama_init_from_model: .*\b(?:requires?|not supported|unsupported|invalid|must|cannot"
     r"|exceeds?|too (?:large|small|many))\b"
+    # the C++ exception the context's constructor threw ("failed to initialize the
+    # context: std::bad_alloc" for an n_ctx no buffer holds)
+    r"|llama_init_from_model: failed to initialize the context: \S"
 )
 # the backend's own refusal printed just above the graph allocator's summary ("ggml_
 # gallocr_reserve_n: failed to allocate CPU buffer of size N"): the CPU backend's

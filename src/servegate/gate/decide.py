@@ -53,6 +53,7 @@ from servegate.gate.cause import (
 )
 from servegate.gate.children import ChildWatch
 from servegate.gate.flags import (
+    adapter_as_model,
     cpu_asked,
     dashed_flag_in_line,
     file_for_folder,
@@ -70,6 +71,8 @@ from servegate.gate.flags import (
     module_misspelt,
     option_by_word,
     option_in_code,
+    option_module,
+    option_spelt,
     override_given,
     path_in_line,
     path_not_there,
@@ -517,28 +520,41 @@ class Gate:
         return _OPTION_FILE_CALL.search(lines[at - 1]) is not None
 
     def _device_library_missing(self, kind: str | None, line: str) -> tuple[str, str] | None:
-        """The line of the tail that names the device the command's ``--device`` asked
-        for (``ImportError: torch_npu is required when run on npu device.``), and that
-        option, when the failure is an install's (``No module named 'torch_npu'``): the
-        device's library is missing because the machine has no such device."""
-        if family_of(kind) != "install":
+        """The line of the tail that names the device or the device's backend the
+        command chose (``--device npu``, ``--attention-backend ascend``), and that
+        option, when the failure is an install's (``No module named 'torch_npu'``) or
+        one without a family raised in that device's own code (``hl-smi: not found``
+        from ``get_hpu_memory_capacity`` after ``--device hpu``): the device's software
+        is missing because the machine has no such device."""
+        install = family_of(kind) == "install"
+        if not (install or kind in (None, "exit", "bad-args") or family_of(kind) == "engine"):
             return None
-        device = next(
-            (v for n, v in self.options.command_options if n == "device" and v.strip()), None
-        )
-        if device is None or device.strip().lower() in _COMMON_DEVICES:
+        chosen = [
+            (name, value.strip())
+            for name, value in self.options.command_options
+            if not name.startswith("$")
+            and value.strip()
+            and (
+                (name == "device" and value.strip().lower() not in _COMMON_DEVICES)
+                or value.strip().lower() in _DEVICE_BACKENDS
+            )
+        ]
+        if not chosen:
             return None
-        word = re.compile(rf"(?<![\w-]){re.escape(device.strip())}(?![\w-])", re.IGNORECASE)
         lines = [item.strip() for item in self.watcher.tail.last()]
-        if not any(word.search(strip_prefix(text)) for text in (line, *lines[-3:])):
-            return None
-        # the last exception that names the device, else the failure itself
-        named = f"--device {device}"
-        for text in reversed(lines):
-            said = strip_prefix(text)
-            if exception_text(text) is not None and word.search(said):
-                return text, named
-        return line.strip(), named
+        frames = _frame_words(self._traceback_above(line))
+        for name, value in chosen:
+            word = re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])", re.IGNORECASE)
+            said = any(word.search(strip_prefix(text)) for text in (line, *lines[-3:]))
+            if not (value.lower() in frames or (install and said)):
+                continue
+            named = f"--{name.replace('_', '-')} {value}"
+            # the last exception that names the device, else the failure itself
+            for text in reversed(lines):
+                if exception_text(text) is not None and word.search(strip_prefix(text)):
+                    return text, named
+            return line.strip(), named
+        return None
 
     def _environment_first(self, kind: str | None) -> tuple[str, str, str] | None:
         """The line of the tail that says what the environment lacked first, its kind and
@@ -694,6 +710,36 @@ class Gate:
             for warning, warned, fix in _FORETOLD:
                 if warning.search(said):
                     return said, warned, fix
+        return None
+
+    def _denied_first(self, kind: str | None, line: str) -> tuple[str, str, str] | None:
+        """The tail's last ``[Errno 13] Permission denied`` on the path ``line`` names or
+        a path inside it, permission and a hint, where ``line`` says only that the
+        folder is no model (vLLM's ``Invalid repository ID or local directory
+        specified: '/m'`` after its file listing was refused ``/m/tokenizer.json``: a
+        folder without its search bit for this user). A retried denial is not the
+        last word: the line that gave up is."""
+        if not (kind in (None, "exit", "bad-args") or family_of(kind) == "model"):
+            return None
+        lines, at = self._tail_at(line)
+        quoted = {path.rstrip("/") for path in _QUOTED_PATH.findall(strip_prefix(line))}
+        if not quoted or not at:
+            return None
+        for said in reversed(lines[:at]):
+            text = strip_prefix(said)
+            denied = _DENIED.search(text)
+            if denied is None or _RETRYING.search(text):
+                continue
+            path = denied.group(1)
+            if any(path == folder or path.startswith(f"{folder}/") for folder in quoted):
+                return (
+                    said,
+                    "permission",
+                    (
+                        f"this user may not read {path}: give its files read permission and "
+                        "its folders search (x) permission, or run as their owner"
+                    ),
+                )
         return None
 
     def _host_first(self, line: str) -> tuple[str, str, str] | None:
@@ -1305,6 +1351,7 @@ class Gate:
             earlier = None if device is not None else self._option_file_failed(kind, matched_line)
             first = (
                 self._environment_first(kind)
+                or self._denied_first(kind, matched_line)
                 or self._host_first(matched_line)
                 or self._warned_first(kind, matched_line)
                 or self._port_first(matched_line)
@@ -1316,8 +1363,9 @@ class Gate:
                 kind, matched_line = "bad-args", line
                 hint = (
                     f"the command's {named} asks for a device this machine's software does "
-                    "not support (its library is not installed): give the device this "
-                    "machine has (--device cpu or cuda), or install that device's stack"
+                    "not support (its library or tool is not installed): give the device "
+                    "this machine has (--device cpu or cuda) or a backend made for it, or "
+                    "install that device's stack"
                 )
             elif earlier is not None:
                 line, named = earlier
@@ -1589,6 +1637,15 @@ class Gate:
                 "holds: give the format and quantization its files were saved in, or "
                 "leave the option out"
             )
+        named = adapter_as_model(text, given)
+        if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
+            # a LoRA adapter's folder given as the model: no config.json, no weights of
+            # a whole model; the engine refuses it as no model at all
+            return "bad-args", (
+                f"the command's {named} is a LoRA adapter's folder, not a model's: give "
+                "the base model, and the adapter with --lora-modules (vLLM) or "
+                "--lora-paths (SGLang)"
+            )
         named = model_not_a_model(given)
         if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
             return "bad-args", (
@@ -1625,6 +1682,28 @@ class Gate:
             # one range for two ranks: "Given number of CPU id list ['0-1'] doesn't match
             # local world size 2.")
             return "bad-args", f"the line quotes the value of {named}: {fix}"
+        frames = _FRAME_PATH.findall(self._traceback_above(line))
+        named = option_module(frames[-1], given) if frames else None
+        if (
+            named is not None
+            and _BARE_LOOKUP.match(text)
+            and (kind in (None, "exit", "model-load") or family_of(kind) == "engine")
+        ):
+            # a lookup with no words of its own, failing in the module that does what an
+            # option asks ("IndexError: list index out of range" in offloader.py after
+            # --offload-group-size 2 --offload-num-in-group 3)
+            return "bad-args", (
+                f"the failing code is the part that the command's {named} sets up: check "
+                "its values against each other and the model (--help says what each takes)"
+            )
+        named = option_spelt(text, given)
+        if named is not None and (
+            kind in (None, "exit", "bad-args") or family_of(kind) == "engine"
+        ):
+            # a check that names the option by its attribute and quotes its value ("NUMA
+            # index 3 (derived from the worker's global device id / gpu_id) is out of
+            # range for 1 numa nodes" after --base-gpu-id 3)
+            return "bad-args", f"the line names {named} and its value: {fix}"
         if _OPTIMIZED_AWAY.search(text):
             named = next((f"{n[1:]}={v}" for n, v in given if n == "$PYTHONOPTIMIZE"), None)
             if named is not None:
@@ -1966,7 +2045,15 @@ def _is_name(host: str) -> bool:
 # the code that binds the server's own socket (a name lookup failing there is its host's)
 _BINDS = re.compile(r"\.bind\(|\bcreate_server\b|\bbind_socket\b")
 # devices a machine commonly has: their libraries come with the engine's own install
+# a lookup's failure that says nothing of what was looked up
+_BARE_LOOKUP = re.compile(r"(?:IndexError: (?:list|tuple) index out of range|StopIteration)\s*$")
+_FRAME_WHERE = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _COMMON_DEVICES = frozenset(("cpu", "cuda", "auto", "gpu"))
+# values that choose a device other than the CPU and NVIDIA's, or a backend made for one
+# (SGLang's --attention-backend ascend, vLLM's and SGLang's --device hpu / xpu / npu)
+_DEVICE_BACKENDS = frozenset(
+    ("npu", "ascend", "hpu", "gaudi", "habana", "xpu", "musa", "mlu", "tpu", "neuron", "rocm")
+)
 # an option shown with a value below zero in a message (a setting the engine worked out)
 _NEGATIVE_SETTING = re.compile(r"--[a-z][\w-]*=-\d")
 # an assertion with no message: only its code says what was checked
@@ -2019,6 +2106,11 @@ _BIND_REFUSED = re.compile(
 )
 # an engine's warnings that foretell a failure: it goes on with a model it says it does
 # not support; its KV cache holds less than one request of the context length
+# a denial naming its path (Python's errno text), and a path quoted whole in a line
+_DENIED = re.compile(r"\[Errno 13\] Permission denied: '(/[^']+)'")
+_QUOTED_PATH = re.compile(r"'(/[^']+)'")
+_RETRYING = re.compile(r"\bretrying\b|\bwill retry\b", re.IGNORECASE)
+
 _FORETOLD = (
     (
         re.compile(
@@ -2080,6 +2172,16 @@ _FRAME_MODULE = re.compile(
 )
 # where installed packages and the standard library live
 _INSTALLED = re.compile(r"/(?:site|dist)-packages/|/lib/python\d[\d.]*/|/lib64/python")
+
+
+def _frame_words(frames: str) -> set[str]:
+    """The words (split at anything not a letter or digit, lowercase) of the last three
+    frames' file paths and function names in ``frames``: where the failure was raised
+    (``get_hpu_memory_capacity``, ``hardware_backend/npu/.../ascend_backend.py``)."""
+    found = _FRAME_WHERE.findall(frames)[-3:]
+    return {
+        word for path, func in found for word in re.split(r"[^a-z0-9]+", f"{path} {func}".lower())
+    }
 
 
 def _shadowing_file(frames: str) -> tuple[str, str] | None:

@@ -615,6 +615,44 @@ def value_in_line(line: str, given: Given) -> str | None:
     return None
 
 
+def option_spelt(line: str, given: Given) -> str | None:
+    """The option of ``given`` whose name ``line`` spells as an attribute, whole or by its
+    last two words or more (``gpu_id`` for ``--base-gpu-id``), and whose value it quotes
+    as a word (``NUMA index 3 (derived from the worker's global device id / gpu_id)``
+    after ``--base-gpu-id 3``), as written, else None; not the model's path, the port
+    or the host, and not a name of one word (every line says ``size``)."""
+    lowered = line.lower()
+    for name, value in given:
+        said = value.strip()
+        words = name.split("_")
+        if name.startswith("$") or len(words) < 2 or not said or " " in said:
+            continue
+        if _option_name(name) in _MODEL_OPTIONS or name in _EVERYWHERE:
+            continue
+        if not re.search(rf"(?<![\w.-]){re.escape(said.lower())}(?![\w-]|\.\w)", lowered):
+            continue
+        for start in range(len(words) - 1):
+            tail = words[start:]
+            spelt = "[_-]".join(re.escape(w) for w in tail)
+            if re.search(rf"(?<![a-z0-9]){spelt}(?![a-z0-9])", lowered):
+                return f"--{name.replace('_', '-')} {value}"
+    return None
+
+
+def option_module(path: str, given: Given) -> str | None:
+    """The option of ``given`` whose first distinctive word (five letters or more) the
+    file name of ``path`` begins with (``offloader.py`` after ``--offload-group-size``):
+    the module that does what the option asks, as written, else None."""
+    stem = os.path.basename(path.replace("\\", "/")).lower().removesuffix(".py")
+    for name, value in given:
+        if name.startswith("$") or _option_name(name) in _MODEL_OPTIONS or name in _EVERYWHERE:
+            continue
+        words = [w for w in name.split("_") if len(w) >= 5 and w not in _COMMON_WORDS]
+        if words and stem.startswith(words[0]):
+            return f"--{name.replace('_', '-')} {value}".rstrip()
+    return None
+
+
 def _json_strings(value: str) -> list[str]:
     """The strings inside ``value`` read as a JSON object (an endpoint inside
     ``--kv-events-config``), none where it is not one."""
@@ -692,6 +730,32 @@ def model_not_a_model(given: Given) -> str | None:
 
 
 _ZONE_FILE = re.compile(r":Zone\.Identifier$", re.IGNORECASE)
+
+
+def adapter_as_model(line: str, given: Given) -> str | None:
+    """The command's model option when the folder it names, quoted in ``line``, is a
+    LoRA adapter's and not a model's: on this machine the folder holds
+    ``adapter_config.json`` and no ``config.json``; where it is not on this machine, a
+    part of its path says so (``adapters/sql-lora``), as written, else None."""
+    for name, value in given:
+        folder = value.strip().rstrip("/")
+        if _option_name(name) not in _MODEL_OPTIONS or not folder.startswith("/"):
+            continue
+        if f"'{folder}'" not in line and f"'{folder}/'" not in line:
+            continue
+        flag = f"--{name.replace('_', '-')}" if len(name) > 1 else f"-{name}"
+        if os.path.isdir(folder):
+            there = os.path.isfile(os.path.join(folder, "adapter_config.json"))
+            if there and not os.path.isfile(os.path.join(folder, "config.json")):
+                return f"{flag} {value}"
+            continue
+        parts = folder.lower().split("/")[-2:]
+        if any(_ADAPTER_WORD.search(part) for part in parts):
+            return f"{flag} {value}"
+    return None
+
+
+_ADAPTER_WORD = re.compile(r"(?<![a-z])(?:q?lora|adapters?|peft)(?![a-z])")
 
 
 def hosts_listed(given: Given) -> str | None:
