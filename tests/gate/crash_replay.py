@@ -27,7 +27,7 @@ from pathlib import Path
 
 from servegate.gate.decide import Gate, GateSources
 from servegate.gate.flags import given_options
-from servegate.gate.options import GateOptions
+from servegate.gate.options import GateOptions, port_from_command
 from servegate.gate.verdict import Verdict
 
 __all__ = [
@@ -229,10 +229,21 @@ def run_log(
         "hold" if exit is None else (f"signal:{-exit}" if exit < 0 else f"exit:{posix_code(exit)}")
     )
     listener = None
-    if answers:
-        # bound here, listening only once the log is written: refused until then
+    said = port_from_command(command)
+    if answers or said is not None:
+        # answers: bound here, listening only once the log is written (refused until
+        # then). Else the command gave a port, which a live gate probes
+        # (GateOptions.for_command), and nothing answered there when the log was cut:
+        # bound and never listening, it refuses, as the collector's probe was refused
+        # (a server in a network namespace of its own says it listens where no client
+        # reaches). The command's own port where it is free, so that the log's
+        # "listening on" line names the port the gate probes.
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.bind(("127.0.0.1", 0))
+        try:
+            listener.bind(("127.0.0.1", said or 0))
+        except OSError:
+            listener.bind(("127.0.0.1", 0))
+    if answers and listener is not None:
         end = f"serve:{listener.fileno()}"
     options = GateOptions(
         engine=engine,
@@ -252,17 +263,19 @@ def run_log(
             stdout=out_w,
             stderr=out_w,
             start_new_session=True,
-            pass_fds=() if listener is None else (listener.fileno(),),
+            pass_fds=(listener.fileno(),) if answers and listener is not None else (),
         )
     finally:
         os.close(out_w)
-        if listener is not None:
-            listener.close()
+        if listener is not None and answers:
+            listener.close()  # the child holds it now
     os.set_blocking(out_r, False)
     try:
         gate = Gate(resolved, GateSources(pid=child.pid, is_parent=True, pipe_fd=out_r))
         return gate.run()
     finally:
+        if listener is not None and not answers:
+            listener.close()  # held bound, so that no other process takes the port
         with contextlib.suppress(ProcessLookupError):
             child.kill()
         child.wait()  # reaped by the gate already when it saw the exit: returns at once

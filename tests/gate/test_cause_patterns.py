@@ -25,6 +25,7 @@ from tests.gate.crash_replay import (
     run_log,
     score,
 )
+from tests.launch.helpers import free_port
 
 from servegate.engines import get_profile
 from servegate.gate.cause import select_cause
@@ -513,6 +514,7 @@ def test_a_prefix_on_every_line_changes_no_verdict(tmp_path: Path) -> None:
             timeout_s=timeout,
             ready=fixture.ready,
             command=fixture.command,  # what a launched server's gate knows
+            answers=fixture.status == "ready",
         )
         outcome = score(fixture, verdict)
         return None if outcome.ok else f"{wrap('')!r}: {outcome.describe()}"
@@ -2265,7 +2267,8 @@ def test_an_engine_re_raise_that_says_how_to_install_is_quoted(tmp_path: Path) -
 def test_a_server_that_says_it_listens_on_another_port_is_not_ready(tmp_path: Path) -> None:
     """llama-server moved to AIP_HTTP_PORT's 8080 while its command said --port 35525:
     its ready line is not the gate's READY (nothing answers where it probes); the
-    deadline's TIMEOUT says which port it took. The same log on its own port is READY."""
+    deadline's TIMEOUT says which port it took. The same log on its own port, answering
+    there, is READY."""
     lines = [
         "0.00.000.913 I srv  llama_server: initializing ...",
         "0.00.487.854 I srv  llama_server: model loaded",
@@ -2276,8 +2279,14 @@ def test_a_server_that_says_it_listens_on_another_port_is_not_ready(tmp_path: Pa
     verdict = run_log(log, engine="llamacpp", exit=None, timeout_s=1.0, command=command)
     assert verdict.status == Status.TIMEOUT
     assert verdict.hint is not None and "8080" in verdict.hint
-    command[-1] = "8080"
-    assert run_log(log, engine="llamacpp", exit=None, command=command).status == Status.READY
+    port = free_port()
+    own = _write(
+        tmp_path,
+        [*lines[:2], f"0.00.487.860 I srv  llama_server: listening on http://127.0.0.1:{port}"],
+    )
+    command[-1] = str(port)
+    verdict = run_log(own, engine="llamacpp", exit=None, command=command, answers=True)
+    assert verdict.status == Status.READY
 
 
 def _write(tmp_path: Path, lines: list[str]) -> Path:

@@ -1974,7 +1974,9 @@ def test_an_adapters_file_missing_under_lora_paths(tmp_path: Path) -> None:
 
 def test_a_model_refused_for_a_mode_the_command_asked_for(tmp_path: Path) -> None:
     """SGLang's `--encoder-only` with a text model ("is not supported for encoder
-    disaggregation"): the option's (bad-args naming it); without it, the model's."""
+    disaggregation"): the option's (bad-args naming it); where no option of the command
+    spells the mode's words, still the command's (only an option asks for a mode), the
+    hint naming the mode."""
     lines = traceback(
         "ValueError: Model type LlamaForCausalLM is not supported for encoder disaggregation. "
         "Supported architectures: Qwen2VL, Qwen3VL"
@@ -1983,7 +1985,9 @@ def test_a_model_refused_for_a_mode_the_command_asked_for(tmp_path: Path) -> Non
     verdict = gate(tmp_path, "sglang", lines, [*command, "--encoder-only"])
     assert verdict.kind == "bad-args"
     assert "--encoder-only" in (verdict.hint or "")
-    assert gate(tmp_path, "sglang", lines, command).kind == "unsupported-model"
+    plain = gate(tmp_path, "sglang", lines, [*command, "--language-only"])
+    assert plain.kind == "bad-args"
+    assert "encoder disaggregation" in (plain.hint or "")
 
 
 def test_a_model_whose_attention_the_engine_cannot_replace(tmp_path: Path) -> None:
@@ -2351,3 +2355,196 @@ def test_llama_cpp_pythons_context_failure_quotes_the_exception_under_it(
     verdict = gate(tmp_path, "llamacpp", lines, [*LCPP, "--model", "/m/a.gguf"])
     assert verdict.kind == "oom"
     assert (verdict.matched_line or "").endswith("failed to initialize the context: std::bad_alloc")
+
+
+def test_a_number_option_given_something_else_in_llama_server(tmp_path: Path) -> None:
+    """llama-server whose config file says `parallel = "2"`: all it prints is `stoi`, the
+    conversion's exception (bad-args, quoted); a longer line with the word is not."""
+    verdict = gate(tmp_path, "llamacpp", ["stoi"], [*LLAMA_SERVER, "-m", "/m/a.gguf"])
+    assert verdict.kind == "bad-args"
+    assert verdict.matched_line == "stoi"
+    other = gate(tmp_path, "llamacpp", ["called stoi on it"], [*LLAMA_SERVER, "-m", "/m/a.gguf"])
+    assert other.kind != "bad-args"
+
+
+def test_a_gguf_readers_own_reason_above_its_summary(tmp_path: Path) -> None:
+    """A GGUF with a key twice: the reader's `duplicate key ...` line is quoted over its
+    `failed to read key-value pairs` after it."""
+    lines = [
+        "gguf_init_from_reader: duplicate key 'general.name' for KV pair 3",
+        "gguf_init_from_reader: failed to read key-value pairs",
+        "llama_model_load: error loading model: llama_model_loader: failed to load model "
+        "from /m/a.gguf",
+    ]
+    verdict = gate(tmp_path, "llamacpp", lines, [*LLAMA_SERVER, "-m", "/m/a.gguf"])
+    assert verdict.kind == "model-load"
+    assert "duplicate key 'general.name'" in (verdict.matched_line or "")
+
+
+def test_sglangs_warmup_thread_dying_is_a_crash(tmp_path: Path) -> None:
+    """SGLang's warmup thread raising before its request (the input file
+    `--debug-tensor-dump-input-file` names is missing): /health answers 503 for as long
+    as the server runs, so the gate decides CRASH while it runs, quoting the thread's
+    exception (bad-args, the command's path)."""
+    lines = [
+        SGLANG_START,
+        "[2026-12-07 15:16:01] INFO:     Uvicorn running on http://127.0.0.1:39017",
+        "Exception in thread Thread-1 (_wait_and_warmup):",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/sglang/srt/entrypoints/http_server.py", '
+        "line 2464, in _execute_server_warmup",
+        '    json_data["input_ids"] = np.load(',
+        "FileNotFoundError: [Errno 2] No such file or directory: '/d/in.npy'",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for line in lines))
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    given = [*command, "--debug-tensor-dump-input-file", "/d/in.npy"]
+    verdict = run_log(log, engine="sglang", exit=None, timeout_s=30, command=given)
+    assert verdict.status == "crash"
+    assert verdict.kind == "bad-args"
+    assert (verdict.matched_line or "").startswith("FileNotFoundError")
+
+
+def test_a_variable_that_moves_pythons_library(tmp_path: Path) -> None:
+    """`PYTHONPLATLIBDIR=lib64` where the library is under lib: Python finds no
+    `encodings` (bad-args naming the variable); without it, install."""
+    lines = [
+        "Fatal Python error: init_fs_encoding: failed to get the Python codec of the "
+        "filesystem encoding",
+        "Python runtime state: core initialized",
+        "ModuleNotFoundError: No module named 'encodings'",
+    ]
+    command = [*LCPP, "--model", "/m/a.gguf"]
+    verdict = gate(tmp_path, "llamacpp", lines, ["PYTHONPLATLIBDIR=lib64", *command])
+    assert verdict.kind == "bad-args"
+    assert "PYTHONPLATLIBDIR=lib64" in (verdict.hint or "")
+    assert gate(tmp_path, "llamacpp", lines, command).kind == "install"
+
+
+def test_a_gguf_path_that_is_a_folder_on_this_machine(tmp_path: Path) -> None:
+    """`--model /mnt/m.gguf` where a container's bind mount left a folder of that name:
+    "failed to read magic" is the option's (bad-args); a file there is not."""
+    folder = tmp_path / "m.gguf"
+    folder.mkdir()
+    line = "gguf_init_from_reader: failed to read magic"
+    verdict = gate(tmp_path, "llamacpp", [line], [*LCPP, "--model", str(folder)])
+    assert verdict.kind == "bad-args"
+    assert "is a folder on this machine" in (verdict.hint or "")
+    file = tmp_path / "f.gguf"
+    file.write_bytes(b"")
+    assert gate(tmp_path, "llamacpp", [line], [*LCPP, "--model", str(file)]).kind == "model-load"
+
+
+def test_a_remote_load_format_given_a_local_folder(tmp_path: Path) -> None:
+    """SGLang's `--load-format remote` with a local `--model-path`: no connector serves a
+    plain path (bad-args naming the format); without the format, not."""
+    lines = [SGLANG_START, *_LOADED, "ValueError: Invalid connector type: /data/m"]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/data/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--load-format", "remote"])
+    assert verdict.kind == "bad-args"
+    assert "--load-format remote" in (verdict.hint or "")
+    assert "--load-format" not in (gate(tmp_path, "sglang", lines, command).hint or "")
+
+
+def test_a_package_an_option_needs_is_install(tmp_path: Path) -> None:
+    """ "FlexKV is not installed. Please install the FlexKV package to use
+    --enable-flexkv.": install, the hint naming the option."""
+    lines = [
+        SGLANG_START,
+        *_LOADED,
+        "RuntimeError: FlexKV is not installed. Please install the FlexKV package to use "
+        "--enable-flexkv.",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--enable-flexkv"]
+    verdict = gate(tmp_path, "sglang", lines, command)
+    assert verdict.kind == "install"
+    assert "--enable-flexkv" in (verdict.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("line", "option"),
+    [
+        (
+            "ValueError: Model type LlamaForCausalLM is not supported for encoder "
+            "disaggregation. Supported architectures: Qwen2VL, Qwen3VL",
+            ["--language-only"],
+        ),
+        (
+            "ValueError: Default modality-specific LoRA(s) were provided for a non "
+            "multimodal model",
+            ["--default-mm-loras", '{"image": "/a"}'],
+        ),
+    ],
+)
+def test_a_mode_the_command_asked_for_refused_for_the_model(
+    tmp_path: Path, line: str, option: list[str]
+) -> None:
+    """A model named and refused for a mode the command asked for, or given something
+    for a kind of model it is not: bad-args; a model refused for a device stays
+    unsupported-model."""
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", [SGLANG_START, *_LOADED, line], [*command, *option])
+    assert verdict.kind == "bad-args"
+    device = "ValueError: Model type LlamaForCausalLM is not supported for the CPU backend."
+    assert gate(tmp_path, "sglang", [SGLANG_START, *_LOADED, device], command).kind != "bad-args"
+
+
+def test_a_python_childs_own_error_over_its_parents_report(tmp_path: Path) -> None:
+    """vLLM's registry subprocess refused its output file: the child's `PermissionError`,
+    printed under "Error raised in subprocess:", is quoted (permission) over the parent's
+    `CalledProcessError`."""
+    head = "(APIServer pid=7772) ERROR 12-07 15:18:12 [registry.py:1120] "
+    body = [
+        "Error in inspecting model architecture 'LlamaForCausalLM'",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/subprocess.py", line 502, in check_returncode',
+        "    raise CalledProcessError(self.returncode, self.args, self.stdout,",
+        "subprocess.CalledProcessError: Command '['/venv/bin/python', '-m', "
+        "'vllm.model_executor.models.registry']' returned non-zero exit status 1.",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/model_executor/models/registry.py", '
+        "line 1572, in _run_in_subprocess",
+        "    raise RuntimeError(",
+        "RuntimeError: Error raised in subprocess:",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/model_executor/models/registry.py", '
+        "line 1590, in _run",
+        '    with open(output_file, "wb") as f:',
+        "PermissionError: [Errno 13] Permission denied: '/t/registry_output.tmp'",
+    ]
+    verdict = gate(tmp_path, "vllm", [head + line for line in body], ["vllm", "serve", "/m"])
+    assert verdict.kind == "permission"
+    assert "PermissionError" in (verdict.matched_line or "")
+
+
+def test_sigbus_is_a_mapped_file_nothing_backs(tmp_path: Path) -> None:
+    """A server killed by SIGBUS (a full tmpfs under PROMETHEUS_MULTIPROC_DIR, /dev/shm):
+    disk, with a hint naming /dev/shm; SIGSEGV stays a segfault."""
+    log = tmp_path / "server.log"
+    log.write_text("INFO: loading\n")
+    verdict = run_log(log, engine="vllm", exit=-7, command=["vllm", "serve", "/m"])
+    assert verdict.kind == "disk"
+    assert "/dev/shm" in (verdict.hint or "")
+    assert run_log(log, engine="vllm", exit=-11, command=["vllm", "serve", "/m"]).kind == (
+        "segfault"
+    )
+
+
+def test_a_ready_line_whose_port_never_answers_times_out_saying_so(tmp_path: Path) -> None:
+    """llama-server run under `unshare -n`: it says it listens, and its port refuses
+    where the gate probes. Not READY: the deadline's TIMEOUT says the ready line was
+    seen and nothing answered."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    log.write_text(
+        f"main: server is listening on http://127.0.0.1:{port} - starting the main loop\n"
+    )
+    command = [*LLAMA_SERVER[:-2], "--port", str(port), "-m", "/m/a.gguf"]
+    verdict = run_log(log, engine="llamacpp", exit=None, timeout_s=3, command=command)
+    assert verdict.status == "timeout"
+    assert "nothing answered" in verdict.reason
+    assert "network namespace" in (verdict.hint or "")

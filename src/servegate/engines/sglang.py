@@ -191,6 +191,16 @@ PROFILE = EngineProfile(
             "line (an HTTP proxy in the environment, a client library mismatch)",
             wrapper=True,
         ),
+        # the warmup thread itself raised before its request (an input file that
+        # --debug-tensor-dump-input-file names is missing): nothing warms the server up,
+        # and /health answers 503 for as long as it runs
+        Signature(
+            pattern=r"^Exception in thread .*\(_(?:wait_and_)?warmup\w*\):",
+            kind="engine-init",
+            title="the warmup thread raised an exception",
+            hint="the server will never be ready: see the exception after this line",
+            wrapper=True,
+        ),
         Signature(
             pattern=r"Initialization failed\. warmup error",
             kind="engine-init",

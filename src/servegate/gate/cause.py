@@ -959,7 +959,8 @@ def select_cause(
             chosen,
             key=lambda c: (
                 -c.severity,
-                _QUOTES_ORIGINAL.search(c.cause.text) is not None,
+                _QUOTES_ORIGINAL.search(c.cause.text) is not None
+                or (_CHILD_FAILED.search(c.cause.text) is not None and c is not chosen[-1]),
                 c.position,
             ),
         )
@@ -1348,6 +1349,9 @@ def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) ->
 
 
 # a line that wraps another error's message as its original one
+# a child process's failure said by its parent: the child's own error, printed after
+# it ("RuntimeError: Error raised in subprocess:" and the child's traceback), says why
+_CHILD_FAILED = re.compile(r"CalledProcessError: Command .* returned non-zero exit status")
 _QUOTES_ORIGINAL = re.compile(r"\((?:original (?:error|exception)|caused by):? ", re.IGNORECASE)
 # a line that says a process ended with a failing status ("Scheduler 848532 terminated
 # with 255", "worker exited with code 1")
@@ -1642,6 +1646,10 @@ def _before_usage(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
     )
 
 
+# the name of a C++ string-to-number conversion, alone on its line: its exception's what()
+_CONVERSION = re.compile(r"(?:std::)?sto(?:i|l|ll|ul|ull|f|d|ld)")
+
+
 def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause | None:
     """The last line that reads as a failure, when no line ranked (a short paste).
 
@@ -1656,6 +1664,19 @@ def _last_failure(entries: Sequence[Logical], hints: Mapping[str, str]) -> Cause
     """
     for at in range(len(entries) - 1, -1, -1):
         entry = entries[at]
+        if _CONVERSION.fullmatch(entry.normal.text):
+            # a number option given a value std::stoi (stof, stoul ...) cannot read,
+            # from the command or a config file (`parallel = "2"`): the exception's
+            # what() is the function's name, all that llama-server prints
+            return Cause(
+                line=entry.line.strip(),
+                text=entry.normal.text,
+                kind="bad-args",
+                title="an option's value is not a number",
+                hint="a number option (from the command, LLAMA_ARG_* or a config file) was "
+                "given something else: check each value is a bare number, without quotes "
+                "or units",
+            )
         if not _reads_as_failure(entry.normal):
             continue
         entry = _first_report(entries, at)
@@ -1822,11 +1843,12 @@ _WHICH_HINT = (
 
 # a C function's report that something failed ("gguf_init_from_reader: failed to read
 # magic", "ggml_aligned_malloc: insufficient memory (attempted to allocate ...)", "key
-# 'general.alignment' must be of type u32 but is u64")
+# 'general.alignment' must be of type u32 but is u64", "duplicate key 'general.name' for
+# KV pair 3")
 _FUNCTION_FAILED = re.compile(
     r"[a-z_][a-z0-9_]*(?:::\w+)*: (?:[^:]*: )?.{0,80}\b(?:[Ff]ail(?:ed|ure)?|[Ee]rror|invalid"
     r"|insufficient|unable|cannot|can't|couldn't|exceeds?|not found|[Nn]o such|mismatch"
-    r"|only supports?|unsupported|(?:not|no longer) supported|must be)\b"
+    r"|only supports?|unsupported|(?:not|no longer) supported|must be|duplicate)\b"
 )
 
 

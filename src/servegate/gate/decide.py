@@ -570,14 +570,7 @@ class Gate:
             # waited for (ModuleNotFoundError of its own standard library)
             for text in lines:
                 invalid = _INVALID_VARIABLE.search(text)
-                setting = invalid and next(
-                    (
-                        f"{name[1:]}={value}"
-                        for name, value in self.options.command_options
-                        if name == f"${invalid.group(1)}"
-                    ),
-                    None,
-                )
+                setting = invalid and self._variable(names=(invalid.group(1),))
                 if setting:
                     # Python refusing a value of its own variable ("invalid PYTHONUTF8
                     # environment variable value" after PYTHONUTF8=yes)
@@ -588,23 +581,15 @@ class Gate:
                         "any code: give one `python --help-env` lists, or unset it",
                     )
                 unknown = _UNKNOWN_ENCODING.search(strip_prefix(text))
-                setting = unknown and next(
-                    (
-                        f"{name[1:]}={value}"
-                        for name, value in self.options.command_options
-                        if name.startswith("$")
-                        and value.strip().split(":")[0].lower() == unknown.group(1).lower()
-                    ),
-                    None,
-                )
+                setting = unknown and self._variable(encoding=unknown.group(1))
                 if setting:
                     # Python's stdio given an encoding it does not have (a database's
                     # charset name in PYTHONIOENCODING): its init fails before any code
                     return (
                         text,
                         "bad-args",
-                        f"{setting} names an encoding Python does not have: give one it "
-                        "has (utf-8), or unset it",
+                        f"the command's {setting} names an encoding Python does not have: "
+                        "give one it has (utf-8), or unset it",
                     )
             found = next((t for t in lines if _NO_ENCODINGS.search(strip_prefix(t))), None)
             if found is None and kind == "fatal-python":
@@ -612,21 +597,15 @@ class Gate:
                 found = next((t for t in lines if _NO_CODEC.search(t)), None)
             if found is None:
                 return None
-            setting = next(
-                (
-                    f"{name[1:]}={value}"
-                    for name, value in self.options.command_options
-                    if name in ("$PYTHONHOME", "$PYTHONPATH")
-                ),
-                None,
-            )
+            # the variables that tell Python where its standard library is
+            setting = self._variable(names=("PYTHONHOME", "PYTHONPATH", "PYTHONPLATLIBDIR"))
             if setting is not None:
                 return (
                     found,
                     "bad-args",
                     (
-                        f"{setting} points Python away from its own standard library: unset "
-                        "it, or point it at this Python's prefix"
+                        f"the command's {setting} points Python away from its own standard "
+                        "library: unset it, or point it at this Python's prefix"
                     ),
                 )
             return (
@@ -637,14 +616,7 @@ class Gate:
                     "PYTHONPATH, and that this Python's installation is whole"
                 ),
             )
-        schemeless = next(
-            (
-                f"{name[1:]}={value}"
-                for name, value in self.options.command_options
-                if name.startswith("$") and _URL_VARIABLE.search(name) and "://" not in value
-            ),
-            None,
-        )
+        schemeless = self._variable(schemeless=True)
         if schemeless is not None:
             found = next((t for t in lines if _NO_SCHEME.search(t)), None)
             if found is not None:
@@ -667,6 +639,24 @@ class Gate:
                         "without its custom code"
                     ),
                 )
+        return None
+
+    def _variable(
+        self, *, names: Sequence[str] = (), encoding: str = "", schemeless: bool = False
+    ) -> str | None:
+        """The first variable the command sets, as ``NAME=value``, that is one of
+        ``names``, or whose value names ``encoding`` (``latin9:strict``), or, with
+        ``schemeless``, an endpoint's without its ``scheme://``; else None."""
+        for name, value in self.options.command_options:
+            bare = name[1:]
+            if not name.startswith("$"):
+                continue
+            if (
+                bare in names
+                or (encoding and value.strip().split(":")[0].lower() == encoding.lower())
+                or (schemeless and _URL_VARIABLE.search(bare) and "://" not in value)
+            ):
+                return f"{bare}={value}"
         return None
 
     def _port_first(self, line: str) -> tuple[str, str, str] | None:
@@ -891,6 +881,14 @@ class Gate:
             elif number == signal.SIGKILL:
                 kind = Kind.KILLED
                 hint = "SIGKILL without a message is often the OOM killer: check dmesg and memory"
+            elif number == signal.SIGBUS:
+                # a page of a memory-mapped file that nothing backs: the file was cut
+                # short under the mapping, or its tmpfs (/dev/shm) is full
+                kind = "disk"
+                hint = "SIGBUS is a mapped file that cannot be backed: /dev/shm or the "
+                hint += "filesystem of a mapped file (the model, a cache, "
+                hint += "PROMETHEUS_MULTIPROC_DIR) is full, or the file shrank; in a "
+                hint += "container raise --shm-size"
             elif number == signal.SIGILL:
                 kind = Kind.EXIT
                 hint = "the program ran a CPU instruction this machine lacks (AVX2, "
@@ -1169,6 +1167,15 @@ class Gate:
             hint = (
                 f"{self._elsewhere}: a variable or a config file overrides --port "
                 "(AIP_HTTP_PORT, PORT, LLAMA_ARG_PORT); unset it or probe that port"
+            )
+        elif self._ready_line_at is not None and self._prober is not None:
+            # the server said it was ready and its port never answered: it listens
+            # where the gate does not reach
+            reason += f"; its ready line was seen, and nothing answered {self.resolved.url}"
+            hint = (
+                "the server says it is ready where the gate cannot reach it: a network "
+                "namespace of its own (unshare -n, a container's port not published), a "
+                "firewall, or a --host that binds another address"
             )
         snaps = self._telemetry()
         act = None
@@ -1483,6 +1490,21 @@ class Gate:
             return "bad-args", (
                 f"the command's {device} is a device, not a model file: give the model's file"
             )
+        folder = next(
+            (
+                f"-{n} {v}" if len(n) == 1 else f"--{n.replace('_', '-')} {v}"
+                for n, v in given
+                if n in ("m", "model") and v.lower().endswith(".gguf") and os.path.isdir(v)
+            ),
+            None,
+        )
+        if folder is not None and kind in (None, "exit", "model-load") and _NO_MAGIC.search(text):
+            # a GGUF's path that is a folder on this machine (a bind mount of a file
+            # that was not there, which Docker creates as an empty folder)
+            return "bad-args", (
+                f"the command's {folder} is a folder on this machine, not a file (a "
+                "container's bind mount of a missing file makes one): give the GGUF file"
+            )
         missing = _ADAPTER_WEIGHTS_MISSING.search(text)
         if missing is not None and kind in (None, "exit", "model-load", "bad-args"):
             folder = os.path.dirname(missing.group(1))
@@ -1491,14 +1513,26 @@ class Gate:
                 # its weights file is not, or not for this user: the adapter's files
                 return "model-load", _ADAPTER_FILES_FIX
         purpose = _NOT_SUPPORTED_FOR.search(text) if kind == "unsupported-model" else None
-        named = purpose and option_by_word(purpose.group(1), given, reads_args=False)
+        provided = _PROVIDED_FOR.search(text) if kind == "unsupported-model" else None
+        named = (purpose and option_by_word(purpose.group(1), given, reads_args=False)) or (
+            provided and option_by_word(provided.group(1), given, reads_args=False)
+        )
         if named:
             # a model that is fine in itself, refused for a mode the command asked for
             # ("Model type LlamaForCausalLM is not supported for encoder disaggregation."
-            # after --encoder-only)
+            # after --encoder-only; "Default modality-specific LoRA(s) were provided for
+            # a non multimodal model" after --default-mm-loras)
             return "bad-args", (
                 f"the model does not support what the command's {named} asks for: leave "
                 "it out, or serve a model that supports it"
+            )
+        if purpose and _MODE_REFUSED.search(text) and not _DEVICE_WORDS.search(purpose.group(1)):
+            # the model named and refused for a mode, not for this machine: the mode is
+            # the command's even where no option spells its words (--language-only for
+            # "encoder disaggregation")
+            return "bad-args", (
+                f"the model does not support {purpose.group(1).strip()}, which an option of "
+                "the command asks for: leave that option out, or serve a model that supports it"
             )
         if kind in (None, "exit", "bad-args") and (
             (_DATA_ERROR.match(text) and _ADAPTER_CONFIG_FRAME.search(self._traceback_above(line)))
@@ -1564,6 +1598,19 @@ class Gate:
                     f"the command's {named} names a file where a folder is wanted: give "
                     "the folder that holds it"
                 )
+        forced = load_format_forced(given)
+        if (
+            forced is not None
+            and _NO_CONNECTOR.search(text)
+            and (kind in (None, "exit", "bad-args") or family_of(kind) in _OVERRIDDEN)
+        ):
+            # a format that loads from a remote store (--load-format remote) given a
+            # local folder: no connector serves a plain path
+            return "bad-args", (
+                f"the command's {forced} loads from a remote store, and the model's path "
+                "names no connector (a URL such as redis:// or s3://): give such a URL, or "
+                "leave --load-format out for a local folder"
+            )
         if kind == "download":
             named = uri_for_path(text, given, schemes=("http", "https"))
             if named is not None and not self._says_family(_URI.sub("", text), kind):
@@ -1611,32 +1658,29 @@ class Gate:
                 "engine version that reads this one"
             )
         forced = load_format_forced(given)
-        if (
-            forced is not None
-            and _NO_WEIGHTS.search(text)
-            and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN)
+        # the folder holds weights in another format than the one the command forced;
+        # or a format or quantization the command forced on weights saved in another:
+        # the loader finds tensors it has no place for, or a class without that path
+        # (SGLang's "--quantization gguf" on safetensors: "No module or parameter named
+        # 'lm_head.weight'"; "--load-format bitsandbytes" on a model saved unquantized:
+        # "does not support BitsAndBytes quantization yet")
+        for words, named, fits in (
+            (_NO_WEIGHTS, forced, "finds no weights of that format in the model's folder"),
+            (
+                _WEIGHTS_UNFIT,
+                forced or quantization_given(given),
+                "does not fit the weights the model's folder holds",
+            ),
         ):
-            # the folder holds weights in another format than the one the command forced
-            return "bad-args", (
-                f"the command's {forced} finds no weights of that format in the model's "
-                "folder: give the format its files are in, or leave --load-format out"
-            )
-        forced = forced or quantization_given(given)
-        if (
-            forced is not None
-            and _WEIGHTS_UNFIT.search(text)
-            and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN)
-        ):
-            # a format or quantization the command forced on weights saved in another:
-            # the loader finds tensors it has no place for, or a class without that path
-            # (SGLang's "--quantization gguf" on safetensors: "No module or parameter
-            # named 'lm_head.weight'"; "--load-format bitsandbytes" on a model saved
-            # unquantized: "does not support BitsAndBytes quantization yet")
-            return "bad-args", (
-                f"the command's {forced} does not fit the weights the model's folder "
-                "holds: give the format and quantization its files were saved in, or "
-                "leave the option out"
-            )
+            if (
+                named is not None
+                and words.search(text)
+                and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN)
+            ):
+                return "bad-args", (
+                    f"the command's {named} {fits}: give the format and quantization its "
+                    "files were saved in, or leave the option out"
+                )
         named = adapter_as_model(text, given)
         if named is not None and (kind in (None, "exit") or family_of(kind) in _OVERRIDDEN):
             # a LoRA adapter's folder given as the model: no config.json, no weights of
@@ -1920,6 +1964,17 @@ class Gate:
             )
         if kind == "install" and _IMPORT_FAILURE.search(text):
             return kind, hint  # a library's import names its own words, not the user's
+        if kind == "install" and _NOT_INSTALLED.search(text):
+            # a package an option needs, said to be missing ("FlexKV is not installed.
+            # Please install the FlexKV package to use --enable-flexkv."): installing
+            # it is the fix, or leaving the option out
+            named = flag_in_line(text, given)
+            if named is not None:
+                return kind, (
+                    f"the command's {named} needs a package this environment lacks: "
+                    "install the one the line names, or leave the option out"
+                )
+            return kind, hint
         named = flag_in_line(text, given)
         if named is not None:
             return "bad-args", f"the line names {named} of the command: {fix}"
@@ -2047,6 +2102,10 @@ _BINDS = re.compile(r"\.bind\(|\bcreate_server\b|\bbind_socket\b")
 # devices a machine commonly has: their libraries come with the engine's own install
 # a lookup's failure that says nothing of what was looked up
 _BARE_LOOKUP = re.compile(r"(?:IndexError: (?:list|tuple) index out of range|StopIteration)\s*$")
+# llama.cpp's reader finding no file's first bytes to read
+_NO_MAGIC = re.compile(r"\bfailed to read magic\b|\bfailed to read (?:the )?header\b")
+# a connector (remote store) asked of a path with no scheme it knows
+_NO_CONNECTOR = re.compile(r"\bInvalid connector type: /")
 _FRAME_WHERE = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _COMMON_DEVICES = frozenset(("cpu", "cuda", "auto", "gpu"))
 # values that choose a device other than the CPU and NVIDIA's, or a backend made for one
@@ -2133,6 +2192,14 @@ _ADAPTER_WEIGHTS_MISSING = re.compile(
     r"No such file or directory:? '?(/[^'\s]+/adapter_model\.(?:safetensors|bin))\b"
 )
 # a model refused for a purpose ("is not supported for encoder disaggregation.")
+# something the user gave, refused for the model ("Default modality-specific LoRA(s)
+# were provided for a non multimodal model"): its words before "provided"
+_PROVIDED_FOR = re.compile(r"^(?:\w+Error: )?([\w ()-]+?) (?:were|was) provided for a non\b")
+# a model named by its type and refused for a mode; words of a machine or a device
+_MODE_REFUSED = re.compile(r"\bModel (?:type|architecture) \S+ is not supported for\b")
+_DEVICE_WORDS = re.compile(
+    r"\b(?:cpu|gpu|cuda|rocm|hip|xpu|npu|hpu|tpu|device|platform|hardware|backend)s?\b", re.I
+)
 _NOT_SUPPORTED_FOR = re.compile(r"\bis not supported (?:for|with|in) ([\w -]+)")
 # the frames where a layer takes a LoRA adapter's tensors, and a shape that did not fit
 _ADAPTER_SET_FRAME = re.compile(r"[/\\]lora[/\\][\w/\\]*\.py\", line \d+, in set_lora\b")
@@ -2331,6 +2398,7 @@ _LISTEN_LINES = 30  # how far back a ready line looks for that line
 # the families a model-configuration override is read for: the model's load, the
 # engine's start
 _OVERRIDDEN = frozenset({"model", "engine"})
+_NOT_INSTALLED = re.compile(r"\bis not installed\b|\b[Pp]lease install\b")
 _IMPORT_FAILURE = re.compile(
     r"ImportError|ModuleNotFoundError|cannot import|undefined symbol|No module named"
     r"|[Ss]hared (?:library|object)|cannot open shared"
