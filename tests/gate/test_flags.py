@@ -2548,3 +2548,104 @@ def test_a_ready_line_whose_port_never_answers_times_out_saying_so(tmp_path: Pat
     assert verdict.status == "timeout"
     assert "nothing answered" in verdict.reason
     assert "network namespace" in (verdict.hint or "")
+
+
+def test_a_program_the_engine_runs_is_missing(tmp_path: Path) -> None:
+    """vLLM's CPU build runs `lscpu` through a shell, on a service whose PATH holds only
+    the venv: the shell's `lscpu: not found` far above is quoted (install) over the
+    `CalledProcessError` with status 127; another status keeps the exception."""
+
+    def lines(status: int) -> list[str]:
+        return [
+            "/bin/sh: 1: lscpu: not found",
+            "INFO 12-07 15:59:30 [core.py:100] starting",
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/vllm/platforms/cpu.py", line 88, in '
+            "get_cpus",
+            "    lscpu_output = subprocess.check_output(",
+            "subprocess.CalledProcessError: Command 'lscpu --json --extended=CPU,CORE,NODE "
+            f"--online' returned non-zero exit status {status}.",
+        ]
+
+    verdict = gate(tmp_path, "vllm", lines(127), ["vllm", "serve", "/m"])
+    assert verdict.kind == "install"
+    assert verdict.matched_line == "/bin/sh: 1: lscpu: not found"
+    assert "CalledProcessError" in (
+        gate(tmp_path, "vllm", lines(1), ["vllm", "serve", "/m"]).matched_line or ""
+    )
+
+
+def test_a_binary_the_install_lacks_is_install(tmp_path: Path) -> None:
+    """`VLLM_USE_RUST_FRONTEND=1` on a build without `vllm-rs`: "the vllm-rs binary was
+    not found at ..." is install."""
+    line = (
+        "FileNotFoundError: VLLM_RUST_FRONTEND_PATH=auto but the vllm-rs binary was not found "
+        "at /venv/lib/python3.11/site-packages/vllm/bin/vllm-rs"
+    )
+    verdict = gate(tmp_path, "vllm", _vllm_worker(last=line), ["vllm", "serve", "/m"])
+    assert verdict.kind == "install"
+
+
+def test_the_openmp_runtime_refusing_what_its_variable_asked(tmp_path: Path) -> None:
+    """`GOMP_CPU_AFFINITY=8-15` on a 2-CPU machine: libgomp's "Thread creation failed"
+    is the variable's (bad-args naming it); without it, not."""
+    line = "libgomp: Thread creation failed: Invalid argument"
+    command = [*LLAMA_SERVER, "-m", "/m/a.gguf"]
+    verdict = gate(tmp_path, "llamacpp", [line], ["GOMP_CPU_AFFINITY=8-15", *command])
+    assert verdict.kind == "bad-args"
+    assert "GOMP_CPU_AFFINITY=8-15" in (verdict.hint or "")
+    assert gate(tmp_path, "llamacpp", [line], command).kind != "bad-args"
+
+
+def test_a_connection_refused_to_what_an_option_names(tmp_path: Path) -> None:
+    """vLLM's `--tool-server 127.0.0.1:55803` with no server there: the MCP client's
+    refused connection, in code named for the option, is the option's (bad-args naming
+    it), not the engine's peers (distributed)."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/vllm/entrypoints/mcp/tool_server.py", '
+        "line 24, in list_server_and_tools",
+        "    async with sse_client(url=server_url) as streams:",
+        '  File "/venv/lib/python3.11/site-packages/httpx/_transports/default.py", line 112, '
+        "in map_httpcore_exceptions",
+        "    raise mapped_exc(message) from exc",
+        "httpx.ConnectError: All connection attempts failed",
+    ]
+    command = ["vllm", "serve", "/m"]
+    verdict = gate(tmp_path, "vllm", lines, [*command, "--tool-server", "127.0.0.1:55803"])
+    assert verdict.kind == "bad-args"
+    assert "--tool-server 127.0.0.1:55803" in (verdict.hint or "")
+    assert gate(tmp_path, "vllm", lines, command).kind != "bad-args"
+
+
+def test_an_option_asking_the_models_config_for_what_it_lacks(tmp_path: Path) -> None:
+    """SGLang's `--enable-return-routed-experts` on a dense model: "'LlamaConfig' object
+    has no attribute 'num_experts_per_tok'" is the option's (bad-args naming it); without
+    it, not."""
+    lines = [
+        SGLANG_START,
+        *_LOADED,
+        "AttributeError: 'LlamaConfig' object has no attribute 'num_experts_per_tok'",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--enable-return-routed-experts"])
+    assert verdict.kind == "bad-args"
+    assert "--enable-return-routed-experts" in (verdict.hint or "")
+    assert "--enable" not in (gate(tmp_path, "sglang", lines, command).hint or "")
+
+
+def test_a_check_listing_the_only_values_it_takes(tmp_path: Path) -> None:
+    """ "Currently only ['fa3', 'triton'] attention backends are supported for
+    deterministic inference, but you explicitly specified 'intel_amx'.": the command's
+    choice (bad-args), whatever the words of the backends' names."""
+    lines = [
+        SGLANG_START,
+        *_LOADED,
+        "ValueError: Currently only ['ascend', 'fa3', 'fa4', 'flashinfer', 'intel_xpu', "
+        "'triton'] attention backends are supported for deterministic inference, but you "
+        "explicitly specified 'intel_amx'.",
+    ]
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m"]
+    verdict = gate(tmp_path, "sglang", lines, [*command, "--rl-on-policy-target", "fsdp"])
+    assert verdict.kind == "bad-args"
+    assert "only choices" in (verdict.hint or "")

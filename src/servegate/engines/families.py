@@ -465,6 +465,9 @@ _WORDS: tuple[Words, ...] = (
         r"|not compiled with CUDA|NVIDIA driver on your system is too old"
         r"|requires? .*(?:version|>=|==)|please (?:install|upgrade|update|reinstall)"
         r"|pip install|is not installed|not found in \$?PATH|command not found"
+        # a program the engine runs that its install lacks ("VLLM_RUST_FRONTEND_PATH=auto
+        # but the vllm-rs binary was not found at ...")
+        r"|\b(?:binary|executable) (?:was )?not found\b"
         # a package the engine needs at a version it does not have ("Please use torchao
         # version >= 0.15.0 to load torchao safetensors checkpoint")
         r"|\b[Pp]lease use [\w.-]+ version\s*(?:>=|==|\d)"

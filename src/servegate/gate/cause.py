@@ -965,6 +965,9 @@ def select_cause(
             ),
         )
     pick = _said_first(entries, found, pick, hints or {})
+    missing = _program_missing(entries, pick)
+    if missing is not None:
+        return missing
     detail = next(
         (
             c
@@ -1349,6 +1352,35 @@ def _past_library_roots(entries: Sequence[Logical], chosen: list[_Candidate]) ->
 
 
 # a line that wraps another error's message as its original one
+def _program_missing(entries: Sequence[Logical], pick: _Candidate) -> Cause | None:
+    """The shell's ``/bin/sh: 1: lscpu: not found`` above ``pick``, a
+    ``CalledProcessError`` of that program with the shell's status for a program not
+    found (127), as the cause (install): the program is what is missing, the
+    exception its parent's report."""
+    failed = _NOT_FOUND_STATUS.search(pick.cause.text)
+    if failed is None:
+        return None
+    program = failed.group(1).rsplit("/", 1)[-1]
+    said = re.compile(rf"(?:^|: ){re.escape(program)}: (?:command )?not found\s*$")
+    for entry in reversed(entries[: pick.position]):
+        if said.search(entry.normal.text):
+            return replace(
+                pick.cause,
+                line=entry.line.strip(),
+                text=entry.normal.text,
+                kind="install",
+                title=f"{program} is not installed or not on PATH",
+                hint=f"install {program}, or put the folder that holds it on the server's "
+                "PATH (a service's PATH is often shorter than a shell's)",
+            )
+    return None
+
+
+# a program run through a shell that the shell did not find: the status 127
+_NOT_FOUND_STATUS = re.compile(
+    r"CalledProcessError: Command '\[?'?([^' \],]+)[^\]]*?\]?' returned non-zero exit "
+    r"status 127\b"
+)
 # a child process's failure said by its parent: the child's own error, printed after
 # it ("RuntimeError: Error raised in subprocess:" and the child's traceback), says why
 _CHILD_FAILED = re.compile(r"CalledProcessError: Command .* returned non-zero exit status")

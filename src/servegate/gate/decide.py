@@ -72,6 +72,7 @@ from servegate.gate.flags import (
     option_by_word,
     option_in_code,
     option_module,
+    option_named_module,
     option_spelt,
     override_given,
     path_in_line,
@@ -1444,6 +1445,15 @@ class Gate:
         for told, words, fix in _NARROW_HINTS:
             if kind == told and words.search(text):
                 return kind, fix
+        named = option_named_module(_FRAME_PATH.findall("\n".join(self.watcher.tail.last())), given)
+        if named is not None and _CONNECT_FAILED.search(text) and kind != "bad-args":
+            # a connection the code that serves an option made, refused (vLLM's MCP
+            # client after --tool-server 127.0.0.1:55803 with no server there): the
+            # address the option gives, not the engine's own peers
+            return "bad-args", (
+                f"nothing answered at what the command's {named} names: start that "
+                "server first, or give its right address"
+            )
         method = quantization_given(given)
         if (
             method is not None
@@ -1525,6 +1535,28 @@ class Gate:
             return "bad-args", (
                 f"the model does not support what the command's {named} asks for: leave "
                 "it out, or serve a model that supports it"
+            )
+        missing = (
+            _CONFIG_LACKS.search(text)
+            if kind in (None, "exit") or family_of(kind) in _OVERRIDDEN
+            else None
+        )
+        named = missing and option_by_word(missing.group(1), given, reads_args=False)
+        if named and missing:
+            # the model's config lacks what an option asks of it (SGLang's
+            # --enable-return-routed-experts on a dense model: "'LlamaConfig' object has
+            # no attribute 'num_experts_per_tok'")
+            return "bad-args", (
+                f"the command's {named} asks the model for {missing.group(1)}, which its "
+                "config does not have: leave the option out for this model"
+            )
+        if _ONLY_LISTED.search(text) and kind not in ("oom", "port-in-use", "permission"):
+            # a check listing the only values it takes ("Currently only ['ascend', 'fa3',
+            # ...] attention backends are supported for deterministic inference"): a
+            # choice of the command's, whichever option made it
+            return "bad-args", (
+                "the line lists the only choices supported here: give one of them (an "
+                "option of the command, or one it implies, chose another)"
             )
         if purpose and _MODE_REFUSED.search(text) and not _DEVICE_WORDS.search(purpose.group(1)):
             # the model named and refused for a mode, not for this machine: the mode is
@@ -1748,6 +1780,16 @@ class Gate:
             # index 3 (derived from the worker's global device id / gpu_id) is out of
             # range for 1 numa nodes" after --base-gpu-id 3)
             return "bad-args", f"the line names {named} and its value: {fix}"
+        if _OPENMP_SAID.match(text) and kind in (None, "exit", "abort", "bad-args"):
+            named = next((f"{n[1:]}={v}" for n, v in given if _OPENMP_VARIABLE.match(n)), None)
+            if named is not None:
+                # the OpenMP runtime refusing what its variable asked of it (libgomp's
+                # "Thread creation failed: Invalid argument" after GOMP_CPU_AFFINITY
+                # names CPUs this machine does not have)
+                return "bad-args", (
+                    f"the OpenMP runtime failed on what the command's {named} asks of "
+                    "it (CPUs this machine lacks, a value it does not read): fix or unset it"
+                )
         if _OPTIMIZED_AWAY.search(text):
             named = next((f"{n[1:]}={v}" for n, v in given if n == "$PYTHONOPTIMIZE"), None)
             if named is not None:
@@ -2104,6 +2146,14 @@ _BINDS = re.compile(r"\.bind\(|\bcreate_server\b|\bbind_socket\b")
 _BARE_LOOKUP = re.compile(r"(?:IndexError: (?:list|tuple) index out of range|StopIteration)\s*$")
 # llama.cpp's reader finding no file's first bytes to read
 _NO_MAGIC = re.compile(r"\bfailed to read magic\b|\bfailed to read (?:the )?header\b")
+# a client's connection that nothing accepted
+_CONNECT_FAILED = re.compile(
+    r"\bConnectError\b|\bConnection refused\b|\bAll connection attempts failed\b"
+    r"|\bClientConnectorError\b|\bConnectionRefusedError\b"
+)
+# the OpenMP runtimes' own error lines, and the variables that steer them
+_OPENMP_SAID = re.compile(r"(?:libgomp|OMP|libiomp5?\w*): ")
+_OPENMP_VARIABLE = re.compile(r"\$(?:GOMP|OMP|KMP)_")
 # a connector (remote store) asked of a path with no scheme it knows
 _NO_CONNECTOR = re.compile(r"\bInvalid connector type: /")
 _FRAME_WHERE = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
@@ -2195,6 +2245,10 @@ _ADAPTER_WEIGHTS_MISSING = re.compile(
 # something the user gave, refused for the model ("Default modality-specific LoRA(s)
 # were provided for a non multimodal model"): its words before "provided"
 _PROVIDED_FOR = re.compile(r"^(?:\w+Error: )?([\w ()-]+?) (?:were|was) provided for a non\b")
+# a model's config without an attribute the code asked of it, and a check that lists
+# the only values it takes
+_CONFIG_LACKS = re.compile(r"AttributeError: '\w*Config' object has no attribute '(\w+)'")
+_ONLY_LISTED = re.compile(r"\bonly \[[^\]]{1,300}\] [\w -]{0,60}\b(?:is|are) supported\b")
 # a model named by its type and refused for a mode; words of a machine or a device
 _MODE_REFUSED = re.compile(r"\bModel (?:type|architecture) \S+ is not supported for\b")
 _DEVICE_WORDS = re.compile(

@@ -653,6 +653,19 @@ def option_module(path: str, given: Given) -> str | None:
     return None
 
 
+def option_named_module(paths: Sequence[str], given: Given) -> str | None:
+    """The option of ``given`` whose whole name (``tool_server``) one of the traceback's
+    file names spells (``.../mcp/tool_server.py``): the code that serves that option,
+    as written, else None; names of one short word are not taken."""
+    stems = {os.path.basename(p.replace("\\", "/")).removesuffix(".py") for p in paths}
+    for name, value in given:
+        if name.startswith("$") or _option_name(name) in _MODEL_OPTIONS or name in _EVERYWHERE:
+            continue
+        if "_" in name and name in stems:
+            return f"--{name.replace('_', '-')} {value}".rstrip()
+    return None
+
+
 def _json_strings(value: str) -> list[str]:
     """The strings inside ``value`` read as a JSON object (an endpoint inside
     ``--kv-events-config``), none where it is not one."""
