@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -314,7 +315,8 @@ def test_a_wait_on_a_server_already_up_is_left_out_of_the_eta(port: int) -> None
         ("wait", True),
         ("launch", False),
     ]
-    assert " READY 0.0s already up " in _servegate("history", "--limit", "1").stdout
+    # the wait's own time, whatever a busy machine made it, then the mark
+    assert re.search(r" READY \d+\.\ds already up ", _servegate("history", "--limit", "1").stdout)
 
 
 def _damaged_history(path: Path) -> None:
